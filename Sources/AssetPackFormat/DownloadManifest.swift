@@ -1,0 +1,82 @@
+import Foundation
+
+/// The download manifest a server publishes: Apple's self-hosted layout plus fields Apple leaves out.
+///
+/// ```json
+/// {"assetPacks": [{"id": "Tutorial", "url": "http://127.0.0.1:8443/assets/Tutorial", "version": 1,
+///   "downloadSize": 415232, "downloadPolicy": {"essential": {...}}, "host": {"thirdParty": {}},
+///   "sha256": "…", "installSize": 450560, "fileCount": 6, "compression": "zstd"}]}
+/// ```
+public struct DownloadManifest: Sendable, Hashable, Codable {
+    /// One pack as the manifest lists it.
+    public struct Entry: Sendable, Hashable, Codable {
+        /// The pack's ID.
+        public var id: String
+        /// Where to download the archive: absolute, or relative to the manifest's own URL.
+        public var url: String
+        /// The pack's version; it rises each time the content changes.
+        public var version: Int
+        /// The archive's exact size in bytes.
+        public var downloadSize: Int64
+        /// When the pack is downloaded.
+        public var downloadPolicy: DownloadPolicy
+        /// Who hosts the pack; always `{"thirdParty": {}}` here, as for Apple's self-hosted packs.
+        public var host: Host
+        /// Lower-case hex SHA-256 of the archive (not in Apple's manifest).
+        public var sha256: String
+        /// The bytes the pack's files take once installed (not in Apple's manifest).
+        public var installSize: Int64
+        /// How many files the pack holds (not in Apple's manifest).
+        public var fileCount: Int
+        /// The archive's compression filter (not in Apple's manifest).
+        public var compression: PackCompression
+
+        /// Creates an entry.
+        public init(
+            id: String,
+            url: String,
+            version: Int,
+            downloadSize: Int64,
+            downloadPolicy: DownloadPolicy,
+            sha256: String,
+            installSize: Int64,
+            fileCount: Int,
+            compression: PackCompression
+        ) {
+            self.id = id
+            self.url = url
+            self.version = version
+            self.downloadSize = downloadSize
+            self.downloadPolicy = downloadPolicy
+            self.host = Host()
+            self.sha256 = sha256
+            self.installSize = installSize
+            self.fileCount = fileCount
+            self.compression = compression
+        }
+    }
+
+    /// The `host` object; encodes as `{"thirdParty": {}}`.
+    public struct Host: Sendable, Hashable, Codable {
+        /// Present for self-hosted packs.
+        public var thirdParty: [String: String]? = [:]
+
+        /// Creates the third-party host marker.
+        public init() {}
+    }
+
+    /// The packs, sorted by ID.
+    public var assetPacks: [Entry]
+
+    /// Creates a manifest.
+    public init(assetPacks: [Entry]) {
+        self.assetPacks = assetPacks
+    }
+
+    /// The manifest as JSON with sorted keys, so the same packs always give the same bytes.
+    public func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        return try encoder.encode(self)
+    }
+}

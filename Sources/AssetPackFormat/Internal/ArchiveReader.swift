@@ -1,0 +1,134 @@
+import CLibArchive
+import SystemPackage
+
+/// The header of one archive entry, as read.
+struct ArchiveEntryHeader {
+    /// The entry's path as stored (UTF-8 where available).
+    var name: String
+    /// File type bits (`ArchiveFileType`).
+    var type: UInt32
+    /// The size the header declares.
+    var size: Int64
+    /// Set for hard links (the entry's target) and symlinks.
+    var hardlink: String?
+    var symlink: String?
+}
+
+/// A streaming reader over a tar archive (any filter libarchive knows), valid only inside
+/// ``withArchiveReader(at:_:)``.
+struct ArchiveReader {
+    fileprivate let archive: OpaquePointer
+    let path: FilePath
+
+    /// The next entry's header, or `nil` at the end of the archive.
+    func next() throws -> ArchiveEntryHeader? {
+        var entry: OpaquePointer?
+        let status = archive_read_next_header(archive, &entry)
+        if status == ArchiveStatus.eof { return nil }
+        try check(status, archive, "\(path) is not a readable pack archive")
+        guard let entry else { return nil }
+        let name =
+            archive_entry_pathname_utf8(entry).map { String(cString: $0) }
+            ?? archive_entry_pathname(entry).map { String(cString: $0) } ?? ""
+        return ArchiveEntryHeader(
+            name: name,
+            type: UInt32(archive_entry_filetype(entry)),
+            size: archive_entry_size_is_set(entry) != 0 ? archive_entry_size(entry) : -1,
+            hardlink: archive_entry_hardlink(entry).map { String(cString: $0) },
+            symlink: archive_entry_symlink(entry).map { String(cString: $0) }
+        )
+    }
+
+    /// Streams the current entry's data in blocks to `consume`, in order; holes (sparse entries) are refused.
+    func readData(_ consume: (UnsafeRawBufferPointer) throws -> Void) throws {
+        var expected: Int64 = 0
+        while true {
+            var block: UnsafeRawPointer?
+            var size = 0
+            var offset: la_int64_t = 0
+            let status = archive_read_data_block(archive, &block, &size, &offset)
+            if status == ArchiveStatus.eof { return }
+            try check(status, archive, "cannot read \(path)")
+            guard offset == expected else {
+                throw AssetPackFormatError(
+                    code: .corruptPack,
+                    message: "\(path) holds a sparse entry, which packs never contain"
+                )
+            }
+            try consume(UnsafeRawBufferPointer(start: block, count: size))
+            expected += Int64(size)
+        }
+    }
+}
+
+/// Opens a tar archive for streaming reads (every compression filter libarchive supports; tar formats only,
+/// so a non-archive is refused rather than read raw).
+func withArchiveReader<T>(at path: FilePath, _ body: (ArchiveReader) throws -> T) throws -> T {
+    guard let archive = archive_read_new() else {
+        throw AssetPackFormatError(code: .archive, message: "libarchive could not allocate a reader")
+    }
+    defer { archive_read_free(archive) }
+    try check(archive_read_support_filter_all(archive), archive, "filters")
+    try check(archive_read_support_format_tar(archive), archive, "tar format")
+    let fd: FileDescriptor
+    do {
+        fd = try FileDescriptor.open(path, .readOnly, retryOnInterrupt: true)
+    } catch let errno as Errno {
+        if errno == .noSuchFileOrDirectory {
+            throw AssetPackFormatError(code: .notFound, message: "pack archive \(path) does not exist", cause: errno)
+        }
+        throw AssetPackFormatError.io("open", path, errno)
+    }
+    return try fd.closeAfter {
+        try check(archive_read_open_fd(archive, fd.rawValue, 1 << 20), archive, "\(path) is not a pack archive")
+        return try body(ArchiveReader(archive: archive, path: path))
+    }
+}
+
+/// Writes regular files to disk through libarchive's secure disk writer, valid only inside
+/// ``withDiskWriter(_:)``.
+struct DiskWriter {
+    fileprivate let disk: OpaquePointer
+    fileprivate let entry: OpaquePointer
+
+    /// Creates the file at `absolutePath` (which must not exist) and fills it from `fill`, which is handed a
+    /// function that appends bytes.
+    func writeFile(
+        at absolutePath: String,
+        size: Int64,
+        _ fill: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void
+    ) throws {
+        archive_entry_clear(entry)
+        archive_entry_set_pathname(entry, absolutePath)
+        archive_entry_set_filetype(entry, ArchiveFileType.regular)
+        archive_entry_set_perm(entry, 0o644)
+        archive_entry_set_size(entry, size)
+        try check(archive_write_header(disk, entry), disk, "cannot create \(absolutePath)")
+        var offset: Int64 = 0
+        try fill { bytes in
+            let status = archive_write_data_block(disk, bytes.baseAddress, bytes.count, offset)
+            if status < 0 { try check(Int32(status), disk, "cannot write \(absolutePath)") }
+            offset += Int64(bytes.count)
+        }
+        try check(archive_write_finish_entry(disk), disk, "cannot finish \(absolutePath)")
+    }
+}
+
+/// Opens libarchive's disk writer with the secure extraction flags: no `..`, no writing through symlinks,
+/// no overwriting. Entry names are also validated by the caller before they get here; the writer is given
+/// absolute paths under a destination the caller owns, which is why `SECURE_NOABSOLUTEPATHS` is not set.
+func withDiskWriter<T>(_ body: (DiskWriter) throws -> T) throws -> T {
+    guard let disk = archive_write_disk_new() else {
+        throw AssetPackFormatError(code: .archive, message: "libarchive could not allocate a disk writer")
+    }
+    defer { archive_write_free(disk) }
+    guard let entry = archive_entry_new() else {
+        throw AssetPackFormatError(code: .archive, message: "libarchive could not allocate an entry")
+    }
+    defer { archive_entry_free(entry) }
+    let flags: Int32 = 0x0100 | 0x0200 | 0x0008  // SECURE_SYMLINKS | SECURE_NODOTDOT | NO_OVERWRITE
+    try check(archive_write_disk_set_options(disk, flags), disk, "disk writer options")
+    let result = try body(DiskWriter(disk: disk, entry: entry))
+    try check(archive_write_close(disk), disk, "cannot finish writing files")
+    return result
+}

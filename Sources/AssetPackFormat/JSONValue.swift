@@ -1,0 +1,83 @@
+import Foundation
+
+/// A parsed JSON document, used to validate manifests key by key with precise messages.
+enum JSONValue: Sendable, Hashable, Decodable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    /// A short name of the JSON type, for error messages.
+    var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+
+    /// Removes `//` and `/* */` comments outside strings, keeping line numbers intact, so that
+    /// manifests written from Apple's commented template parse as JSON.
+    static func stripComments(_ text: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(text.count)
+        var index = 0
+        var inString = false
+        while index < text.count {
+            let byte = text[index]
+            if inString {
+                out.append(byte)
+                if byte == UInt8(ascii: "\\"), index + 1 < text.count {
+                    out.append(text[index + 1])
+                    index += 2
+                    continue
+                }
+                if byte == UInt8(ascii: "\"") { inString = false }
+                index += 1
+                continue
+            }
+            if byte == UInt8(ascii: "\"") {
+                inString = true
+                out.append(byte)
+                index += 1
+            } else if byte == UInt8(ascii: "/"), index + 1 < text.count, text[index + 1] == UInt8(ascii: "/") {
+                while index < text.count, text[index] != UInt8(ascii: "\n") { index += 1 }
+            } else if byte == UInt8(ascii: "/"), index + 1 < text.count, text[index + 1] == UInt8(ascii: "*") {
+                index += 2
+                while index < text.count, !(text[index] == UInt8(ascii: "*") && index + 1 < text.count
+                    && text[index + 1] == UInt8(ascii: "/"))
+                {
+                    if text[index] == UInt8(ascii: "\n") { out.append(text[index]) }
+                    index += 1
+                }
+                index += 2
+            } else {
+                out.append(byte)
+                index += 1
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,166 @@
+import Crypto
+import Foundation
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a pack archive is compressed.
+public struct PackBuildOptions: Sendable, Hashable {
+    /// The compression filter.
+    public var compression: PackCompression
+    /// The filter's level; `nil` takes the filter's default (zstd 3, gzip 6, xz 6, lz4 1).
+    public var level: Int?
+    /// Compression threads for zstd and xz; the output is the same for any value of 1 or more.
+    public var threads: Int
+
+    /// Creates options.
+    /// - Parameters:
+    ///   - compression: The filter (default zstd).
+    ///   - level: The level, or `nil` for the filter's default.
+    ///   - threads: Compression threads (default: the number of processors).
+    public init(compression: PackCompression = .zstd, level: Int? = nil, threads: Int? = nil) {
+        self.compression = compression
+        self.level = level
+        self.threads = threads ?? ProcessInfo.processInfo.activeProcessorCount
+    }
+
+    /// The level that will be used.
+    public var effectiveLevel: Int? { compression == .none ? nil : (level ?? compression.defaultLevel) }
+
+    /// Checks the level against the filter's range.
+    /// - Throws: ``AssetPackFormatError`` with code `.invalidOption`.
+    public func validate() throws {
+        if let level, compression == .none {
+            throw AssetPackFormatError(
+                code: .invalidOption,
+                message: "--level \(level) was given with --compression none. Fix: drop --level or pick a filter"
+            )
+        }
+        if let level, let range = compression.levels, !range.contains(level) {
+            throw AssetPackFormatError(
+                code: .invalidOption,
+                message:
+                    "--level \(level) is out of range for \(compression.rawValue). "
+                    + "Fix: use \(range.lowerBound) to \(range.upperBound)"
+            )
+        }
+        if threads < 1 {
+            throw AssetPackFormatError(code: .invalidOption, message: "threads must be 1 or more")
+        }
+    }
+}
+
+/// What building a pack produced: the archive's identity and sizes, as the download manifest reports them.
+public struct BuiltPack: Sendable, Hashable, Codable {
+    /// The pack's ID.
+    public var assetPackID: String
+    /// Lower-case hex SHA-256 of the archive file.
+    public var sha256: String
+    /// The archive's size in bytes (what a client downloads).
+    public var downloadSize: Int64
+    /// The sum of the packed files' sizes (what an install writes).
+    public var installSize: Int64
+    /// How many files the pack holds.
+    public var fileCount: Int
+    /// The compression filter.
+    public var compression: PackCompression
+}
+
+/// Builds pack archives with libarchive: pax tar, files under `Contents/`, an `Index.json` last.
+public enum PackBuilder {
+    /// Builds a pack archive from resolved sources and moves it into place atomically.
+    ///
+    /// Files are streamed in 1 MiB chunks and hashed on the way, so memory stays flat whatever their
+    /// size. Entries are sorted and their metadata normalised: the same content and options give a
+    /// byte-identical archive.
+    /// - Parameters:
+    ///   - source: The pack's manifest and files, from ``PackSource/resolve(_:root:)``.
+    ///   - output: Where to write the archive; replaced only when the build succeeds.
+    ///   - options: Compression.
+    ///   - progress: Called with the bytes of file content packed so far.
+    /// - Returns: The archive's digest and sizes.
+    /// - Throws: ``AssetPackFormatError`` (`.io`, `.archive`, `.changedWhilePacking`, `.invalidOption`).
+    public static func build(
+        _ source: PackSource,
+        to output: FilePath,
+        options: PackBuildOptions = PackBuildOptions(),
+        progress: ((Int64) -> Void)? = nil
+    ) throws -> BuiltPack {
+        try options.validate()
+        let (index, sha256, size) = try AtomicFile.write(to: output) { fd in
+            try withArchiveWriter(to: fd, options: options) { writer in
+                try writeEntries(source, writer: writer, progress: progress)
+            }
+        }
+        return BuiltPack(
+            assetPackID: source.manifest.assetPackID,
+            sha256: sha256,
+            downloadSize: size,
+            installSize: index.installSize,
+            fileCount: index.fileCount,
+            compression: options.compression
+        )
+    }
+
+    private static func writeEntries(
+        _ source: PackSource,
+        writer: ArchiveWriter,
+        progress: ((Int64) -> Void)?
+    ) throws -> PackIndex {
+        let chunk = 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
+        defer { buffer.deallocate() }
+        var rows: [PackIndex.File] = []
+        rows.reserveCapacity(source.files.count)
+        var packed: Int64 = 0
+        for file in source.files {
+            let fd: FileDescriptor
+            do {
+                fd = try FileDescriptor.open(file.source, .readOnly, retryOnInterrupt: true)
+            } catch let errno as Errno {
+                throw AssetPackFormatError.io("open", file.source, errno)
+            }
+            var hasher = SHA256()
+            try fd.closeAfter {
+                #if canImport(Glibc)
+                _ = posix_fadvise(fd.rawValue, 0, 0, POSIX_FADV_SEQUENTIAL)
+                #endif
+                try writer.addFile(named: PackPath.contentsPrefix + file.path, size: file.size) { append in
+                    while true {
+                        let count: Int
+                        do {
+                            count = try fd.read(into: buffer, retryOnInterrupt: true)
+                        } catch let errno as Errno {
+                            throw AssetPackFormatError.io("read", file.source, errno)
+                        }
+                        if count == 0 { break }
+                        let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+                        hasher.update(bufferPointer: bytes)
+                        try append(bytes)
+                        packed += Int64(count)
+                        progress?(packed)
+                    }
+                }
+            }
+            rows.append(PackIndex.File(path: file.path, size: file.size, sha256: hasher.finalize().hexString))
+        }
+        let index = PackIndex(
+            formatVersion: PackIndex.currentFormatVersion,
+            assetPackID: source.manifest.assetPackID,
+            downloadPolicy: source.manifest.downloadPolicy,
+            platforms: source.manifest.platforms,
+            installSize: rows.reduce(0) { $0 + $1.size },
+            fileCount: rows.count,
+            files: rows
+        )
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        let json = try encoder.encode(index)
+        try writer.addFile(named: PackPath.indexEntryName, size: Int64(json.count)) { append in
+            try json.withUnsafeBytes { try append($0) }
+        }
+        return index
+    }
+}

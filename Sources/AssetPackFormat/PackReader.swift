@@ -1,0 +1,190 @@
+import Crypto
+import Foundation
+import SystemPackage
+
+/// Reads pack archives back: their index, a full verification, or an extraction.
+public enum PackReader {
+    /// The largest index this reader accepts (a 100 000-file pack's index is about 15 MiB).
+    static let maximumIndexSize: Int64 = 256 << 20
+
+    /// Reads a pack's index without writing anything.
+    /// - Parameter archive: The pack archive.
+    /// - Returns: The index stored in it.
+    /// - Throws: ``AssetPackFormatError``: `.notFound`, `.archive` (not a readable archive), `.corruptPack`
+    ///   (no index, or an index that does not decode).
+    public static func readIndex(at archive: FilePath) throws -> PackIndex {
+        try withArchiveReader(at: archive) { reader in
+            while let header = try reader.next() {
+                if header.name == PackPath.indexEntryName {
+                    return try decodeIndex(reader, header: header)
+                }
+            }
+            throw missingIndex(archive)
+        }
+    }
+
+    /// Reads every entry, hashes it, and checks it against the index: sizes, digests, no missing and no
+    /// extra files.
+    /// - Parameter archive: The pack archive.
+    /// - Returns: The verified index.
+    /// - Throws: ``AssetPackFormatError`` with code `.corruptPack` naming the first mismatch.
+    public static func verify(at archive: FilePath) throws -> PackIndex {
+        try scan(archive, destination: nil, limit: nil)
+    }
+
+    /// Extracts a pack's files into `destination` (without the `Contents/` prefix) and verifies them.
+    ///
+    /// Refuses anything a pack never holds (symlinks, hard links, devices, FIFOs, names with `..` or a
+    /// leading `/`, duplicates, entries outside `Contents/`), stops when the bytes written pass `limit`,
+    /// and checks every file against the index at the end. On failure what was written stays for the
+    /// caller to remove (it extracts into a staging folder of its own).
+    /// - Parameters:
+    ///   - archive: The pack archive.
+    ///   - destination: An existing, empty folder.
+    ///   - limit: The most bytes of file content to write (the declared install size), or `nil`.
+    /// - Returns: The verified index.
+    /// - Throws: ``AssetPackFormatError`` with code `.corruptPack`, `.archive` or `.io`.
+    public static func extract(_ archive: FilePath, into destination: FilePath, limit: Int64? = nil) throws
+        -> PackIndex
+    {
+        try scan(archive, destination: destination, limit: limit)
+    }
+
+    private static func scan(_ archive: FilePath, destination: FilePath?, limit: Int64?) throws -> PackIndex {
+        let root = destination.map { $0.lexicallyNormalized() }
+        var seen: [String: (size: Int64, sha256: String)] = [:]
+        var written: Int64 = 0
+        var index: PackIndex?
+        try withArchiveReader(at: archive) { reader in
+            try withDiskWriter { disk in
+                while let header = try reader.next() {
+                    if header.name == PackPath.indexEntryName {
+                        guard index == nil else { throw corrupt(archive, "holds two index entries") }
+                        index = try decodeIndex(reader, header: header)
+                        continue
+                    }
+                    if header.type == ArchiveFileType.directory,
+                        header.name.hasPrefix(PackPath.contentsPrefix) || header.name + "/" == PackPath.contentsPrefix
+                    {
+                        continue
+                    }
+                    let relative = try entryPath(header, archive: archive)
+                    guard seen[relative] == nil else {
+                        throw corrupt(archive, "holds \(header.name) twice")
+                    }
+                    if let limit, written + max(header.size, 0) > limit {
+                        throw corrupt(
+                            archive,
+                            "unpacks to more than its declared install size of \(limit) bytes (at \(header.name))"
+                        )
+                    }
+                    var hasher = SHA256()
+                    var size: Int64 = 0
+                    let consume: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void = { write in
+                        try reader.readData { block in
+                            size += Int64(block.count)
+                            written += Int64(block.count)
+                            if let limit, written > limit {
+                                throw corrupt(archive, "unpacks to more than its declared install size of \(limit) bytes")
+                            }
+                            hasher.update(bufferPointer: block)
+                            try write(block)
+                        }
+                    }
+                    if let root {
+                        let target = root.appending(relative)
+                        try makeParents(of: target, under: root)
+                        try disk.writeFile(at: target.string, size: header.size, consume)
+                    } else {
+                        try consume { _ in }
+                    }
+                    seen[relative] = (size, hasher.finalize().hexString)
+                }
+            }
+        }
+        guard let index else { throw missingIndex(archive) }
+        for row in index.files {
+            guard let found = seen.removeValue(forKey: row.path) else {
+                throw corrupt(archive, "lacks \(row.path), which its index lists")
+            }
+            guard found.size == row.size, found.sha256 == row.sha256 else {
+                throw corrupt(
+                    archive,
+                    "holds \(row.path) with \(found.size) bytes and SHA-256 \(found.sha256.prefix(12)), but its index "
+                        + "says \(row.size) bytes and \(row.sha256.prefix(12))"
+                )
+            }
+        }
+        if let extra = seen.keys.sorted().first {
+            throw corrupt(archive, "holds \(extra), which its index does not list")
+        }
+        return index
+    }
+
+    /// Validates an entry and returns its path in the namespace (without `Contents/`).
+    private static func entryPath(_ header: ArchiveEntryHeader, archive: FilePath) throws -> String {
+        if header.hardlink != nil {
+            throw corrupt(archive, "holds a hard link (\(header.name)); packs hold regular files only")
+        }
+        guard header.type == ArchiveFileType.regular else {
+            let kind = header.type == ArchiveFileType.symlink ? "a symlink" : "a special file (device, FIFO or socket)"
+            throw corrupt(archive, "holds \(kind) (\(header.name)); packs hold regular files only")
+        }
+        guard header.name.hasPrefix(PackPath.contentsPrefix),
+            let relative = PackPath.normalize(String(header.name.dropFirst(PackPath.contentsPrefix.count))),
+            relative == String(header.name.dropFirst(PackPath.contentsPrefix.count))
+        else {
+            throw corrupt(
+                archive,
+                "holds an entry named \"\(AssetPackID.printable(header.name))\", outside Contents/ or with '..', "
+                    + "'.', '//' or an absolute path; refused"
+            )
+        }
+        return relative
+    }
+
+    private static func makeParents(of target: FilePath, under root: FilePath) throws {
+        let parent = target.removingLastComponent()
+        guard parent != root else { return }
+        do {
+            try FileManager.default.createDirectory(atPath: parent.string, withIntermediateDirectories: true)
+        } catch {
+            throw AssetPackFormatError(code: .io, message: "cannot create folder \(parent): \(error)")
+        }
+    }
+
+    private static func decodeIndex(_ reader: ArchiveReader, header: ArchiveEntryHeader) throws -> PackIndex {
+        guard header.type == ArchiveFileType.regular, header.size <= maximumIndexSize else {
+            throw corrupt(reader.path, "has an index entry that is not a regular file of at most 256 MiB")
+        }
+        var bytes: [UInt8] = []
+        try reader.readData { block in
+            guard Int64(bytes.count + block.count) <= maximumIndexSize else {
+                throw corrupt(reader.path, "has an index larger than 256 MiB")
+            }
+            bytes.append(contentsOf: block)
+        }
+        let index: PackIndex
+        do {
+            index = try JSONDecoder().decode(PackIndex.self, from: Data(bytes))
+        } catch {
+            throw AssetPackFormatError(
+                code: .corruptPack,
+                message: "\(reader.path) has an index that does not decode: \(error)",
+                cause: error
+            )
+        }
+        guard index.formatVersion == PackIndex.currentFormatVersion else {
+            throw corrupt(reader.path, "has index format \(index.formatVersion); this tool reads format 1")
+        }
+        return index
+    }
+
+    private static func missingIndex(_ archive: FilePath) -> AssetPackFormatError {
+        corrupt(archive, "has no \(PackPath.indexEntryName) entry; it was not built by ba-mock, or it is truncated")
+    }
+
+    private static func corrupt(_ archive: FilePath, _ problem: String) -> AssetPackFormatError {
+        AssetPackFormatError(code: .corruptPack, message: "pack \(archive) \(problem)")
+    }
+}

@@ -1,0 +1,119 @@
+import AssetPackFormat
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// How the HTTP side of `ba-mock serve` behaves.
+public struct ServerConfiguration: Sendable {
+    /// The address or name to listen on.
+    public var host: String
+    /// The port; 0 lets the system choose (the chosen URL is reported to `onRunning`).
+    public var port: Int
+    /// The base URL written into the manifest; `nil` derives it from each request's `Host` header.
+    public var baseURL: String?
+    /// Request lines as JSON instead of text.
+    public var jsonLog: Bool
+    /// How often the folder is checked for changes; `nil` turns live updates off.
+    public var watchInterval: Duration?
+    /// Receives one line per request.
+    public var requestLog: @Sendable (String) -> Void
+    /// Receives a line for each rebuild, removal or manifest problem found while serving.
+    public var eventLog: @Sendable (String) -> Void
+
+    /// Creates a configuration; the defaults serve plain HTTP on 127.0.0.1:8443 and watch every second.
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 8443,
+        baseURL: String? = nil,
+        jsonLog: Bool = false,
+        watchInterval: Duration? = .seconds(1),
+        requestLog: @escaping @Sendable (String) -> Void = { print($0) },
+        eventLog: @escaping @Sendable (String) -> Void = { print($0) }
+    ) {
+        self.host = host
+        self.port = port
+        self.baseURL = baseURL
+        self.jsonLog = jsonLog
+        self.watchInterval = watchInterval
+        self.requestLog = requestLog
+        self.eventLog = eventLog
+    }
+}
+
+/// Builds the router: request log outermost, JSON errors inside it, then the pack routes.
+func buildRouter(catalog: PackCatalog, configuration: ServerConfiguration, scheme: String) -> Router<
+    BasicRequestContext
+> {
+    let router = Router(options: .autoGenerateHeadEndpoints)
+    router.add(middleware: RequestLogMiddleware(json: configuration.jsonLog, write: configuration.requestLog))
+    router.add(middleware: JSONErrorMiddleware())
+    PackController(catalog: catalog, baseURL: configuration.baseURL, scheme: scheme).addRoutes(to: router)
+    return router
+}
+
+/// Builds the `ba-mock` server application over a catalog that has been refreshed once.
+///
+/// Run it with `runService()` (graceful shutdown on SIGINT/SIGTERM) or inside a service group.
+/// - Parameters:
+///   - catalog: The packs to serve; watched for changes when `configuration.watchInterval` is set.
+///   - configuration: Address, logging and live-update settings.
+///   - tls: TLS material, or `nil` for plain HTTP.
+///   - onRunning: Called once listening, with the URL clients use (the real port when port 0 was asked).
+/// - Returns: The application.
+/// - Throws: When the TLS configuration is refused.
+public func buildApplication(
+    catalog: PackCatalog,
+    configuration: ServerConfiguration,
+    tls: TLSSetup? = nil,
+    onRunning: @escaping @Sendable (String) async -> Void = { _ in }
+) throws -> some ApplicationProtocol {
+    let scheme = tls == nil ? "http" : "https"
+    let router = buildRouter(catalog: catalog, configuration: configuration, scheme: scheme)
+    var logger = Logger(label: "ba-mock")
+    logger.logLevel = .warning
+    let server: HTTPServerBuilder = try tls.map { try .tls(.http1(), tlsConfiguration: $0.configuration) } ?? .http1()
+    var services: [any Service] = []
+    if let interval = configuration.watchInterval {
+        services.append(CatalogWatcher(catalog: catalog, interval: interval, log: configuration.eventLog))
+    }
+    let host = configuration.host
+    return Application(
+        router: router,
+        server: server,
+        configuration: .init(address: .hostname(host, port: configuration.port), serverName: "ba-mock"),
+        services: services,
+        onServerRunning: { channel in
+            let port = channel.localAddress?.port ?? configuration.port
+            let printableHost = host.contains(":") ? "[\(host)]" : host
+            await onRunning("\(scheme)://\(printableHost):\(port)")
+        },
+        logger: logger
+    )
+}
+
+/// Refreshes the catalog on a timer while the server runs, and says what changed.
+struct CatalogWatcher: Service {
+    let catalog: PackCatalog
+    let interval: Duration
+    let log: @Sendable (String) -> Void
+
+    func run() async throws {
+        let log = self.log
+        try await cancelWhenGracefulShutdown {
+            await catalog.watch(every: interval) { report in
+                for change in report.changes {
+                    if let from = change.from {
+                        log("updated \(change.id): version \(from) -> \(change.to)")
+                    } else {
+                        log("added \(change.id): version \(change.to)")
+                    }
+                }
+                for id in report.removed { log("removed \(id): its manifest is gone; clients will see it as obsolete") }
+                for problem in report.problems { log("error: \(problem) (the last good version stays published)") }
+            }
+        }
+    }
+}

@@ -1,0 +1,249 @@
+import AssetPackFormat
+import Foundation
+import NIOPosix
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What one refresh of the catalog changed.
+public struct CatalogReport: Sendable {
+    /// A pack whose published version moved.
+    public struct Change: Sendable, Hashable {
+        /// The pack's ID.
+        public var id: String
+        /// The version before, or `nil` for a new pack.
+        public var from: Int?
+        /// The version now.
+        public var to: Int
+    }
+
+    /// Packs built or rebuilt with new content.
+    public var changes: [Change] = []
+    /// Packs whose manifest was removed: no longer published (clients see them as obsolete).
+    public var removed: [String] = []
+    /// Manifests (or builds) that failed; their packs keep the last good version.
+    public var problems: [AssetPackFormatError] = []
+    /// Warnings from the manifests.
+    public var warnings: [String] = []
+}
+
+/// The packs built from an asset folder: builds them (reusing unchanged archives), numbers their versions,
+/// keeps the state file, and publishes an immutable ``CatalogSnapshot`` that request handlers read without
+/// waiting.
+public actor PackCatalog {
+    /// The asset folder.
+    public nonisolated let folder: AssetFolder
+    private let options: PackBuildOptions
+    private let pinnedVersions: [String: Int]
+    private let retention: Duration
+    private let log: @Sendable (String) -> Void
+    private var state: MockState
+    private var superseded: [(archive: FilePath, since: ContinuousClock.Instant)] = []
+    private nonisolated let current = Mutex(CatalogSnapshot(packs: []))
+
+    /// The packs published right now.
+    public nonisolated var snapshot: CatalogSnapshot { current.withLock { $0 } }
+
+    /// Opens the catalog of a folder; nothing is built until ``refresh()``.
+    /// - Parameters:
+    ///   - folder: The asset folder.
+    ///   - options: How packs are compressed.
+    ///   - pinnedVersions: Versions to publish regardless of content, by pack ID (`--pack-version`).
+    ///   - retention: How long a superseded archive stays on disk for downloads already under way.
+    ///   - log: Receives a line for each build.
+    /// - Throws: ``AssetPackServerError`` with code `.state` when the state file cannot be read.
+    public init(
+        folder: AssetFolder,
+        options: PackBuildOptions = PackBuildOptions(),
+        pinnedVersions: [String: Int] = [:],
+        retention: Duration = .seconds(600),
+        log: @escaping @Sendable (String) -> Void = { _ in }
+    ) throws {
+        self.folder = folder
+        self.options = options
+        self.pinnedVersions = pinnedVersions
+        self.retention = retention
+        self.log = log
+        self.state = try MockState.load(from: folder.stateFolder.appending("state.json"))
+    }
+
+    private var packsFolder: FilePath { folder.stateFolder.appending("packs") }
+
+    /// Scans the folder, builds what changed, and publishes the result.
+    ///
+    /// A pack whose manifest is invalid or whose build fails keeps its last good version; a pack whose
+    /// manifest file is gone is no longer published.
+    /// - Returns: What changed.
+    /// - Throws: ``AssetPackServerError`` when the folder itself cannot be read or the state not saved.
+    @discardableResult
+    public func refresh() async throws -> CatalogReport {
+        let folder = self.folder
+        let scan = try await NIOThreadPool.singleton.runIfActive { try folder.scan() }
+        var report = CatalogReport(problems: scan.problems, warnings: scan.warnings)
+        try createStateFolders()
+        var changed = false
+        var present = Set<String>()
+        for source in scan.sources {
+            let id = source.manifest.assetPackID
+            present.insert(id)
+            let fingerprint = source.fingerprint(options: options)
+            let previous = state.packs[id]
+            if let previous, previous.fingerprint == fingerprint, !previous.removed,
+                FileManager.default.fileExists(atPath: packsFolder.appending(previous.archive).string)
+            {
+                continue
+            }
+            do {
+                let record = try await build(source, fingerprint: fingerprint, previous: previous)
+                if let previous, previous.archive != record.archive {
+                    superseded.append((packsFolder.appending(previous.archive), .now))
+                }
+                state.packs[id] = record
+                changed = true
+                let fromVersion = previous.flatMap { $0.removed ? nil : published($0, id: id) }
+                if fromVersion != published(record, id: id) || previous?.removed == true {
+                    report.changes.append(.init(id: id, from: fromVersion, to: published(record, id: id)))
+                }
+            } catch let error as AssetPackFormatError {
+                report.problems.append(error)
+            }
+        }
+        let brokenFiles = Set(scan.problems.compactMap { problem in
+            scan.manifestFiles.first { problem.message.hasPrefix(folder.root.appending($0).string) }
+        })
+        for (id, record) in state.packs where !record.removed && !present.contains(id) {
+            let name = FilePath(record.manifestFile).lastComponent?.string ?? ""
+            if brokenFiles.contains(name) { continue }  // keep serving while its manifest is being fixed
+            state.packs[id]?.removed = true
+            superseded.append((packsFolder.appending(record.archive), .now))
+            report.removed.append(id)
+            changed = true
+        }
+        if changed { try state.save(to: folder.stateFolder.appending("state.json")) }
+        publish()
+        removeExpiredArchives()
+        return report
+    }
+
+    /// Refreshes every `interval` until the task is cancelled, handing each report that changed something
+    /// (or found a problem) to `onReport`.
+    public func watch(every interval: Duration, onReport: @escaping @Sendable (CatalogReport) -> Void) async {
+        var lastProblems: [String] = []
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: interval)
+            } catch {
+                return
+            }
+            do {
+                let report = try await refresh()
+                let problems = report.problems.map(\.message)
+                if !report.changes.isEmpty || !report.removed.isEmpty || problems != lastProblems {
+                    onReport(report)
+                }
+                lastProblems = problems
+            } catch {
+                log("ba-mock: cannot refresh \(folder.root): \(error)")
+            }
+        }
+    }
+
+    private func published(_ record: MockState.Record, id: String) -> Int {
+        pinnedVersions[id] ?? record.version
+    }
+
+    private func build(
+        _ source: PackSource,
+        fingerprint: String,
+        previous: MockState.Record?
+    ) async throws -> MockState.Record {
+        let id = source.manifest.assetPackID
+        let options = self.options
+        let packsFolder = self.packsFolder
+        let building = packsFolder.appending("\(id).building")
+        log("building \(id): \(source.files.count) files, \(ByteFormat.string(source.installSize))")
+        let built = try await NIOThreadPool.singleton.runIfActive {
+            try PackBuilder.build(source, to: building, options: options)
+        }
+        let name = "\(id)-\(built.sha256.prefix(16)).pack"
+        if rename(building.string, packsFolder.appending(name).string) != 0 {
+            throw AssetPackFormatError(
+                code: .io,
+                message: "cannot move the built pack into \(packsFolder)",
+                cause: Errno(rawValue: errno)
+            )
+        }
+        let sameContent = previous?.sha256 == built.sha256
+        return MockState.Record(
+            version: previous.map { sameContent ? $0.version : $0.version + 1 } ?? 1,
+            sha256: built.sha256,
+            fingerprint: fingerprint,
+            archive: name,
+            builtAt: sameContent ? (previous?.builtAt ?? Self.now()) : Self.now(),
+            downloadSize: built.downloadSize,
+            installSize: built.installSize,
+            fileCount: built.fileCount,
+            compression: built.compression,
+            downloadPolicy: source.manifest.downloadPolicy,
+            manifestFile: source.manifestFile,
+            removed: false
+        )
+    }
+
+    private static func now() -> Date {
+        Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+    }
+
+    private func publish() {
+        let packs = state.packs.filter { !$0.value.removed }.map { id, record in
+            ServedPack(
+                id: id,
+                version: published(record, id: id),
+                downloadPolicy: record.downloadPolicy,
+                archive: packsFolder.appending(record.archive),
+                sha256: record.sha256,
+                downloadSize: record.downloadSize,
+                installSize: record.installSize,
+                fileCount: record.fileCount,
+                compression: record.compression,
+                lastModified: record.builtAt
+            )
+        }.sorted { $0.id < $1.id }
+        current.withLock { $0 = CatalogSnapshot(packs: packs) }
+    }
+
+    private func createStateFolders() throws {
+        do {
+            try FileManager.default.createDirectory(atPath: packsFolder.string, withIntermediateDirectories: true)
+        } catch {
+            throw AssetPackServerError(
+                code: .state,
+                message: "cannot create \(packsFolder). Fix: make the asset folder writable",
+                cause: error
+            )
+        }
+        if superseded.isEmpty, state.packs.isEmpty == false {
+            // At start-up: anything in packs/ that no record names is left from an earlier run.
+            let referenced = Set(state.packs.values.filter { !$0.removed }.map(\.archive))
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? []
+            where !referenced.contains(name) {
+                superseded.append((packsFolder.appending(name), .now - retention))
+            }
+        }
+    }
+
+    /// Deletes superseded archives once no download that began before the swap can still need them.
+    private func removeExpiredArchives() {
+        let live = Set(current.withLock { $0.packs.map(\.archive) })
+        let now = ContinuousClock.now
+        superseded.removeAll { item in
+            if live.contains(item.archive) { return true }
+            guard now - item.since >= retention else { return false }
+            _ = unlink(item.archive.string)
+            return true
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import AssetPackFormat
+import Foundation
+import SystemPackage
+
+/// A pack as the server publishes it right now: a built, immutable archive and its manifest fields.
+public struct ServedPack: Sendable, Hashable {
+    /// The pack's ID.
+    public var id: String
+    /// The published version (pinned, or counted from 1).
+    public var version: Int
+    /// The pack's download policy.
+    public var downloadPolicy: DownloadPolicy
+    /// The archive on disk. It is never rewritten in place: a new version is a new file.
+    public var archive: FilePath
+    /// The archive's SHA-256 (also its strong ETag).
+    public var sha256: String
+    /// The archive's size.
+    public var downloadSize: Int64
+    /// The bytes its files take once installed.
+    public var installSize: Int64
+    /// How many files it holds.
+    public var fileCount: Int
+    /// Its compression filter.
+    public var compression: PackCompression
+    /// When this version was built (`Last-Modified`, whole seconds).
+    public var lastModified: Date
+
+    /// The strong entity tag of this version.
+    public var etag: String { "\"\(sha256)\"" }
+
+    /// The manifest entry, with the pack's URL under `baseURL` (empty for a relative URL).
+    public func manifestEntry(baseURL: String) -> DownloadManifest.Entry {
+        let prefix = baseURL.isEmpty ? "" : (baseURL.hasSuffix("/") ? baseURL : baseURL + "/")
+        return DownloadManifest.Entry(
+            id: id,
+            url: prefix + "assets/" + id,
+            version: version,
+            downloadSize: downloadSize,
+            downloadPolicy: downloadPolicy,
+            sha256: sha256,
+            installSize: installSize,
+            fileCount: fileCount,
+            compression: compression
+        )
+    }
+}
+
+/// Every pack published at one moment; swapped whole when a pack changes.
+public struct CatalogSnapshot: Sendable, Hashable {
+    /// The packs, sorted by ID.
+    public var packs: [ServedPack]
+
+    /// The pack with this ID, if published.
+    public func pack(withID id: String) -> ServedPack? {
+        packs.first { $0.id == id }
+    }
+
+    /// The download manifest for these packs.
+    public func manifest(baseURL: String) -> DownloadManifest {
+        DownloadManifest(assetPacks: packs.map { $0.manifestEntry(baseURL: baseURL) })
+    }
+}

@@ -1,0 +1,210 @@
+import AssetPackFormat
+import Crypto
+import Foundation
+import NIOSSL
+import SwiftASN1
+import SystemPackage
+import X509
+
+/// How the server speaks TLS.
+public enum TLSMode: Sendable, Hashable {
+    /// Plain HTTP (the default on 127.0.0.1).
+    case none
+    /// A certificate chain and key from PEM files.
+    case files(certificate: FilePath, key: FilePath)
+    /// A local CA and a server certificate made by `ba-mock` and kept in `.ba-mock/tls/`.
+    case selfSigned
+}
+
+/// TLS material ready for the server, and the CA file a client must trust (self-signed mode).
+public struct TLSSetup: Sendable {
+    /// The server's TLS configuration.
+    public var configuration: TLSConfiguration
+    /// The CA certificate to trust, in self-signed mode.
+    public var caFile: FilePath?
+
+    /// Loads or makes the TLS material for `mode`.
+    ///
+    /// In self-signed mode the CA is made once and kept; the server certificate is made again whenever it
+    /// does not name `host` or is about to expire. Its subject alternative name is exactly `host`: an IP
+    /// address entry for an address, a DNS entry for a name, as Apple's clients require.
+    /// - Parameters:
+    ///   - mode: Where the certificate comes from.
+    ///   - host: The name or address clients use.
+    ///   - stateFolder: The asset folder's `.ba-mock` folder.
+    /// - Returns: `nil` for plain HTTP.
+    /// - Throws: ``AssetPackServerError`` with code `.tls`.
+    public static func make(mode: TLSMode, host: String, stateFolder: FilePath) throws -> TLSSetup? {
+        switch mode {
+        case .none:
+            return nil
+        case .files(let certificate, let key):
+            return TLSSetup(configuration: try serverConfiguration(certificate: certificate, key: key), caFile: nil)
+        case .selfSigned:
+            let folder = stateFolder.appending("tls")
+            do {
+                try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
+                let (caFile, caKeyFile) = (folder.appending("ca.pem"), folder.appending("ca-key.pem"))
+                if !FileManager.default.fileExists(atPath: caFile.string)
+                    || !FileManager.default.fileExists(atPath: caKeyFile.string)
+                {
+                    try makeCA(certificate: caFile, key: caKeyFile)
+                }
+                let safeHost = host.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" }
+                let leafFile = folder.appending("server-\(String(safeHost)).pem")
+                let leafKeyFile = folder.appending("server-\(String(safeHost))-key.pem")
+                if try !isUsable(leafFile, host: host) || !FileManager.default.fileExists(atPath: leafKeyFile.string) {
+                    try makeServerCertificate(host: host, ca: caFile, caKey: caKeyFile, into: leafFile, key: leafKeyFile)
+                }
+                return TLSSetup(
+                    configuration: try serverConfiguration(certificate: leafFile, key: leafKeyFile),
+                    caFile: caFile
+                )
+            } catch let error as AssetPackServerError {
+                throw error
+            } catch {
+                throw AssetPackServerError(
+                    code: .tls,
+                    message: "cannot make a self-signed certificate in \(folder). Fix: delete that folder and retry",
+                    cause: error
+                )
+            }
+        }
+    }
+
+    private static func serverConfiguration(certificate: FilePath, key: FilePath) throws -> TLSConfiguration {
+        let chain: [NIOSSLCertificate]
+        let privateKey: NIOSSLPrivateKey
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(certificate.string)
+        } catch {
+            throw AssetPackServerError(
+                code: .tls,
+                message: "cannot read the certificate chain \(certificate). Fix: pass a PEM file with --tls-cert",
+                cause: error
+            )
+        }
+        do {
+            privateKey = try NIOSSLPrivateKey(file: key.string, format: .pem)
+        } catch {
+            throw AssetPackServerError(
+                code: .tls,
+                message: "cannot read the private key \(key). Fix: pass an unencrypted PEM key with --tls-key",
+                cause: error
+            )
+        }
+        guard !chain.isEmpty else {
+            throw AssetPackServerError(code: .tls, message: "\(certificate) holds no certificate")
+        }
+        return TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain.map { .certificate($0) },
+            privateKey: .privateKey(privateKey)
+        )
+    }
+
+    private static func makeCA(certificate: FilePath, key: FilePath) throws {
+        let privateKey = P256.Signing.PrivateKey()
+        let name = try DistinguishedName {
+            CommonName("ba-mock local CA")
+            OrganizationName("ba-mock")
+        }
+        let now = Date()
+        let publicKey = Certificate.PublicKey(privateKey.publicKey)
+        let ca = try Certificate(
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: publicKey,
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(10 * 365 * 86400),
+            issuer: name,
+            subject: name,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+                SubjectKeyIdentifier(hash: publicKey)
+            },
+            issuerPrivateKey: .init(privateKey)
+        )
+        try writePEM(privateKey.pemRepresentation, to: key, secret: true)
+        try writePEM(try ca.serializeAsPEM().pemString, to: certificate, secret: false)
+    }
+
+    private static func makeServerCertificate(
+        host: String,
+        ca caFile: FilePath,
+        caKey caKeyFile: FilePath,
+        into file: FilePath,
+        key keyFile: FilePath
+    ) throws {
+        let ca = try Certificate(pemEncoded: try String(contentsOfFile: caFile.string, encoding: .utf8))
+        let caKey = try P256.Signing.PrivateKey(pemRepresentation: try String(contentsOfFile: caKeyFile.string, encoding: .utf8))
+        let privateKey = P256.Signing.PrivateKey()
+        let publicKey = Certificate.PublicKey(privateKey.publicKey)
+        let name = try DistinguishedName { CommonName(host) }
+        let alternativeName: GeneralName =
+            if let address = ipAddressBytes(host) {
+                .ipAddress(ASN1OctetString(contentBytes: ArraySlice(address)))
+            } else {
+                .dnsName(host)
+            }
+        let now = Date()
+        let leaf = try Certificate(
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: publicKey,
+            notValidBefore: now.addingTimeInterval(-3600),
+            notValidAfter: now.addingTimeInterval(397 * 86400),  // Apple's limit for TLS server certificates
+            issuer: ca.subject,
+            subject: name,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.serverAuth])
+                SubjectAlternativeNames([alternativeName])
+                SubjectKeyIdentifier(hash: publicKey)
+            },
+            issuerPrivateKey: .init(caKey)
+        )
+        try writePEM(privateKey.pemRepresentation, to: keyFile, secret: true)
+        try writePEM(try leaf.serializeAsPEM().pemString, to: file, secret: false)
+    }
+
+    /// Whether an existing server certificate names `host` and stays valid for at least a day.
+    private static func isUsable(_ file: FilePath, host: String) throws -> Bool {
+        guard let text = try? String(contentsOfFile: file.string, encoding: .utf8),
+            let leaf = try? Certificate(pemEncoded: text)
+        else { return false }
+        guard leaf.notValidAfter > Date().addingTimeInterval(86400) else { return false }
+        guard let names = try? leaf.extensions.subjectAlternativeNames else { return false }
+        return names.contains { name in
+            switch name {
+            case .dnsName(let dns): dns == host
+            case .ipAddress(let bytes): ipAddressBytes(host).map { ArraySlice($0) == bytes.bytes } ?? false
+            default: false
+            }
+        }
+    }
+
+    private static func writePEM(_ text: String, to file: FilePath, secret: Bool) throws {
+        let permissions: FilePermissions = secret ? [.ownerReadWrite] : [.ownerReadWrite, .groupRead, .otherRead]
+        try AtomicFile.write(to: file, permissions: permissions) { fd in
+            _ = try fd.writeAll(Array((text.hasSuffix("\n") ? text : text + "\n").utf8))
+        }
+    }
+
+    /// The bytes of an IPv4 or IPv6 address literal, or `nil` for a DNS name.
+    static func ipAddressBytes(_ host: String) -> [UInt8]? {
+        let literal = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        var v4 = in_addr()
+        if inet_pton(AF_INET, literal, &v4) == 1 {
+            return withUnsafeBytes(of: &v4) { Array($0) }
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, literal, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,18 @@
+import ArgumentParser
+
+@main
+struct BAMock: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ba-mock",
+        abstract: "Serve a folder of assets as Apple-hosted-style asset packs, on Linux, without a TLS ceremony.",
+        discussion: """
+            An asset folder holds packaging manifests (*.json, Apple's format) at its top level and the content \
+            they select below it. ba-mock builds one pack archive per manifest with libarchive (pax tar, zstd by \
+            default; not Apple Archive .aar), publishes a download manifest at /manifest and the packs at \
+            /assets/<id>, and rebuilds a pack when its files change.
+            """,
+        version: "0.1.0",
+        subcommands: [Serve.self, PackageCommand.self, Template.self, Export.self, Inspect.self],
+        defaultSubcommand: Serve.self
+    )
+}

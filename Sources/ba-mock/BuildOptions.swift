@@ -1,0 +1,38 @@
+import ArgumentParser
+import AssetPackFormat
+import SystemPackage
+
+extension PackCompression: ExpressibleByArgument {}
+
+/// Compression options shared by the commands that build packs.
+struct BuildOptions: ParsableArguments {
+    @Option(help: "Compression filter: zstd, gzip, xz, lz4 or none. (default: zstd)")
+    var compression: PackCompression = .zstd
+
+    @Option(help: "Compression level (zstd 1-19, default 3; gzip 1-9, default 6; xz 0-9, default 6; lz4 1-9, default 1).")
+    var level: Int?
+
+    @Option(help: "Compression threads for zstd and xz; the archive is the same for any count. (default: all cores)")
+    var threads: Int?
+
+    var packOptions: PackBuildOptions {
+        PackBuildOptions(compression: compression, level: level, threads: threads)
+    }
+
+    func validate() throws {
+        do {
+            try packOptions.validate()
+        } catch let error as AssetPackFormatError {
+            throw ValidationError(error.message)
+        }
+    }
+}
+
+extension FilePath: @retroactive ExpressibleByArgument {
+    public init?(argument: String) {
+        guard !argument.isEmpty else { return nil }
+        self.init(argument)
+    }
+
+    public var defaultValueDescription: String { string }
+}

@@ -1,0 +1,61 @@
+import ArgumentParser
+import AssetPackFormat
+import AssetPackServer
+import Foundation
+import SystemPackage
+
+struct Export: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write an asset folder's packs as a static tree (manifest, assets/<id>) for any web server or CDN.",
+        discussion: """
+            A web server serving OUT at some URL gives clients what `ba-mock serve` gives them: the same \
+            manifest fields, the same pack bytes and digests. Versions are shared with `serve` through \
+            FOLDER/.ba-mock/state.json. Pack URLs are relative (assets/<id>) unless --base-url is given.
+            """
+    )
+
+    @Argument(help: "The asset folder. (default: ./Assets)")
+    var folder: FilePath = "Assets"
+
+    @Option(help: "The output folder (created if needed).")
+    var out: FilePath
+
+    @Option(help: "Base URL for pack URLs, e.g. https://cdn.example.com/packs. (default: relative URLs)")
+    var baseURL: String?
+
+    @Option(
+        name: .customLong("pack-version"),
+        help: ArgumentHelp("Publish pack ID at version N. Repeatable.", valueName: "ID=N")
+    )
+    var packVersions: [String] = []
+
+    @Flag(help: "Print the manifest written instead of a summary.")
+    var json = false
+
+    @OptionGroup var build: BuildOptions
+
+    func run() async throws {
+        let catalog = try PackCatalog(
+            folder: AssetFolder(root: folder),
+            options: build.packOptions,
+            pinnedVersions: try PackVersionPin.parse(packVersions),
+            log: { Console.err($0) }
+        )
+        let report = try await catalog.refresh()
+        for warning in report.warnings { Console.err("warning: \(warning)") }
+        guard report.problems.isEmpty else {
+            throw AssetPackServerError(
+                code: .invalidAssetFolder,
+                message: "\(folder) has \(report.problems.count) invalid manifest(s); nothing was exported:",
+                problems: report.problems
+            )
+        }
+        let result = try Exporter.export(catalog.snapshot, to: out, baseURL: baseURL)
+        if json {
+            Console.out(String(decoding: try result.manifest.encoded(), as: UTF8.self))
+            return
+        }
+        Console.out(PackTable.render(catalog.snapshot))
+        Console.out("wrote \(result.manifestFile) and \(result.manifest.assetPacks.count) packs in \(out.appending("assets"))")
+    }
+}

@@ -1,0 +1,59 @@
+import ArgumentParser
+import AssetPackFormat
+import AssetPackServer
+import Foundation
+import SystemPackage
+
+struct PackageCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "package",
+        abstract: "Build one pack archive from a packaging manifest, like `ba-package Manifest.json -o Pack.aar`.",
+        discussion: """
+            Selector paths are resolved against --root (default: the current folder), as ba-package resolves \
+            them against the folder it runs in. The archive is pax tar with Contents/<path> entries and an \
+            Index.json listing every file's size and SHA-256; the same input always gives the same bytes.
+            """
+    )
+
+    @Argument(help: "The packaging manifest (JSON; // comments allowed).")
+    var manifest: FilePath
+
+    @Option(name: [.short, .customLong("output")], help: "Where to write the pack archive.")
+    var output: FilePath
+
+    @Option(help: "The folder selector paths are relative to. (default: the current folder)")
+    var root: FilePath = "."
+
+    @OptionGroup var build: BuildOptions
+
+    @Flag(help: "Print the result as JSON.")
+    var json = false
+
+    func run() throws {
+        let parsed = try PackagingManifest.load(from: manifest)
+        let source = try PackSource.resolve(parsed, root: root)
+        for warning in source.warnings { Console.err("warning: \(warning)") }
+        let total = source.installSize
+        var lastShown = -1
+        let showProgress = Console.stderrIsTerminal && total > 64 << 20
+        let built = try PackBuilder.build(source, to: output, options: build.packOptions) { done in
+            guard showProgress else { return }
+            let percent = Int(done * 100 / max(total, 1))
+            if percent != lastShown {
+                lastShown = percent
+                Console.progress("\rpacking \(source.manifest.assetPackID): \(percent)%")
+            }
+        }
+        if showProgress { Console.err("") }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            Console.out(String(decoding: try encoder.encode(built), as: UTF8.self))
+        } else {
+            Console.out(
+                "\(output): \(built.assetPackID), \(built.fileCount) files, \(ByteFormat.string(built.installSize)) "
+                    + "-> \(ByteFormat.string(built.downloadSize)) \(built.compression.rawValue), sha256 \(built.sha256)"
+            )
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import ArgumentParser
+import AssetPackFormat
+import AssetPackServer
+import Hummingbird
+import SystemPackage
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve an asset folder's packs over HTTP or HTTPS (the default command).",
+        discussion: """
+            Routes: GET /manifest (the download manifest) and GET/HEAD /assets/<id> (a pack, with ranges, \
+            ETag and Last-Modified). The first line on stdout is the URL; then a table of packs; then one line \
+            per request. Files edited under the folder are picked up without a restart, and the pack's \
+            version goes up by one. State (built packs, versions, TLS files) lives in FOLDER/.ba-mock/.
+            """
+    )
+
+    @Argument(help: "The asset folder: packaging manifests (*.json) at its top level. (default: ./Assets)")
+    var folder: FilePath = "Assets"
+
+    @Option(help: "Address or host name to listen on; also the name in a --tls-self-signed certificate.")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "Port to listen on; 0 lets the system choose and prints the real URL first.")
+    var port: Int = 8443
+
+    @Option(help: "TLS certificate chain (PEM). Needs --tls-key.")
+    var tlsCert: FilePath?
+
+    @Option(help: "TLS private key (PEM, unencrypted). Needs --tls-cert.")
+    var tlsKey: FilePath?
+
+    @Flag(help: "Serve HTTPS with a local CA made once in FOLDER/.ba-mock/tls/ (the CA file to trust is printed).")
+    var tlsSelfSigned = false
+
+    @Option(
+        name: .customLong("pack-version"),
+        help: ArgumentHelp("Publish pack ID at version N whatever its content, like ba-serve --asset-pack-versions. Repeatable.", valueName: "ID=N")
+    )
+    var packVersions: [String] = []
+
+    @Option(help: "Base URL written into the manifest's pack URLs. (default: from each request's Host header)")
+    var baseURL: String?
+
+    @Option(help: "Seconds between checks of the folder for changes; 0 turns live updates off.")
+    var watchInterval: Double = 1
+
+    @Flag(help: "Write request lines as JSON objects, one per line.")
+    var jsonLog = false
+
+    @OptionGroup var build: BuildOptions
+
+    func validate() throws {
+        if (tlsCert == nil) != (tlsKey == nil) {
+            throw ValidationError("--tls-cert and --tls-key go together: give both, or use --tls-self-signed")
+        }
+        if tlsCert != nil && tlsSelfSigned {
+            throw ValidationError("choose one of --tls-cert/--tls-key and --tls-self-signed")
+        }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
+        guard watchInterval >= 0 else { throw ValidationError("--watch-interval must be 0 or more seconds") }
+        _ = try PackVersionPin.parse(packVersions)
+    }
+
+    func run() async throws {
+        let assetFolder = AssetFolder(root: folder)
+        let catalog = try PackCatalog(
+            folder: assetFolder,
+            options: build.packOptions,
+            pinnedVersions: try PackVersionPin.parse(packVersions),
+            log: { Console.err($0) }
+        )
+        let report = try await catalog.refresh()
+        for warning in report.warnings { Console.err("warning: \(warning)") }
+        guard report.problems.isEmpty else {
+            throw AssetPackServerError(
+                code: .invalidAssetFolder,
+                message: "\(folder) has \(report.problems.count) invalid manifest(s); nothing is served until fixed:",
+                problems: report.problems
+            )
+        }
+        let tlsMode: TLSMode =
+            if let tlsCert, let tlsKey { .files(certificate: tlsCert, key: tlsKey) } else if tlsSelfSigned {
+                .selfSigned
+            } else { .none }
+        let tls = try TLSSetup.make(mode: tlsMode, host: host, stateFolder: assetFolder.stateFolder)
+        let jsonLog = self.jsonLog
+        let configuration = ServerConfiguration(
+            host: host,
+            port: port,
+            baseURL: baseURL,
+            jsonLog: jsonLog,
+            watchInterval: watchInterval > 0 ? .milliseconds(Int64(watchInterval * 1000)) : nil,
+            requestLog: { Console.out($0) },
+            eventLog: { Console.err($0) }
+        )
+        let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { url in
+            Console.out(url)
+            if !jsonLog {
+                Console.out(PackTable.render(catalog.snapshot))
+                Console.out("manifest: \(url)/manifest")
+            }
+            if let ca = tls?.caFile { Console.err("TLS: trust the CA in \(ca) (e.g. curl --cacert \(ca))") }
+            Console.err("serving \(folder) at \(url); Ctrl-C stops")
+        }
+        try await app.runService()
+    }
+}
+
+/// `--pack-version ID=N` values.
+enum PackVersionPin {
+    static func parse(_ values: [String]) throws -> [String: Int] {
+        var pins: [String: Int] = [:]
+        for value in values {
+            let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, AssetPackID.problem(with: parts[0]) == nil, let version = Int(parts[1]),
+                version >= 0
+            else {
+                throw ValidationError("--pack-version takes ID=N with a pack ID and a whole number, e.g. Levels=7")
+            }
+            pins[parts[0]] = version
+        }
+        return pins
+    }
+}

@@ -1,0 +1,125 @@
+import AssetPackFormat
+import Foundation
+import SystemPackage
+import TestSupport
+import Testing
+
+@Suite("Building and reading packs")
+struct PackBuilderTests {
+    func source(_ scratch: Scratch, manifest: String) throws -> PackSource {
+        let parsed = try PackagingManifest.load(from: scratch.root.appending(manifest))
+        return try PackSource.resolve(parsed, root: scratch.root)
+    }
+
+    @Test func buildsAndReadsBack() throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let levels = try source(scratch, manifest: "Levels.json")
+        #expect(levels.files.map(\.path) == [
+            "Levels/World1/deep/nested/tiles.bin", "Levels/World1/level1.json", "Levels/World2/level1.json",
+        ])
+        let output = scratch.root.appending("out/Levels.pack")
+        try FileManager.default.createDirectory(atPath: scratch.root.appending("out").string, withIntermediateDirectories: true)
+        let built = try PackBuilder.build(levels, to: output)
+        let onDisk = try scratch.read(output)
+        #expect(built.downloadSize == Int64(onDisk.count))
+        #expect(built.sha256 == FileDigest.sha256(of: onDisk))
+        #expect(built.fileCount == 3)
+        #expect(built.installSize == levels.installSize)
+
+        let index = try PackReader.verify(at: output)
+        #expect(index.assetPackID == "Levels")
+        #expect(index.downloadPolicy == .prefetch(installationEventTypes: [.firstInstallation, .subsequentUpdate]))
+        #expect(index.files.map(\.path) == levels.files.map(\.path))
+
+        let destination = scratch.root.appending("extracted")
+        try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
+        _ = try PackReader.extract(output, into: destination, limit: built.installSize)
+        for file in levels.files {
+            #expect(try scratch.read(destination.appending(file.path)) == scratch.read(file.source), "\(file.path)")
+            let row = try #require(index.files.first { $0.path == file.path })
+            #expect(row.sha256 == FileDigest.sha256(of: try scratch.read(file.source)))
+        }
+        // Entries are stored under Contents/ with the index last.
+        let names = try ArchiveFixture.entryNames(output)
+        #expect(names == levels.files.map { "Contents/" + $0.path } + ["Index.json"])
+    }
+
+    @Test func sameInputGivesIdenticalBytes() throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let levels = try source(scratch, manifest: "Levels.json")
+        let first = scratch.root.appending("a.pack")
+        let second = scratch.root.appending("b.pack")
+        let one = try PackBuilder.build(levels, to: first, options: PackBuildOptions(threads: 1))
+        // Touch every file: times change, content does not.
+        for file in levels.files {
+            try scratch.write(String(file.source.string.dropFirst(scratch.root.string.count + 1)), try scratch.read(file.source))
+        }
+        let again = try source(scratch, manifest: "Levels.json")
+        let two = try PackBuilder.build(again, to: second, options: PackBuildOptions(threads: 2))
+        #expect(one.sha256 == two.sha256)
+        #expect(try scratch.read(first) == scratch.read(second))
+        #expect(levels.fingerprint(options: .init()) != again.fingerprint(options: .init()))
+    }
+
+    @Test(arguments: PackCompression.allCases)
+    func everyCompressionFilterRoundTrips(_ compression: PackCompression) throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let levels = try source(scratch, manifest: "Levels.json")
+        let output = scratch.root.appending("p.pack")
+        let built = try PackBuilder.build(levels, to: output, options: PackBuildOptions(compression: compression))
+        #expect(built.compression == compression)
+        let bytes = [UInt8](try scratch.read(output))
+        let magic: [UInt8] =
+            switch compression {
+            case .zstd: [0x28, 0xB5, 0x2F, 0xFD]
+            case .gzip: [0x1F, 0x8B]
+            case .xz: [0xFD, 0x37, 0x7A, 0x58, 0x5A]
+            case .lz4: [0x04, 0x22, 0x4D, 0x18]
+            case .none: []
+            }
+        #expect(Array(bytes.prefix(magic.count)) == magic)
+        if compression == .none { #expect(Array(bytes[257..<262]) == Array("ustar".utf8)) }
+        let index = try PackReader.verify(at: output)
+        #expect(index.fileCount == 3)
+        // Reproducible for every filter (gzip without a timestamp).
+        let again = scratch.root.appending("q.pack")
+        _ = try PackBuilder.build(levels, to: again, options: PackBuildOptions(compression: compression))
+        #expect(try scratch.read(again) == scratch.read(output))
+    }
+
+    @Test func levelOutOfRangeIsRefused() throws {
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try PackBuildOptions(compression: .gzip, level: 12).validate()
+        }
+        #expect(error?.code == .invalidOption)
+        #expect(error?.message.contains("use 1 to 9") == true)
+    }
+
+    @Test func failedBuildLeavesNoFileBehind() throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let levels = try source(scratch, manifest: "Levels.json")
+        try FileManager.default.removeItem(atPath: scratch.root.appending("Levels/World2/level1.json").string)
+        let output = scratch.root.appending("out.pack")
+        #expect(throws: AssetPackFormatError.self) { try PackBuilder.build(levels, to: output) }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: scratch.root.string).filter {
+            $0.contains("out.pack")
+        }
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test func fileThatChangesSizeWhilePackingIsCaught() throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let levels = try source(scratch, manifest: "Levels.json")
+        try scratch.write("Levels/World2/level1.json", String(repeating: "x", count: 5000))
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try PackBuilder.build(levels, to: scratch.root.appending("x.pack"))
+        }
+        #expect(error?.code == .changedWhilePacking)
+        #expect(error?.message.contains("Levels/World2/level1.json") == true)
+    }
+}

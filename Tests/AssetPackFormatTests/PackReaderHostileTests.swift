@@ -1,0 +1,113 @@
+import AssetPackFormat
+import Foundation
+import SystemPackage
+import TestSupport
+import Testing
+
+@Suite("Reading hostile archives")
+struct PackReaderHostileTests {
+    struct Case: CustomTestStringConvertible, Sendable {
+        var name: String
+        var entries: @Sendable () -> [ArchiveFixture.Entry]
+        var expected: String
+        var testDescription: String { name }
+    }
+
+    static let ok = Data("fine".utf8)
+
+    static let cases: [Case] = [
+        Case(name: "dot-dot entry", entries: {
+            [.init("Contents/../../escape.txt", .file(ok)), .init("Index.json", .file(ArchiveFixture.index([])))]
+        }, expected: "'..'"),
+        Case(name: "absolute entry", entries: {
+            [.init("/tmp/ba-escape.txt", .file(ok)), .init("Index.json", .file(ArchiveFixture.index([])))]
+        }, expected: "outside Contents/"),
+        Case(name: "symlink out", entries: {
+            [.init("Contents/link", .symlink("/etc/passwd")), .init("Index.json", .file(ArchiveFixture.index([])))]
+        }, expected: "a symlink"),
+        Case(name: "hard link out", entries: {
+            [.init("Contents/hard", .hardlink("/etc/passwd")), .init("Index.json", .file(ArchiveFixture.index([])))]
+        }, expected: "a hard link"),
+        Case(name: "device node", entries: {
+            [.init("Contents/dev", .device), .init("Index.json", .file(ArchiveFixture.index([])))]
+        }, expected: "a special file"),
+        Case(name: "fifo", entries: {
+            [.init("Contents/fifo", .fifo), .init("Index.json", .file(ArchiveFixture.index([])))]
+        }, expected: "a special file"),
+        Case(name: "duplicate entry", entries: {
+            [
+                .init("Contents/a.txt", .file(ok)), .init("Contents/a.txt", .file(ok)),
+                .init("Index.json", .file(ArchiveFixture.index([("a.txt", ok)]))),
+            ]
+        }, expected: "twice"),
+        Case(name: "entry outside Contents", entries: {
+            [.init("Other/a.txt", .file(ok)), .init("Index.json", .file(ArchiveFixture.index([])))]
+        }, expected: "outside Contents/"),
+        Case(name: "no index", entries: { [.init("Contents/a.txt", .file(ok))] }, expected: "no Index.json"),
+        Case(name: "content differs from index", entries: {
+            [
+                .init("Contents/a.txt", .file(Data("evil".utf8))),
+                .init("Index.json", .file(ArchiveFixture.index([("a.txt", ok)]))),
+            ]
+        }, expected: "but its index says"),
+        Case(name: "file missing from index", entries: {
+            [.init("Contents/a.txt", .file(ok)), .init("Index.json", .file(ArchiveFixture.index([])))]
+        }, expected: "does not list"),
+        Case(name: "bomb past the install size", entries: {
+            [
+                .init("Contents/big.bin", .file(Data(count: 64 * 1024))),
+                .init("Index.json", .file(ArchiveFixture.index([("big.bin", Data(count: 64 * 1024))]))),
+            ]
+        }, expected: "more than its declared install size"),
+    ]
+
+    @Test(arguments: cases)
+    func extractionRefuses(_ hostile: Case) throws {
+        let scratch = try Scratch()
+        let archive = scratch.root.appending("hostile.pack")
+        try ArchiveFixture.write(hostile.entries(), to: archive)
+        let destination = scratch.root.appending("app-group/staging")
+        try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try PackReader.extract(archive, into: destination, limit: 1024)
+        }
+        #expect(error?.code == .corruptPack)
+        #expect(error?.message.contains(hostile.expected) == true, "\(error?.message ?? "")")
+        // Nothing landed outside the destination.
+        #expect(!FileManager.default.fileExists(atPath: scratch.root.appending("escape.txt").string))
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/ba-escape.txt"))
+        let outside = try FileManager.default.contentsOfDirectory(atPath: scratch.root.string).sorted()
+        #expect(outside == ["app-group", "hostile.pack"])
+    }
+
+    @Test func notAnArchiveIsRefused() throws {
+        let scratch = try Scratch()
+        let path = try scratch.write("notes.pack", "this is not an archive, just text\n")
+        let error = #expect(throws: AssetPackFormatError.self) { try PackReader.readIndex(at: path) }
+        #expect(error?.code == .archive)
+        #expect(error?.message.contains("notes.pack") == true)
+    }
+
+    @Test func corruptCompressedStreamIsRefused() throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let parsed = try PackagingManifest.load(from: scratch.root.appending("Tutorial.json"))
+        let output = scratch.root.appending("t.pack")
+        _ = try PackBuilder.build(try PackSource.resolve(parsed, root: scratch.root), to: output)
+        var bytes = [UInt8](try scratch.read(output))
+        for offset in stride(from: 100, to: bytes.count - 100, by: 997) { bytes[offset] ^= 0xFF }
+        try scratch.write("t.pack", Data(bytes))
+        let error = #expect(throws: AssetPackFormatError.self) { try PackReader.verify(at: output) }
+        #expect(error?.code == .archive || error?.code == .corruptPack)
+    }
+
+    @Test func truncatedPackIsRefused() throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let parsed = try PackagingManifest.load(from: scratch.root.appending("Tutorial.json"))
+        let output = scratch.root.appending("t.pack")
+        let built = try PackBuilder.build(try PackSource.resolve(parsed, root: scratch.root), to: output)
+        try scratch.write("t.pack", try scratch.read(output).prefix(Int(built.downloadSize / 2)))
+        #expect(throws: AssetPackFormatError.self) { try PackReader.verify(at: output) }
+    }
+}
