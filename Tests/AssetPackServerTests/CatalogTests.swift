@@ -1,0 +1,173 @@
+import AssetPackFormat
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SystemPackage
+import TestSupport
+import Testing
+
+@testable import AssetPackServer
+
+@Suite("Versions, live updates and the state folder")
+struct CatalogTests {
+    @Test func liveUpdateBumpsTheVersionWhileAnOldDownloadFinishesIntact() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try scratch.write("Textures/big.bin", Scratch.noise(6 << 20, seed: 9))
+        try await LiveServer.with(folder: scratch.root) { server in
+            let old = try scratch.archive(of: "Textures", in: server.catalog)
+            let oldPath = try #require(server.catalog.snapshot.pack(withID: "Textures")).archive
+
+            // Start a download and take its first bytes only.
+            let response = try await HTTPClient.shared.execute(
+                HTTPClientRequest(url: server.url + "/assets/Textures"),
+                timeout: .seconds(30)
+            )
+            #expect(response.headers.first(name: "X-Asset-Pack-Version") == "1")
+            var iterator = response.body.makeAsyncIterator()
+            var received = Data()
+            if let first = try await iterator.next() { received.append(contentsOf: first.readableBytesView) }
+            #expect(received.count < old.count)
+
+            // Change the content; the pack is rebuilt beside the old one and swapped in.
+            try scratch.write("Textures/rock.ktx2", Scratch.noise(50_000, seed: 4))
+            let report = try await server.catalog.refresh()
+            #expect(report.changes == [CatalogReport.Change(id: "Textures", from: 1, to: 2)])
+            #expect(!FileManager.default.fileExists(atPath: oldPath.string), "retention 0 removes the old file")
+
+            // The download under way finishes with the old bytes.
+            while let chunk = try await iterator.next() { received.append(contentsOf: chunk.readableBytesView) }
+            #expect(received == old)
+
+            // New requests get version 2.
+            let manifest = try await server.manifest()
+            let entry = try #require(manifest.assetPacks.first { $0.id == "Textures" })
+            #expect(entry.version == 2)
+            let fresh = try await server.get("/assets/Textures")
+            #expect(fresh.header("X-Asset-Pack-Version") == "2")
+            #expect(FileDigest.sha256(of: fresh.body) == entry.sha256)
+            #expect(fresh.body != old)
+            // Other packs did not move.
+            #expect(manifest.assetPacks.filter { $0.id != "Textures" }.allSatisfy { $0.version == 1 })
+        }
+    }
+
+    @Test func versionsPersistAcrossRestartsAndOnlyMoveWithContent() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let folder = AssetFolder(root: scratch.root)
+        let first = try PackCatalog(folder: folder)
+        try await first.refresh()
+        let before = first.snapshot
+
+        // Touching a file (same bytes) rebuilds but keeps the version and the digest.
+        try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 3}"#)
+        let second = try PackCatalog(folder: folder)
+        let touched = try await second.refresh()
+        #expect(touched.changes.isEmpty)
+        #expect(second.snapshot == before)
+
+        // New content: version 2, persisted for the next start.
+        try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 4}"#)
+        let changed = try await second.refresh()
+        #expect(changed.changes == [.init(id: "Levels", from: 1, to: 2)])
+        let third = try PackCatalog(folder: folder)
+        try await third.refresh()
+        #expect(third.snapshot.pack(withID: "Levels")?.version == 2)
+        #expect(third.snapshot.pack(withID: "Tutorial")?.version == 1)
+
+        // The state lives in .ba-mock/ and holds only the archives in use.
+        let packs = try FileManager.default.contentsOfDirectory(atPath: folder.stateFolder.appending("packs").string)
+        #expect(Set(packs) == Set(third.snapshot.packs.map { $0.archive.lastComponent!.string }))
+        #expect(FileManager.default.fileExists(atPath: folder.stateFolder.appending("state.json").string))
+    }
+
+    @Test func removedManifestUnpublishesThePack() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            try FileManager.default.removeItem(atPath: scratch.root.appending("Textures.json").string)
+            let report = try await server.catalog.refresh()
+            #expect(report.removed == ["Textures"])
+            let manifest = try await server.manifest()
+            #expect(manifest.assetPacks.map(\.id) == ["Levels", "Tutorial"])
+            #expect(try await server.get("/assets/Textures").status == 404)
+        }
+    }
+
+    @Test func brokenManifestKeepsTheLastGoodVersion() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            try scratch.write("Levels.json", #"{"assetPackID": "Levels", "#)
+            let report = try await server.catalog.refresh()
+            #expect(report.problems.count == 1)
+            #expect(report.problems.first?.code == .invalidJSON)
+            #expect(report.removed.isEmpty)
+            #expect(try await server.manifest().assetPacks.map(\.id) == ["Levels", "Textures", "Tutorial"])
+        }
+    }
+
+    @Test func pinnedVersionIsPublished() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root, pinnedVersions: ["Levels": 7]) { server in
+            let manifest = try await server.manifest()
+            #expect(manifest.assetPacks.first { $0.id == "Levels" }?.version == 7)
+            #expect(manifest.assetPacks.first { $0.id == "Tutorial" }?.version == 1)
+            #expect(try await server.get("/assets/Levels").header("X-Asset-Pack-Version") == "7")
+        }
+    }
+
+    @Test func watcherPicksUpChangesWithoutARestart() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let catalog = try PackCatalog(folder: AssetFolder(root: scratch.root), retention: .zero)
+        try await catalog.refresh()
+        let (reports, continuation) = AsyncStream<CatalogReport>.makeStream()
+        let watcher = Task { await catalog.watch(every: .milliseconds(50)) { continuation.yield($0) } }
+        defer { watcher.cancel() }
+        try scratch.write("Textures/new.ktx2", Scratch.noise(1000, seed: 5))
+        let report = try await withThrowingTaskGroup(of: CatalogReport?.self) { group in
+            group.addTask { await reports.first { _ in true } }
+            group.addTask {
+                try await Task.sleep(for: .seconds(20))
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        #expect(report?.changes == [.init(id: "Textures", from: 1, to: 2)])
+        #expect(catalog.snapshot.pack(withID: "Textures")?.fileCount == 2)
+    }
+
+    @Test func folderProblemsAreAllReported() throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try scratch.write("Copy.json", String(decoding: try scratch.read(scratch.root.appending("Levels.json")), as: UTF8.self))
+        try scratch.write(
+            "Overlap.json",
+            #"{"assetPackID": "Overlap", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"file": "Videos/Intro.m4v"}], "platforms": ["iOS"]}"#
+        )
+        try scratch.write("Bad.json", #"{"assetPackID": "Bad"}"#)
+        let scan = try AssetFolder(root: scratch.root).scan()
+        #expect(scan.sources.map(\.manifest.assetPackID) == ["Overlap", "Textures", "Tutorial"] || scan.sources.count == 4)
+        let duplicate = try #require(scan.problems.first { $0.code == .duplicatePackID })
+        #expect(duplicate.message.contains("Levels.json") && duplicate.message.contains("Copy.json"))
+        #expect(scan.problems.contains { $0.message.contains("Bad.json: downloadPolicy: is missing") })
+        #expect(scan.warnings.contains { $0.hasPrefix("Videos/Intro.m4v is in packs Overlap, Tutorial") })
+    }
+
+    @Test func missingOrEmptyFolderSaysWhatToDo() throws {
+        let missing = #expect(throws: AssetPackServerError.self) {
+            try AssetFolder(root: "/nonexistent/Assets").scan()
+        }
+        #expect(missing?.code == .noAssetFolder)
+        #expect(missing?.message.contains("ba-mock serve PATH") == true)
+        let scratch = try Scratch()
+        let empty = #expect(throws: AssetPackServerError.self) { try AssetFolder(root: scratch.root).scan() }
+        #expect(empty?.message.contains("ba-mock template") == true)
+    }
+}

@@ -1,0 +1,122 @@
+import AssetPackFormat
+import AssetPackServer
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+import ServiceLifecycle
+import Synchronization
+import SystemPackage
+import TestSupport
+
+/// A real `ba-mock` server on 127.0.0.1, port 0, over a real asset folder, for one test.
+struct LiveServer {
+    let url: String
+    let catalog: PackCatalog
+    let requestLines: Lines
+
+    /// Request log lines, shared with the server's log closure.
+    final class Lines: Sendable {
+        private let lines = Mutex<[String]>([])
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
+        func withLock<T: Sendable>(_ body: ([String]) -> T) -> T { lines.withLock { body($0) } }
+    }
+
+    /// Starts a server over `folder`, runs `body`, shuts the server down.
+    static func with<T: Sendable>(
+        folder: FilePath,
+        tls: TLSSetup? = nil,
+        pinnedVersions: [String: Int] = [:],
+        jsonLog: Bool = false,
+        _ body: @Sendable (LiveServer) async throws -> T
+    ) async throws -> T {
+        let catalog = try PackCatalog(
+            folder: AssetFolder(root: folder),
+            options: PackBuildOptions(threads: 1),
+            pinnedVersions: pinnedVersions,
+            retention: .zero
+        )
+        let report = try await catalog.refresh()
+        guard report.problems.isEmpty else { throw report.problems[0] }
+        let lines = Lines()
+        let (urls, continuation) = AsyncStream<String>.makeStream()
+        let configuration = ServerConfiguration(
+            host: "127.0.0.1",
+            port: 0,
+            jsonLog: jsonLog,
+            watchInterval: nil,
+            requestLog: { line in lines.append(line) },
+            eventLog: { _ in }
+        )
+        let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { url in
+            continuation.yield(url)
+        }
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test"))
+        return try await withThrowingTaskGroup(of: T?.self) { tasks in
+            tasks.addTask {
+                try await group.run()
+                return nil
+            }
+            var iterator = urls.makeAsyncIterator()
+            guard let url = await iterator.next() else { throw CancellationError() }
+            let server = LiveServer(url: url, catalog: catalog, requestLines: lines)
+            do {
+                let result = try await body(server)
+                await group.triggerGracefulShutdown()
+                try await tasks.waitForAll()
+                return result
+            } catch {
+                await group.triggerGracefulShutdown()
+                throw error
+            }
+        }
+    }
+
+    /// A whole response, body collected.
+    struct Fetched {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: Data
+
+        func header(_ name: String) -> String? { headers.first(name: name) }
+
+        var json: [String: Any]? { try? JSONSerialization.jsonObject(with: body) as? [String: Any] }
+
+        var errorCode: String? { (json?["error"] as? [String: Any])?["code"] as? String }
+    }
+
+    func get(
+        _ path: String,
+        method: HTTPMethod = .GET,
+        headers: [(String, String)] = [],
+        client: HTTPClient = .shared,
+        timeout: TimeAmount = .seconds(30)
+    ) async throws -> Fetched {
+        var request = HTTPClientRequest(url: url + path)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        let response = try await client.execute(request, timeout: timeout)
+        let body = try await response.body.collect(upTo: 256 << 20)
+        return Fetched(status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
+    }
+
+    func manifest() async throws -> DownloadManifest {
+        let fetched = try await get("/manifest")
+        return try JSONDecoder().decode(DownloadManifest.self, from: fetched.body)
+    }
+}
+
+extension Scratch {
+    /// Bytes of the archive the server publishes for `id` right now.
+    func archive(of id: String, in catalog: PackCatalog) throws -> Data {
+        let pack = try require(catalog.snapshot.pack(withID: id))
+        return try read(pack.archive)
+    }
+}
+
+private func require<T>(_ value: T?) throws -> T {
+    guard let value else { throw CancellationError() }
+    return value
+}

@@ -1,0 +1,53 @@
+import AssetPackFormat
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOSSL
+import SystemPackage
+import TestSupport
+import Testing
+
+@testable import AssetPackServer
+
+@Suite("TLS")
+struct TLSTests {
+    @Test func selfSignedCertificateIsTrustedThroughItsCA() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let folder = AssetFolder(root: scratch.root)
+        let tls = try #require(try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", stateFolder: folder.stateFolder))
+        let ca = try #require(tls.caFile)
+        #expect(FileManager.default.fileExists(atPath: ca.string))
+
+        try await LiveServer.with(folder: scratch.root, tls: tls) { server in
+            #expect(server.url.hasPrefix("https://127.0.0.1:"))
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.trustRoots = .file(ca.string)
+            let trusting = HTTPClient(configuration: .init(tlsConfiguration: configuration))
+            let fetched = try await server.get("/manifest", client: trusting)
+            #expect(fetched.status == 200)
+            let manifest = try JSONDecoder().decode(DownloadManifest.self, from: fetched.body)
+            #expect(manifest.assetPacks.first?.url.hasPrefix("https://127.0.0.1:") == true)
+            let pack = try await server.get("/assets/Tutorial", client: trusting)
+            #expect(FileDigest.sha256(of: pack.body) == manifest.assetPacks.first { $0.id == "Tutorial" }?.sha256)
+            try await trusting.shutdown()
+
+            // A client that does not trust the CA is refused (AsyncHTTPClient retries a failed handshake
+            // until the deadline, so the deadline is short).
+            await #expect(throws: (any Error).self) { _ = try await server.get("/manifest", timeout: .seconds(2)) }
+        }
+
+        // The CA is made once; a second setup reuses it.
+        let before = try scratch.read(ca)
+        let again = try #require(try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", stateFolder: folder.stateFolder))
+        #expect(try scratch.read(try #require(again.caFile)) == before)
+    }
+
+    @Test func missingCertificateFilesAreNamed() throws {
+        let error = #expect(throws: AssetPackServerError.self) {
+            try TLSSetup.make(mode: .files(certificate: "/nonexistent/cert.pem", key: "/nonexistent/key.pem"), host: "localhost", stateFolder: "/tmp")
+        }
+        #expect(error?.code == .tls)
+        #expect(error?.message.contains("/nonexistent/cert.pem") == true)
+    }
+}
