@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Crash-safe file writing: write to a temporary name in the same folder, `fsync`, then `rename`, so
 /// that a reader sees the old file or the new one and never half of one.

@@ -1,5 +1,5 @@
-import Foundation
 import Crypto
+import Foundation
 import SystemPackage
 
 extension Sequence where Element == UInt8 {

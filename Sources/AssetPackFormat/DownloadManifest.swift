@@ -77,6 +77,10 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
     public func encoded() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        return try encoder.encode(self)
+        // Foundation prints an empty object over three lines; JSON strings hold no raw newline, so this
+        // folds only `{}` values such as "onDemand" and "thirdParty".
+        let text = String(decoding: try encoder.encode(self), as: UTF8.self)
+        let folded = text.replacingOccurrences(of: #"\{\s*\n\s*\}"#, with: "{}", options: .regularExpression)
+        return Data(folded.utf8)
     }
 }

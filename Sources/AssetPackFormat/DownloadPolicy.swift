@@ -48,9 +48,13 @@ public enum DownloadPolicy: Sendable, Hashable, Codable {
         }
         switch key {
         case .essential:
-            self = .essential(installationEventTypes: try container.decode(Events.self, forKey: key).installationEventTypes)
+            self = .essential(
+                installationEventTypes: try container.decode(Events.self, forKey: key).installationEventTypes
+            )
         case .prefetch:
-            self = .prefetch(installationEventTypes: try container.decode(Events.self, forKey: key).installationEventTypes)
+            self = .prefetch(
+                installationEventTypes: try container.decode(Events.self, forKey: key).installationEventTypes
+            )
         case .onDemand:
             _ = try container.decode(Empty.self, forKey: key)
             self = .onDemand

@@ -66,8 +66,9 @@ enum JSONValue: Sendable, Hashable, Decodable {
                 while index < text.count, text[index] != UInt8(ascii: "\n") { index += 1 }
             } else if byte == UInt8(ascii: "/"), index + 1 < text.count, text[index + 1] == UInt8(ascii: "*") {
                 index += 2
-                while index < text.count, !(text[index] == UInt8(ascii: "*") && index + 1 < text.count
-                    && text[index + 1] == UInt8(ascii: "/"))
+                while index < text.count,
+                    !(text[index] == UInt8(ascii: "*") && index + 1 < text.count
+                        && text[index + 1] == UInt8(ascii: "/"))
                 {
                     if text[index] == UInt8(ascii: "\n") { out.append(text[index]) }
                     index += 1

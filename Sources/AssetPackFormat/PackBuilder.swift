@@ -3,7 +3,7 @@ import Foundation
 import SystemPackage
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How a pack archive is compressed.
@@ -125,7 +125,7 @@ public enum PackBuilder {
             var hasher = SHA256()
             try fd.closeAfter {
                 #if canImport(Glibc)
-                _ = posix_fadvise(fd.rawValue, 0, 0, POSIX_FADV_SEQUENTIAL)
+                    _ = posix_fadvise(fd.rawValue, 0, 0, POSIX_FADV_SEQUENTIAL)
                 #endif
                 try writer.addFile(named: PackPath.contentsPrefix + file.path, size: file.size) { append in
                     while true {

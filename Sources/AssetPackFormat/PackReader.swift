@@ -85,7 +85,10 @@ public enum PackReader {
                             size += Int64(block.count)
                             written += Int64(block.count)
                             if let limit, written > limit {
-                                throw corrupt(archive, "unpacks to more than its declared install size of \(limit) bytes")
+                                throw corrupt(
+                                    archive,
+                                    "unpacks to more than its declared install size of \(limit) bytes"
+                                )
                             }
                             hasher.update(bufferPointer: block)
                             try write(block)

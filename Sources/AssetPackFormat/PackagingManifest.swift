@@ -147,7 +147,9 @@ extension PackagingManifest {
         }
         let known: Set = ["assetPackID", "downloadPolicy", "fileSelectors", "platforms"]
         for key in object.keys.sorted() where !known.contains(key) {
-            warnings.append("\(file): \(key): unknown key, ignored (supported: \(known.sorted().joined(separator: ", ")))")
+            warnings.append(
+                "\(file): \(key): unknown key, ignored (supported: \(known.sorted().joined(separator: ", ")))"
+            )
         }
 
         let id = try parseID(object["assetPackID"], file: file, warnings: &warnings)
@@ -213,7 +215,8 @@ extension PackagingManifest {
     }
 
     private static func parsePolicy(_ value: JSONValue?, file: String) throws -> DownloadPolicy {
-        let fix = "write exactly one of {\"essential\": {\"installationEventTypes\": [\"firstInstallation\"]}}, "
+        let fix =
+            "write exactly one of {\"essential\": {\"installationEventTypes\": [\"firstInstallation\"]}}, "
             + "{\"prefetch\": {...}} or {\"onDemand\": {}}"
         guard let value else {
             throw AssetPackFormatError.manifest(file, key: "downloadPolicy", "is missing", fix: fix)
@@ -282,7 +285,8 @@ extension PackagingManifest {
                 }
                 if !types.contains(type) { types.append(type) }
             }
-            return key == "essential" ? .essential(installationEventTypes: types) : .prefetch(installationEventTypes: types)
+            return key == "essential"
+                ? .essential(installationEventTypes: types) : .prefetch(installationEventTypes: types)
         default:
             throw AssetPackFormatError.manifest(
                 file,
@@ -294,7 +298,8 @@ extension PackagingManifest {
     }
 
     private static func parseSelectors(_ value: JSONValue?, file: String) throws -> [FileSelector] {
-        let fix = "list what goes in the pack, e.g. \"fileSelectors\": [{\"file\": \"Videos/Intro.m4v\"}, "
+        let fix =
+            "list what goes in the pack, e.g. \"fileSelectors\": [{\"file\": \"Videos/Intro.m4v\"}, "
             + "{\"directory\": \"Levels\"}]"
         guard let value else {
             throw AssetPackFormatError.manifest(file, key: "fileSelectors", "is missing", fix: fix)

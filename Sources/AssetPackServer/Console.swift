@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Line output for the command-line tools: each line goes out in one unbuffered write, so a script reading
 /// a pipe sees it as it happens (the first line of `ba-mock serve` is the URL) and lines from concurrent

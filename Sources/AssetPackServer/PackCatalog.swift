@@ -5,7 +5,7 @@ import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What one refresh of the catalog changed.
@@ -111,9 +111,11 @@ public actor PackCatalog {
                 report.problems.append(error)
             }
         }
-        let brokenFiles = Set(scan.problems.compactMap { problem in
-            scan.manifestFiles.first { problem.message.hasPrefix(folder.root.appending($0).string) }
-        })
+        let brokenFiles = Set(
+            scan.problems.compactMap { problem in
+                scan.manifestFiles.first { problem.message.hasPrefix(folder.root.appending($0).string) }
+            }
+        )
         for (id, record) in state.packs where !record.removed && !present.contains(id) {
             let name = FilePath(record.manifestFile).lastComponent?.string ?? ""
             if brokenFiles.contains(name) { continue }  // keep serving while its manifest is being fixed

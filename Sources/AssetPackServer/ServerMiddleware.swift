@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import NIOCore
 import Logging
+import NIOCore
 import Synchronization
 
 /// Turns every error into a JSON body `{"error": {"code": …, "message": …}}` with the right status, so
@@ -38,7 +38,9 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         headers: HTTPFields = [:]
     ) -> Response {
         let payload = ["error": ["code": code, "message": message]]
-        let data = (try? JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        let data =
+            (try? JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data()
         var headers = headers
         headers[.contentType] = "application/json"
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
@@ -62,6 +64,11 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
             range: request.headers[.range],
             status: response.status.code
         )
+        if request.method == .head {
+            // The router answers HEAD from the GET handler and drops its body: log now, no body will follow.
+            write(line.render(bytes: 0, elapsed: .now - start, json: json, aborted: nil))
+            return response
+        }
         let counter = ByteCounter()
         let original = response.body
         let json = self.json
@@ -90,7 +97,8 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
         var status: Int
 
         func render(bytes: Int, elapsed: Duration, json: Bool, aborted: String?) -> String {
-            let milliseconds = Double(elapsed.components.seconds) * 1000
+            let milliseconds =
+                Double(elapsed.components.seconds) * 1000
                 + Double(elapsed.components.attoseconds) / 1e15
             let ms = (milliseconds * 10).rounded() / 10
             if json {
@@ -100,7 +108,11 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
                 ]
                 if let range { object["range"] = range }
                 if let aborted { object["aborted"] = aborted }
-                let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+                let data =
+                    (try? JSONSerialization.data(
+                        withJSONObject: object,
+                        options: [.sortedKeys, .withoutEscapingSlashes]
+                    )) ?? Data()
                 return String(decoding: data, as: UTF8.self)
             }
             var text = "\(method) \(path) \(range ?? "-") \(status) \(bytes)B \(ms)ms"

@@ -54,7 +54,13 @@ public struct TLSSetup: Sendable {
                 let leafFile = folder.appending("server-\(String(safeHost)).pem")
                 let leafKeyFile = folder.appending("server-\(String(safeHost))-key.pem")
                 if try !isUsable(leafFile, host: host) || !FileManager.default.fileExists(atPath: leafKeyFile.string) {
-                    try makeServerCertificate(host: host, ca: caFile, caKey: caKeyFile, into: leafFile, key: leafKeyFile)
+                    try makeServerCertificate(
+                        host: host,
+                        ca: caFile,
+                        caKey: caKeyFile,
+                        into: leafFile,
+                        key: leafKeyFile
+                    )
                 }
                 return TLSSetup(
                     configuration: try serverConfiguration(certificate: leafFile, key: leafKeyFile),
@@ -138,7 +144,9 @@ public struct TLSSetup: Sendable {
         key keyFile: FilePath
     ) throws {
         let ca = try Certificate(pemEncoded: try String(contentsOfFile: caFile.string, encoding: .utf8))
-        let caKey = try P256.Signing.PrivateKey(pemRepresentation: try String(contentsOfFile: caKeyFile.string, encoding: .utf8))
+        let caKey = try P256.Signing.PrivateKey(
+            pemRepresentation: try String(contentsOfFile: caKeyFile.string, encoding: .utf8)
+        )
         let privateKey = P256.Signing.PrivateKey()
         let publicKey = Certificate.PublicKey(privateKey.publicKey)
         let name = try DistinguishedName { CommonName(host) }

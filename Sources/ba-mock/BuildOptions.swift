@@ -9,7 +9,9 @@ struct BuildOptions: ParsableArguments {
     @Option(help: "Compression filter: zstd, gzip, xz, lz4 or none. (default: zstd)")
     var compression: PackCompression = .zstd
 
-    @Option(help: "Compression level (zstd 1-19, default 3; gzip 1-9, default 6; xz 0-9, default 6; lz4 1-9, default 1).")
+    @Option(
+        help: "Compression level (zstd 1-19, default 3; gzip 1-9, default 6; xz 0-9, default 6; lz4 1-9, default 1)."
+    )
     var level: Int?
 
     @Option(help: "Compression threads for zstd and xz; the archive is the same for any count. (default: all cores)")

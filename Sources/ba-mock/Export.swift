@@ -56,6 +56,8 @@ struct Export: AsyncParsableCommand {
             return
         }
         Console.out(PackTable.render(catalog.snapshot))
-        Console.out("wrote \(result.manifestFile) and \(result.manifest.assetPacks.count) packs in \(out.appending("assets"))")
+        Console.out(
+            "wrote \(result.manifestFile) and \(result.manifest.assetPacks.count) packs in \(out.appending("assets"))"
+        )
     }
 }

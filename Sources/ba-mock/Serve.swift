@@ -35,7 +35,10 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         name: .customLong("pack-version"),
-        help: ArgumentHelp("Publish pack ID at version N whatever its content, like ba-serve --asset-pack-versions. Repeatable.", valueName: "ID=N")
+        help: ArgumentHelp(
+            "Publish pack ID at version N whatever its content, like ba-serve --asset-pack-versions. Repeatable.",
+            valueName: "ID=N"
+        )
     )
     var packVersions: [String] = []
 

@@ -15,11 +15,16 @@ struct PackBuilderTests {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
         let levels = try source(scratch, manifest: "Levels.json")
-        #expect(levels.files.map(\.path) == [
-            "Levels/World1/deep/nested/tiles.bin", "Levels/World1/level1.json", "Levels/World2/level1.json",
-        ])
+        #expect(
+            levels.files.map(\.path) == [
+                "Levels/World1/deep/nested/tiles.bin", "Levels/World1/level1.json", "Levels/World2/level1.json",
+            ]
+        )
         let output = scratch.root.appending("out/Levels.pack")
-        try FileManager.default.createDirectory(atPath: scratch.root.appending("out").string, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: scratch.root.appending("out").string,
+            withIntermediateDirectories: true
+        )
         let built = try PackBuilder.build(levels, to: output)
         let onDisk = try scratch.read(output)
         #expect(built.downloadSize == Int64(onDisk.count))
@@ -54,7 +59,10 @@ struct PackBuilderTests {
         let one = try PackBuilder.build(levels, to: first, options: PackBuildOptions(threads: 1))
         // Touch every file: times change, content does not.
         for file in levels.files {
-            try scratch.write(String(file.source.string.dropFirst(scratch.root.string.count + 1)), try scratch.read(file.source))
+            try scratch.write(
+                String(file.source.string.dropFirst(scratch.root.string.count + 1)),
+                try scratch.read(file.source)
+            )
         }
         let again = try source(scratch, manifest: "Levels.json")
         let two = try PackBuilder.build(again, to: second, options: PackBuildOptions(threads: 2))

@@ -16,49 +16,96 @@ struct PackReaderHostileTests {
     static let ok = Data("fine".utf8)
 
     static let cases: [Case] = [
-        Case(name: "dot-dot entry", entries: {
-            [.init("Contents/../../escape.txt", .file(ok)), .init("Index.json", .file(ArchiveFixture.index([])))]
-        }, expected: "'..'"),
-        Case(name: "absolute entry", entries: {
-            [.init("/tmp/ba-escape.txt", .file(ok)), .init("Index.json", .file(ArchiveFixture.index([])))]
-        }, expected: "outside Contents/"),
-        Case(name: "symlink out", entries: {
-            [.init("Contents/link", .symlink("/etc/passwd")), .init("Index.json", .file(ArchiveFixture.index([])))]
-        }, expected: "a symlink"),
-        Case(name: "hard link out", entries: {
-            [.init("Contents/hard", .hardlink("/etc/passwd")), .init("Index.json", .file(ArchiveFixture.index([])))]
-        }, expected: "a hard link"),
-        Case(name: "device node", entries: {
-            [.init("Contents/dev", .device), .init("Index.json", .file(ArchiveFixture.index([])))]
-        }, expected: "a special file"),
-        Case(name: "fifo", entries: {
-            [.init("Contents/fifo", .fifo), .init("Index.json", .file(ArchiveFixture.index([])))]
-        }, expected: "a special file"),
-        Case(name: "duplicate entry", entries: {
-            [
-                .init("Contents/a.txt", .file(ok)), .init("Contents/a.txt", .file(ok)),
-                .init("Index.json", .file(ArchiveFixture.index([("a.txt", ok)]))),
-            ]
-        }, expected: "twice"),
-        Case(name: "entry outside Contents", entries: {
-            [.init("Other/a.txt", .file(ok)), .init("Index.json", .file(ArchiveFixture.index([])))]
-        }, expected: "outside Contents/"),
+        Case(
+            name: "dot-dot entry",
+            entries: {
+                [.init("Contents/../../escape.txt", .file(ok)), .init("Index.json", .file(ArchiveFixture.index([])))]
+            },
+            expected: "'..'"
+        ),
+        Case(
+            name: "absolute entry",
+            entries: {
+                [.init("/tmp/ba-escape.txt", .file(ok)), .init("Index.json", .file(ArchiveFixture.index([])))]
+            },
+            expected: "outside Contents/"
+        ),
+        Case(
+            name: "symlink out",
+            entries: {
+                [.init("Contents/link", .symlink("/etc/passwd")), .init("Index.json", .file(ArchiveFixture.index([])))]
+            },
+            expected: "a symlink"
+        ),
+        Case(
+            name: "hard link out",
+            entries: {
+                [
+                    .init("Contents/hard", .hardlink("/etc/passwd")),
+                    .init("Index.json", .file(ArchiveFixture.index([]))),
+                ]
+            },
+            expected: "a hard link"
+        ),
+        Case(
+            name: "device node",
+            entries: {
+                [.init("Contents/dev", .device), .init("Index.json", .file(ArchiveFixture.index([])))]
+            },
+            expected: "a special file"
+        ),
+        Case(
+            name: "fifo",
+            entries: {
+                [.init("Contents/fifo", .fifo), .init("Index.json", .file(ArchiveFixture.index([])))]
+            },
+            expected: "a special file"
+        ),
+        Case(
+            name: "duplicate entry",
+            entries: {
+                [
+                    .init("Contents/a.txt", .file(ok)), .init("Contents/a.txt", .file(ok)),
+                    .init("Index.json", .file(ArchiveFixture.index([("a.txt", ok)]))),
+                ]
+            },
+            expected: "twice"
+        ),
+        Case(
+            name: "entry outside Contents",
+            entries: {
+                [.init("Other/a.txt", .file(ok)), .init("Index.json", .file(ArchiveFixture.index([])))]
+            },
+            expected: "outside Contents/"
+        ),
         Case(name: "no index", entries: { [.init("Contents/a.txt", .file(ok))] }, expected: "no Index.json"),
-        Case(name: "content differs from index", entries: {
-            [
-                .init("Contents/a.txt", .file(Data("evil".utf8))),
-                .init("Index.json", .file(ArchiveFixture.index([("a.txt", ok)]))),
-            ]
-        }, expected: "but its index says"),
-        Case(name: "file missing from index", entries: {
-            [.init("Contents/a.txt", .file(ok)), .init("Index.json", .file(ArchiveFixture.index([])))]
-        }, expected: "does not list"),
-        Case(name: "bomb past the install size", entries: {
-            [
-                .init("Contents/big.bin", .file(Data(count: 64 * 1024))),
-                .init("Index.json", .file(ArchiveFixture.index([("big.bin", Data(count: 64 * 1024))]))),
-            ]
-        }, expected: "more than its declared install size"),
+        Case(
+            name: "content differs from index",
+            entries: {
+                [
+                    .init("Contents/a.txt", .file(Data("evil".utf8))),
+                    .init("Index.json", .file(ArchiveFixture.index([("a.txt", ok)]))),
+                ]
+            },
+            expected: "but its index says"
+        ),
+        Case(
+            name: "file missing from index",
+            entries: {
+                [.init("Contents/a.txt", .file(ok)), .init("Index.json", .file(ArchiveFixture.index([])))]
+            },
+            expected: "does not list"
+        ),
+        Case(
+            name: "bomb past the install size",
+            entries: {
+                [
+                    .init("Contents/big.bin", .file(Data(count: 64 * 1024))),
+                    .init("Index.json", .file(ArchiveFixture.index([("big.bin", Data(count: 64 * 1024))]))),
+                ]
+            },
+            expected: "more than its declared install size"
+        ),
     ]
 
     @Test(arguments: cases)

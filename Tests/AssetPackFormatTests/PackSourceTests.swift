@@ -18,11 +18,17 @@ struct PackSourceTests {
     @Test func directorySelectorIsRecursiveAndDeduplicated() throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
-        let source = try resolve(scratch, selectors: #"{"directory": "Levels"}, {"file": "Levels/World1/level1.json"}, {"file": "./Videos//Intro.m4v"}"#)
-        #expect(source.files.map(\.path) == [
-            "Levels/World1/deep/nested/tiles.bin", "Levels/World1/level1.json", "Levels/World2/level1.json",
-            "Videos/Intro.m4v",
-        ])
+        let source = try resolve(
+            scratch,
+            selectors:
+                #"{"directory": "Levels"}, {"file": "Levels/World1/level1.json"}, {"file": "./Videos//Intro.m4v"}"#
+        )
+        #expect(
+            source.files.map(\.path) == [
+                "Levels/World1/deep/nested/tiles.bin", "Levels/World1/level1.json", "Levels/World2/level1.json",
+                "Videos/Intro.m4v",
+            ]
+        )
     }
 
     @Test func missingFileIsNamed() throws {
@@ -38,7 +44,9 @@ struct PackSourceTests {
     @Test func fileSelectorOnAFolderSaysUseDirectory() throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
-        let error = #expect(throws: AssetPackFormatError.self) { try resolve(scratch, selectors: #"{"file": "Levels"}"#) }
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try resolve(scratch, selectors: #"{"file": "Levels"}"#)
+        }
         #expect(error?.message.contains(#"use {"directory": "Levels"}"#) == true)
     }
 
@@ -51,7 +59,9 @@ struct PackSourceTests {
             atPath: scratch.root.appending("Levels/secret.txt").string,
             withDestinationPath: secret.string
         )
-        let error = #expect(throws: AssetPackFormatError.self) { try resolve(scratch, selectors: #"{"directory": "Levels"}"#) }
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try resolve(scratch, selectors: #"{"directory": "Levels"}"#)
+        }
         #expect(error?.code == .unsafePath)
         #expect(error?.message.contains("outside the asset folder") == true)
         let direct = #expect(throws: AssetPackFormatError.self) {
@@ -63,7 +73,10 @@ struct PackSourceTests {
     @Test func symlinkInsideTheFolderIsReadThrough() throws {
         let scratch = try Scratch()
         try scratch.write("Shared/logo.png", "png")
-        try FileManager.default.createDirectory(atPath: scratch.root.appending("Pack").string, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: scratch.root.appending("Pack").string,
+            withIntermediateDirectories: true
+        )
         try FileManager.default.createSymbolicLink(
             atPath: scratch.root.appending("Pack/logo.png").string,
             withDestinationPath: "../Shared/logo.png"
@@ -75,8 +88,13 @@ struct PackSourceTests {
 
     @Test func folderWithNoFilesIsAnError() throws {
         let scratch = try Scratch()
-        try FileManager.default.createDirectory(atPath: scratch.root.appending("Empty").string, withIntermediateDirectories: true)
-        let error = #expect(throws: AssetPackFormatError.self) { try resolve(scratch, selectors: #"{"directory": "Empty"}"#) }
+        try FileManager.default.createDirectory(
+            atPath: scratch.root.appending("Empty").string,
+            withIntermediateDirectories: true
+        )
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try resolve(scratch, selectors: #"{"directory": "Empty"}"#)
+        }
         #expect(error?.message.contains("select no files") == true)
     }
 }

@@ -18,7 +18,10 @@ struct PackagingManifestTests {
     @Test func acceptsApplesTemplateWithComments() throws {
         let parsed = try parse(ManifestTemplate.text.replacingOccurrences(of: "[Asset-Pack ID]", with: "Tutorial"))
         #expect(parsed.manifest.assetPackID == "Tutorial")
-        #expect(parsed.manifest.downloadPolicy == .prefetch(installationEventTypes: [.firstInstallation, .subsequentUpdate]))
+        #expect(
+            parsed.manifest.downloadPolicy
+                == .prefetch(installationEventTypes: [.firstInstallation, .subsequentUpdate])
+        )
         #expect(parsed.manifest.fileSelectors == [.file("[Path to File]"), .directory("[Path to Directory]")])
         #expect(parsed.warnings.isEmpty)
     }
@@ -35,10 +38,12 @@ struct PackagingManifestTests {
     }
 
     @Test func decodesEveryPolicy() throws {
-        let essential = try parse(Self.valid.replacingOccurrences(
-            of: #"{"onDemand": {}}"#,
-            with: #"{"essential": {"installationEventTypes": ["firstInstallation"]}}"#
-        ))
+        let essential = try parse(
+            Self.valid.replacingOccurrences(
+                of: #"{"onDemand": {}}"#,
+                with: #"{"essential": {"installationEventTypes": ["firstInstallation"]}}"#
+            )
+        )
         #expect(essential.manifest.downloadPolicy == .essential(installationEventTypes: [.firstInstallation]))
         #expect(try parse(Self.valid).manifest.downloadPolicy == .onDemand)
     }
@@ -58,31 +63,184 @@ struct PackagingManifestTests {
 
     static let rules: [Rule] = [
         Rule(name: "not JSON", text: "{\"assetPackID\": ", code: .invalidJSON, key: "not valid JSON", fix: "brackets"),
-        Rule(name: "top level not an object", text: "[1, 2]", code: .invalidManifest, key: "(top level)", fix: "ba-mock template"),
-        Rule(name: "missing ID", text: replacing(#""assetPackID": "Pack", "#, ""), code: .invalidManifest, key: "assetPackID: is missing", fix: "add \"assetPackID\""),
-        Rule(name: "ID not a string", text: replacing(#""Pack""#, "42"), code: .invalidManifest, key: "assetPackID: is a number", fix: "in quotes"),
-        Rule(name: "ID with a slash", text: replacing(#""Pack""#, #""a/b""#), code: .invalidManifest, key: "contains '/'", fix: "letters, digits and hyphens"),
-        Rule(name: "ID with a control character", text: replacing(#""Pack""#, #""a\u0001b""#), code: .invalidManifest, key: "control character", fix: "letters, digits"),
-        Rule(name: "ID with dot-dot", text: replacing(#""Pack""#, #""..""#), code: .invalidManifest, key: "starts with '.'", fix: "hyphens"),
-        Rule(name: "missing policy", text: replacing(#""downloadPolicy": {"onDemand": {}}, "#, ""), code: .invalidManifest, key: "downloadPolicy: is missing", fix: "exactly one of"),
-        Rule(name: "two policies", text: replacing(#"{"onDemand": {}}"#, #"{"onDemand": {}, "prefetch": {"installationEventTypes": ["firstInstallation"]}}"#), code: .invalidManifest, key: "has 2 policies", fix: "exactly one of"),
-        Rule(name: "no policy", text: replacing(#"{"onDemand": {}}"#, "{}"), code: .invalidManifest, key: "has no policy", fix: "exactly one of"),
-        Rule(name: "unknown policy", text: replacing(#"{"onDemand": {}}"#, #"{"sometimes": {}}"#), code: .invalidManifest, key: "downloadPolicy.sometimes", fix: "exactly one of"),
-        Rule(name: "prefetch without event types", text: replacing(#"{"onDemand": {}}"#, #"{"prefetch": {}}"#), code: .invalidManifest, key: "downloadPolicy.prefetch.installationEventTypes: is missing", fix: "firstInstallation"),
-        Rule(name: "essential with empty event types", text: replacing(#"{"onDemand": {}}"#, #"{"essential": {"installationEventTypes": []}}"#), code: .invalidManifest, key: "non-empty array", fix: "firstInstallation"),
-        Rule(name: "unknown event type", text: replacing(#"{"onDemand": {}}"#, #"{"essential": {"installationEventTypes": ["firstLaunch"]}}"#), code: .invalidManifest, key: "\"firstLaunch\"", fix: "subsequentUpdate"),
-        Rule(name: "onDemand not empty", text: replacing(#"{"onDemand": {}}"#, #"{"onDemand": {"installationEventTypes": ["firstInstallation"]}}"#), code: .invalidManifest, key: "downloadPolicy.onDemand: must be an empty object", fix: "\"onDemand\": {}"),
-        Rule(name: "missing selectors", text: replacing(#""fileSelectors": [{"file": "a.txt"}],"#, ""), code: .invalidManifest, key: "fileSelectors: is missing", fix: "Videos/Intro.m4v"),
-        Rule(name: "empty selectors", text: replacing(#"[{"file": "a.txt"}]"#, "[]"), code: .invalidManifest, key: "fileSelectors: must be a non-empty array", fix: "list what goes"),
-        Rule(name: "unknown selector", text: replacing(#"{"file": "a.txt"}"#, #"{"filePattern": "*.txt"}"#), code: .invalidManifest, key: "fileSelectors[0].filePattern", fix: "Xcode 27"),
-        Rule(name: "selector with two keys", text: replacing(#"{"file": "a.txt"}"#, #"{"file": "a.txt", "directory": "b"}"#), code: .invalidManifest, key: "fileSelectors[0]", fix: "{\"file\""),
-        Rule(name: "absolute path", text: replacing(#""a.txt""#, #""/etc/passwd""#), code: .unsafePath, key: "is absolute", fix: "relative to the asset folder"),
-        Rule(name: "dot-dot path", text: replacing(#""a.txt""#, #""../secret.txt""#), code: .unsafePath, key: "climbs out", fix: "relative to the asset folder"),
-        Rule(name: "whole folder", text: replacing(#"{"file": "a.txt"}"#, #"{"directory": "."}"#), code: .unsafePath, key: "names the whole asset folder", fix: "name a subfolder"),
-        Rule(name: "state folder", text: replacing(#"{"file": "a.txt"}"#, #"{"directory": ".ba-mock/packs"}"#), code: .unsafePath, key: ".ba-mock/", fix: "relative to the asset folder"),
-        Rule(name: "missing platforms", text: replacing(#""platforms": ["iOS"]"#, #""other": 1"#), code: .invalidManifest, key: "platforms: is missing", fix: "\"platforms\": [\"iOS\""),
-        Rule(name: "iPadOS", text: replacing(#"["iOS"]"#, #"["iPadOS"]"#), code: .invalidManifest, key: "ba-package rejects", fix: "it covers iPadOS"),
-        Rule(name: "unknown platform", text: replacing(#"["iOS"]"#, #"["watchOS"]"#), code: .invalidManifest, key: "\"watchOS\"", fix: "known: iOS"),
+        Rule(
+            name: "top level not an object",
+            text: "[1, 2]",
+            code: .invalidManifest,
+            key: "(top level)",
+            fix: "ba-mock template"
+        ),
+        Rule(
+            name: "missing ID",
+            text: replacing(#""assetPackID": "Pack", "#, ""),
+            code: .invalidManifest,
+            key: "assetPackID: is missing",
+            fix: "add \"assetPackID\""
+        ),
+        Rule(
+            name: "ID not a string",
+            text: replacing(#""Pack""#, "42"),
+            code: .invalidManifest,
+            key: "assetPackID: is a number",
+            fix: "in quotes"
+        ),
+        Rule(
+            name: "ID with a slash",
+            text: replacing(#""Pack""#, #""a/b""#),
+            code: .invalidManifest,
+            key: "contains '/'",
+            fix: "letters, digits and hyphens"
+        ),
+        Rule(
+            name: "ID with a control character",
+            text: replacing(#""Pack""#, #""a\u0001b""#),
+            code: .invalidManifest,
+            key: "control character",
+            fix: "letters, digits"
+        ),
+        Rule(
+            name: "ID with dot-dot",
+            text: replacing(#""Pack""#, #""..""#),
+            code: .invalidManifest,
+            key: "starts with '.'",
+            fix: "hyphens"
+        ),
+        Rule(
+            name: "missing policy",
+            text: replacing(#""downloadPolicy": {"onDemand": {}}, "#, ""),
+            code: .invalidManifest,
+            key: "downloadPolicy: is missing",
+            fix: "exactly one of"
+        ),
+        Rule(
+            name: "two policies",
+            text: replacing(
+                #"{"onDemand": {}}"#,
+                #"{"onDemand": {}, "prefetch": {"installationEventTypes": ["firstInstallation"]}}"#
+            ),
+            code: .invalidManifest,
+            key: "has 2 policies",
+            fix: "exactly one of"
+        ),
+        Rule(
+            name: "no policy",
+            text: replacing(#"{"onDemand": {}}"#, "{}"),
+            code: .invalidManifest,
+            key: "has no policy",
+            fix: "exactly one of"
+        ),
+        Rule(
+            name: "unknown policy",
+            text: replacing(#"{"onDemand": {}}"#, #"{"sometimes": {}}"#),
+            code: .invalidManifest,
+            key: "downloadPolicy.sometimes",
+            fix: "exactly one of"
+        ),
+        Rule(
+            name: "prefetch without event types",
+            text: replacing(#"{"onDemand": {}}"#, #"{"prefetch": {}}"#),
+            code: .invalidManifest,
+            key: "downloadPolicy.prefetch.installationEventTypes: is missing",
+            fix: "firstInstallation"
+        ),
+        Rule(
+            name: "essential with empty event types",
+            text: replacing(#"{"onDemand": {}}"#, #"{"essential": {"installationEventTypes": []}}"#),
+            code: .invalidManifest,
+            key: "non-empty array",
+            fix: "firstInstallation"
+        ),
+        Rule(
+            name: "unknown event type",
+            text: replacing(#"{"onDemand": {}}"#, #"{"essential": {"installationEventTypes": ["firstLaunch"]}}"#),
+            code: .invalidManifest,
+            key: "\"firstLaunch\"",
+            fix: "subsequentUpdate"
+        ),
+        Rule(
+            name: "onDemand not empty",
+            text: replacing(#"{"onDemand": {}}"#, #"{"onDemand": {"installationEventTypes": ["firstInstallation"]}}"#),
+            code: .invalidManifest,
+            key: "downloadPolicy.onDemand: must be an empty object",
+            fix: "\"onDemand\": {}"
+        ),
+        Rule(
+            name: "missing selectors",
+            text: replacing(#""fileSelectors": [{"file": "a.txt"}],"#, ""),
+            code: .invalidManifest,
+            key: "fileSelectors: is missing",
+            fix: "Videos/Intro.m4v"
+        ),
+        Rule(
+            name: "empty selectors",
+            text: replacing(#"[{"file": "a.txt"}]"#, "[]"),
+            code: .invalidManifest,
+            key: "fileSelectors: must be a non-empty array",
+            fix: "list what goes"
+        ),
+        Rule(
+            name: "unknown selector",
+            text: replacing(#"{"file": "a.txt"}"#, #"{"filePattern": "*.txt"}"#),
+            code: .invalidManifest,
+            key: "fileSelectors[0].filePattern",
+            fix: "Xcode 27"
+        ),
+        Rule(
+            name: "selector with two keys",
+            text: replacing(#"{"file": "a.txt"}"#, #"{"file": "a.txt", "directory": "b"}"#),
+            code: .invalidManifest,
+            key: "fileSelectors[0]",
+            fix: "{\"file\""
+        ),
+        Rule(
+            name: "absolute path",
+            text: replacing(#""a.txt""#, #""/etc/passwd""#),
+            code: .unsafePath,
+            key: "is absolute",
+            fix: "relative to the asset folder"
+        ),
+        Rule(
+            name: "dot-dot path",
+            text: replacing(#""a.txt""#, #""../secret.txt""#),
+            code: .unsafePath,
+            key: "climbs out",
+            fix: "relative to the asset folder"
+        ),
+        Rule(
+            name: "whole folder",
+            text: replacing(#"{"file": "a.txt"}"#, #"{"directory": "."}"#),
+            code: .unsafePath,
+            key: "names the whole asset folder",
+            fix: "name a subfolder"
+        ),
+        Rule(
+            name: "state folder",
+            text: replacing(#"{"file": "a.txt"}"#, #"{"directory": ".ba-mock/packs"}"#),
+            code: .unsafePath,
+            key: ".ba-mock/",
+            fix: "relative to the asset folder"
+        ),
+        Rule(
+            name: "missing platforms",
+            text: replacing(#""platforms": ["iOS"]"#, #""other": 1"#),
+            code: .invalidManifest,
+            key: "platforms: is missing",
+            fix: "\"platforms\": [\"iOS\""
+        ),
+        Rule(
+            name: "iPadOS",
+            text: replacing(#"["iOS"]"#, #"["iPadOS"]"#),
+            code: .invalidManifest,
+            key: "ba-package rejects",
+            fix: "it covers iPadOS"
+        ),
+        Rule(
+            name: "unknown platform",
+            text: replacing(#"["iOS"]"#, #"["watchOS"]"#),
+            code: .invalidManifest,
+            key: "\"watchOS\"",
+            fix: "known: iOS"
+        ),
     ]
 
     @Test(arguments: rules)
@@ -106,7 +264,11 @@ struct PackagingManifestTests {
 
     @Test func warnsAboutUnknownKeys() throws {
         let parsed = try parse(Self.replacing(#""platforms""#, #""sourceRoot": "x", "platforms""#))
-        #expect(parsed.warnings == ["Pack.json: sourceRoot: unknown key, ignored (supported: assetPackID, downloadPolicy, fileSelectors, platforms)"])
+        #expect(
+            parsed.warnings == [
+                "Pack.json: sourceRoot: unknown key, ignored (supported: assetPackID, downloadPolicy, fileSelectors, platforms)"
+            ]
+        )
     }
 
     @Test func missingManifestFileSaysHowToMakeOne() throws {

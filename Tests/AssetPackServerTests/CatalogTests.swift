@@ -146,14 +146,19 @@ struct CatalogTests {
     @Test func folderProblemsAreAllReported() throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
-        try scratch.write("Copy.json", String(decoding: try scratch.read(scratch.root.appending("Levels.json")), as: UTF8.self))
+        try scratch.write(
+            "Copy.json",
+            String(decoding: try scratch.read(scratch.root.appending("Levels.json")), as: UTF8.self)
+        )
         try scratch.write(
             "Overlap.json",
             #"{"assetPackID": "Overlap", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"file": "Videos/Intro.m4v"}], "platforms": ["iOS"]}"#
         )
         try scratch.write("Bad.json", #"{"assetPackID": "Bad"}"#)
         let scan = try AssetFolder(root: scratch.root).scan()
-        #expect(scan.sources.map(\.manifest.assetPackID) == ["Overlap", "Textures", "Tutorial"] || scan.sources.count == 4)
+        #expect(
+            scan.sources.map(\.manifest.assetPackID) == ["Overlap", "Textures", "Tutorial"] || scan.sources.count == 4
+        )
         let duplicate = try #require(scan.problems.first { $0.code == .duplicatePackID })
         #expect(duplicate.message.contains("Levels.json") && duplicate.message.contains("Copy.json"))
         #expect(scan.problems.contains { $0.message.contains("Bad.json: downloadPolicy: is missing") })

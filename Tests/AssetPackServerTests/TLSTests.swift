@@ -39,13 +39,19 @@ struct TLSTests {
 
         // The CA is made once; a second setup reuses it.
         let before = try scratch.read(ca)
-        let again = try #require(try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", stateFolder: folder.stateFolder))
+        let again = try #require(
+            try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", stateFolder: folder.stateFolder)
+        )
         #expect(try scratch.read(try #require(again.caFile)) == before)
     }
 
     @Test func missingCertificateFilesAreNamed() throws {
         let error = #expect(throws: AssetPackServerError.self) {
-            try TLSSetup.make(mode: .files(certificate: "/nonexistent/cert.pem", key: "/nonexistent/key.pem"), host: "localhost", stateFolder: "/tmp")
+            try TLSSetup.make(
+                mode: .files(certificate: "/nonexistent/cert.pem", key: "/nonexistent/key.pem"),
+                host: "localhost",
+                stateFolder: "/tmp"
+            )
         }
         #expect(error?.code == .tls)
         #expect(error?.message.contains("/nonexistent/cert.pem") == true)

@@ -1,0 +1,62 @@
+# ba-mock: serve asset folders as Apple-hosted-style asset packs. `make help` lists the targets.
+SWIFT ?= swift
+PREFIX ?= /usr/local
+CONFIG ?= debug
+ASSETS ?= Assets
+PORT ?= 8443
+
+# Debian packages the build, the tests and the demo need.
+APT_PACKAGES := libarchive-dev pkg-config nginx curl
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+BIN = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path)
+
+.PHONY: help deps build test demo serve lint format install clean
+
+help:
+	@echo "make demo     install what is missing, build, serve $(ASSETS)/ on 127.0.0.1 and fetch from it"
+	@echo "make test     install what is missing, run every test"
+	@echo "make serve    serve $(ASSETS)/ on http://127.0.0.1:$(PORT) until Ctrl-C"
+	@echo "make build    build (CONFIG=debug|release)"
+	@echo "make lint     swift format lint --strict;  make format  rewrite in place"
+	@echo "make install  release build into \$$PREFIX/bin (default $(PREFIX))"
+	@echo "make deps     apt-get install what is missing: $(APT_PACKAGES)"
+	@echo "make clean    remove build output and $(ASSETS)/.ba-mock"
+
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+build: deps
+	$(SWIFT) build -c $(CONFIG)
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test
+
+demo: build
+	@bash scripts/demo.sh "$(BIN)/ba-mock" "$(ASSETS)"
+
+serve: build
+	"$(BIN)/ba-mock" serve "$(ASSETS)" --port $(PORT)
+
+lint:
+	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
+
+format:
+	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
+
+install: deps
+	$(SWIFT) build -c release
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 755 "$$($(SWIFT) build -c release --show-bin-path)/ba-mock" "$(DESTDIR)$(PREFIX)/bin/ba-mock"
+
+clean:
+	$(SWIFT) package clean
+	rm -rf .build "$(ASSETS)/.ba-mock"

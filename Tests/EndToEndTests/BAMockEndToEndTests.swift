@@ -1,0 +1,198 @@
+import AssetPackFormat
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SystemPackage
+import TestSupport
+import Testing
+
+/// The built `ba-mock` binary, run as a user would.
+@Suite("ba-mock end to end", .serialized)
+struct BAMockEndToEndTests {
+    let tool = builtProduct("ba-mock")
+
+    /// A copy of the repository's sample Assets/ (serve writes its state into the folder).
+    func sampleFolder(_ scratch: Scratch) throws -> FilePath {
+        let source = repositoryRoot().appendingPathComponent("Assets")
+        let destination = scratch.root.appending("Assets")
+        try FileManager.default.copyItem(atPath: source.path, toPath: destination.string)
+        try? FileManager.default.removeItem(atPath: destination.appending(".ba-mock").string)
+        return destination
+    }
+
+    func fetch(_ url: String) async throws -> (status: Int, body: Data) {
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(60))
+        let body = try await response.body.collect(upTo: 512 << 20)
+        return (Int(response.status.code), Data(body.readableBytesView))
+    }
+
+    /// Downloads every pack of a manifest, checks it against the manifest, extracts it, and compares each
+    /// file with the asset folder.
+    func checkPacks(manifestURL: String, folder: FilePath, scratch: Scratch) async throws -> DownloadManifest {
+        let (status, body) = try await fetch(manifestURL)
+        #expect(status == 200)
+        let manifest = try JSONDecoder().decode(DownloadManifest.self, from: body)
+        #expect(manifest.assetPacks.map(\.id) == ["HighResTextures", "Levels", "Tutorial"])
+        for entry in manifest.assetPacks {
+            let url = URL(string: entry.url, relativeTo: URL(string: manifestURL))!.absoluteString
+            let (packStatus, pack) = try await fetch(url)
+            #expect(packStatus == 200, "\(url)")
+            #expect(Int64(pack.count) == entry.downloadSize, "\(entry.id) size")
+            #expect(FileDigest.sha256(of: pack) == entry.sha256, "\(entry.id) digest")
+            let archive = try scratch.write("downloads/\(entry.id)-\(UUID().uuidString)", pack)
+            let destination = scratch.root.appending("extracted/\(entry.id)-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
+            let index = try PackReader.extract(archive, into: destination, limit: entry.installSize)
+            #expect(index.fileCount == entry.fileCount)
+            #expect(index.downloadPolicy == entry.downloadPolicy)
+            let parsed = try PackagingManifest.load(from: folder.appending("\(entry.id).json"))
+            let expected = try PackSource.resolve(parsed, root: folder).files.map(\.path)
+            #expect(index.files.map(\.path) == expected)
+            for path in expected {
+                let extracted = try scratch.read(destination.appending(path))
+                #expect(extracted == (try scratch.read(folder.appending(path))), "\(entry.id): \(path)")
+            }
+        }
+        return manifest
+    }
+
+    @Test func servesTheSampleFolderAsAUserWouldSeeIt() async throws {
+        let scratch = try Scratch()
+        let folder = try sampleFolder(scratch)
+        let server = try RunningTool(tool, ["serve", folder.string, "--port", "0"])
+        let url = try #require(server.waitForFirstLine(), "no URL on stdout; stderr: \(server.stderr)")
+        #expect(url.hasPrefix("http://127.0.0.1:"))
+        #expect(!url.hasSuffix(":0"))
+        _ = try await checkPacks(manifestURL: url + "/manifest", folder: folder, scratch: scratch)
+        let output = server.stdout
+        #expect(output.contains("PACK"))
+        #expect(output.contains("Tutorial") && output.contains("essential"))
+        #expect(output.contains("GET /manifest - 200"))
+        #expect(server.interrupt() == 0, "stops cleanly on SIGINT; stderr: \(server.stderr)")
+        #expect(FileManager.default.fileExists(atPath: folder.appending(".ba-mock/state.json").string))
+    }
+
+    @Test func exportServedByNginxMatchesServe() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
+            Issue.record("nginx is not installed: run `make deps`")
+            return
+        }
+        let scratch = try Scratch()
+        let folder = try sampleFolder(scratch)
+        let out = scratch.root.appending("export")
+        let exported = try runTool(tool, ["export", folder.string, "--out", out.string])
+        #expect(exported.status == 0, "\(exported.stderr)")
+        #expect(FileManager.default.fileExists(atPath: out.appending("manifest").string))
+
+        let port = try freeLoopbackPort()
+        let config = scratch.root.appending("nginx.conf")
+        try scratch.write(
+            "nginx.conf",
+            """
+            daemon off;
+            master_process off;
+            worker_processes 1;
+            pid \(scratch.root.string)/nginx.pid;
+            error_log \(scratch.root.string)/nginx-error.log;
+            events { worker_connections 64; }
+            http {
+                access_log off;
+                client_body_temp_path \(scratch.root.string)/nginx-body;
+                proxy_temp_path \(scratch.root.string)/nginx-proxy;
+                fastcgi_temp_path \(scratch.root.string)/nginx-fastcgi;
+                uwsgi_temp_path \(scratch.root.string)/nginx-uwsgi;
+                scgi_temp_path \(scratch.root.string)/nginx-scgi;
+                sendfile on;
+                default_type application/octet-stream;
+                server {
+                    listen 127.0.0.1:\(port);
+                    root \(out.string);
+                    location / { try_files $uri =404; }
+                }
+            }
+            """
+        )
+        let nginx = try RunningTool(URL(fileURLWithPath: "/usr/sbin/nginx"), ["-c", config.string, "-e", "stderr"])
+        // A single-process nginx keeps the signal mask it inherits from the test runner, where SIGINT and
+        // SIGTERM may be blocked; it holds nothing that needs a clean stop.
+        defer { nginx.interrupt(signal: SIGKILL) }
+        let base = "http://127.0.0.1:\(port)"
+        var ready = false
+        for _ in 0..<100 where !ready {
+            ready = (try? await fetch(base + "/manifest"))?.status == 200
+            if !ready { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(ready, "nginx did not start: \(nginx.stderr)")
+        let viaNginx = try await checkPacks(manifestURL: base + "/manifest", folder: folder, scratch: scratch)
+        #expect(viaNginx.assetPacks.allSatisfy { $0.url == "assets/\($0.id)" })
+
+        // ba-mock serve on the same folder publishes the same packs, bytes and versions.
+        let server = try RunningTool(tool, ["serve", folder.string, "--port", "0"])
+        let url = try #require(server.waitForFirstLine(), "stderr: \(server.stderr)")
+        let viaMock = try await checkPacks(manifestURL: url + "/manifest", folder: folder, scratch: scratch)
+        server.interrupt()
+        func strip(_ manifest: DownloadManifest) -> [DownloadManifest.Entry] {
+            manifest.assetPacks.map { entry in
+                var copy = entry
+                copy.url = ""
+                return copy
+            }
+        }
+        #expect(strip(viaNginx) == strip(viaMock))
+    }
+
+    @Test func packageTemplateAndInspectWorkTogether() throws {
+        let scratch = try Scratch()
+        let folder = try sampleFolder(scratch)
+        let template = try runTool(tool, ["template"])
+        #expect(template.status == 0)
+        #expect(template.stdout.contains("\"assetPackID\""))
+        #expect(template.stdout.contains("installationEventTypes"))
+
+        let output = scratch.root.appending("Levels.pack")
+        let packaged = try runTool(
+            tool,
+            ["package", "Levels.json", "-o", output.string, "--compression", "xz", "--json"],
+            directory: folder.string
+        )
+        #expect(packaged.status == 0, "\(packaged.stderr)")
+        let built = try JSONDecoder().decode(BuiltPack.self, from: Data(packaged.stdout.utf8))
+        #expect(built.compression == .xz)
+        #expect(built.sha256 == FileDigest.sha256(of: try scratch.read(output)))
+
+        let inspected = try runTool(tool, ["inspect", output.string, "--verify"])
+        #expect(inspected.status == 0, "\(inspected.stderr)")
+        #expect(inspected.stdout.hasPrefix("Levels: prefetch, \(built.fileCount) files"))
+        #expect(inspected.stdout.contains("Levels/World1/Level1/level.json"))
+        #expect(inspected.stdout.contains("verified"))
+    }
+
+    @Test func errorsSayWhatWentWrongAndExitNonZero() throws {
+        let scratch = try Scratch()
+        try scratch.write(
+            "Broken.json",
+            #"{"assetPackID": "Broken", "downloadPolicy": {"prefetch": {}}, "fileSelectors": [{"file": "x"}], "platforms": ["iOS"]}"#
+        )
+        let bad = try runTool(
+            tool,
+            ["package", scratch.root.appending("Broken.json").string, "-o", scratch.root.appending("x.pack").string]
+        )
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("Broken.json: downloadPolicy.prefetch.installationEventTypes: is missing"))
+        #expect(!FileManager.default.fileExists(atPath: scratch.root.appending("x.pack").string))
+
+        let served = try runTool(tool, ["serve", scratch.root.string, "--port", "0"], timeout: 60)
+        #expect(served.status != 0)
+        #expect(served.stderr.contains("invalid manifest"))
+        #expect(served.stderr.contains("Fix: "))
+
+        let missing = try runTool(tool, ["--port", "0"], directory: scratch.root.appending("..").string)
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("no asset folder at Assets"))
+
+        let level = try runTool(tool, ["package", "x.json", "-o", "y", "--compression", "gzip", "--level", "30"])
+        #expect(level.status != 0)
+        #expect(level.stderr.contains("use 1 to 9"))
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+
+/// A built command-line tool run as a user would, with its output captured.
+public final class RunningTool: @unchecked Sendable {
+    public let process: Process
+    private let lock = NSLock()
+    private var stdoutText = ""
+    private var stderrText = ""
+    private let firstLine = DispatchSemaphore(value: 0)
+    private var firstLineSignalled = false
+
+    /// Starts `tool` with `arguments` in `directory`.
+    public init(_ tool: URL, _ arguments: [String], directory: String? = nil) throws {
+        process = Process()
+        process.executableURL = tool
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self else { return }
+            self.lock.lock()
+            self.stdoutText += String(decoding: data, as: UTF8.self)
+            let signal = !self.firstLineSignalled && (self.stdoutText.contains("\n") || data.isEmpty)
+            if signal { self.firstLineSignalled = true }
+            self.lock.unlock()
+            if data.isEmpty { handle.readabilityHandler = nil }
+            if signal { self.firstLine.signal() }
+        }
+        err.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil }
+            guard let self else { return }
+            self.lock.lock()
+            self.stderrText += String(decoding: data, as: UTF8.self)
+            self.lock.unlock()
+        }
+        try process.run()
+    }
+
+    /// The first line of standard output, waiting up to `timeout` seconds.
+    public func waitForFirstLine(timeout: Double = 60) -> String? {
+        guard firstLine.wait(timeout: .now() + timeout) == .success else { return nil }
+        return stdout.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init)
+    }
+
+    public var stdout: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return stdoutText
+    }
+
+    public var stderr: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return stderrText
+    }
+
+    /// Sends `signal` (SIGINT by default) and waits for the exit status (up to `timeout` seconds, then SIGKILL).
+    @discardableResult
+    public func interrupt(signal: Int32 = SIGINT, timeout: Double = 10) -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+        return wait(timeout: timeout)
+    }
+
+    /// Waits for the process to end; kills it after `timeout` seconds.
+    @discardableResult
+    public func wait(timeout: Double = 60) -> Int32 {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return -9
+        }
+        process.waitUntilExit()
+        usleep(50_000)  // let the pipes drain
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
+
+/// Runs a tool to completion: exit status, stdout, stderr.
+public func runTool(_ tool: URL, _ arguments: [String], directory: String? = nil, timeout: Double = 120) throws -> (
+    status: Int32, stdout: String, stderr: String
+) {
+    let running = try RunningTool(tool, arguments, directory: directory)
+    let status = running.wait(timeout: timeout)
+    return (status, running.stdout, running.stderr)
+}
+
+/// Where the package's built products are (next to the test bundle), or `BA_BIN_DIR`.
+public func builtProduct(_ name: String) -> URL {
+    if let dir = ProcessInfo.processInfo.environment["BA_BIN_DIR"] {
+        return URL(fileURLWithPath: dir).appendingPathComponent(name)
+    }
+    var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+    while url.path != "/" {
+        url.deleteLastPathComponent()
+        let candidate = url.appendingPathComponent(name)
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+    }
+    return URL(fileURLWithPath: ".build/debug").appendingPathComponent(name)
+}
+
+/// The repository's root folder (where Package.swift is), found from this source file.
+public func repositoryRoot(file: String = #filePath) -> URL {
+    var url = URL(fileURLWithPath: file)
+    while url.path != "/" {
+        url.deleteLastPathComponent()
+        if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+    }
+    return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+}
+
+/// A TCP port that was free a moment ago on 127.0.0.1 (for tools such as nginx that cannot take port 0).
+public func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
+    guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

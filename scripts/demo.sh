@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The main job on the sample folder: serve it, fetch the manifest and a pack as a client would, stop.
+set -euo pipefail
+bin=${1:?usage: demo.sh path/to/ba-mock [asset folder]}
+assets=${2:-Assets}
+work=$(mktemp -d)
+log="$work/ba-mock.out"
+trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+
+echo "\$ ba-mock serve $assets --port 0"
+"$bin" serve "$assets" --port 0 >"$log" 2>"$work/ba-mock.err" &
+pid=$!
+for _ in $(seq 1 300); do
+  [ -s "$log" ] && break
+  kill -0 "$pid" 2>/dev/null || { cat "$work/ba-mock.err" >&2; exit 1; }
+  sleep 0.1
+done
+url=$(head -n 1 "$log")
+sed -n '1,/^manifest:/p' "$log"
+
+echo
+echo "\$ curl $url/manifest   (first pack)"
+curl -fsS "$url/manifest" | sed -n '1,/^    },$/p'
+
+echo
+echo "\$ curl -I $url/assets/Tutorial"
+curl -fsSI "$url/assets/Tutorial" | tr -d '\r' | grep -E '^(HTTP|Content-Length|ETag|Accept-Ranges|X-Asset-Pack-Version)'
+
+echo
+echo "\$ curl -r 0-99 $url/assets/Tutorial   (a range, as a resuming client asks)"
+curl -fsS -r 0-99 -o /dev/null -w "status %{http_code}, %{size_download} bytes\n" "$url/assets/Tutorial"
+
+echo
+echo "\$ curl -o Tutorial.pack $url/assets/Tutorial && ba-mock inspect Tutorial.pack --verify"
+curl -fsS -o "$work/Tutorial.pack" "$url/assets/Tutorial"
+"$bin" inspect "$work/Tutorial.pack" --verify
+
+echo
+echo "request log:"
+sed -n '/^manifest:/,$p' "$log" | tail -n +2
