@@ -37,7 +37,6 @@ build: deps
 	$(SWIFT) build -c $(CONFIG)
 
 test: deps
-	$(SWIFT) build --build-tests
 	$(SWIFT) test
 
 demo: build

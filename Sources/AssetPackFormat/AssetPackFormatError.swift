@@ -44,7 +44,7 @@ public struct AssetPackFormatError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        guard let cause else { return message }
+        guard let cause, !message.contains("\(cause)") else { return message }
         return "\(message) (\(cause))"
     }
 }

@@ -124,16 +124,16 @@ extension PackagingManifest {
     /// - Returns: The manifest and its warnings.
     /// - Throws: ``AssetPackFormatError`` with code `.invalidJSON` or `.invalidManifest`.
     public static func parse(_ bytes: [UInt8], file: String) throws -> ParsedManifest {
+        let text = JSONValue.stripComments(bytes)
         let value: JSONValue
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: Data(JSONValue.stripComments(bytes)))
+            value = try JSONDecoder().decode(JSONValue.self, from: Data(text))
         } catch {
             throw AssetPackFormatError(
                 code: .invalidJSON,
                 message:
-                    "\(file): not valid JSON (\(Self.describe(error))). Fix: check quotes, commas and brackets; "
-                    + "`//` comments are allowed, trailing commas are not",
-                cause: error
+                    "\(file): not valid JSON (\(Self.syntaxProblem(in: text))). Fix: check quotes, commas and "
+                    + "brackets there; `//` and `/* */` comments are allowed"
             )
         }
         var warnings: [String] = []
@@ -168,16 +168,24 @@ extension PackagingManifest {
         )
     }
 
-    private static func describe(_ error: any Error) -> String {
-        if case DecodingError.dataCorrupted(let context) = error {
-            if let underlying = context.underlyingError as NSError?,
-                let detail = underlying.userInfo[NSDebugDescriptionErrorKey] as? String
-            {
-                return detail
-            }
-            return context.debugDescription
+    /// Where and what the syntax error is, as "line 3, column 5: Invalid value".
+    private static func syntaxProblem(in text: [UInt8]) -> String {
+        let detail: String
+        do {
+            _ = try JSONSerialization.jsonObject(with: Data(text), options: [.fragmentsAllowed])
+            return "unexpected structure"
+        } catch {
+            detail = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? "\(error)"
         }
-        return "\(error)"
+        // Foundation says "... around character N." (a byte offset); turn it into a line and column.
+        guard let range = detail.range(of: "around character "),
+            let offset = Int(detail[range.upperBound...].prefix { $0.isNumber })
+        else { return detail.trimmingCharacters(in: CharacterSet(charactersIn: ".")) }
+        let before = text.prefix(min(offset, text.count))
+        let line = before.filter { $0 == UInt8(ascii: "\n") }.count + 1
+        let column = before.count - (before.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0) + 1
+        let what = detail[..<range.lowerBound].trimmingCharacters(in: .whitespaces)
+        return "line \(line), column \(column): \(what)"
     }
 
     private static func parseID(_ value: JSONValue?, file: String, warnings: inout [String]) throws -> String {

@@ -1,5 +1,7 @@
 import AssetPackFormat
+import Foundation
 import HTTPTypes
+import NIOCore
 
 /// An error of the mock server: at start-up (bad folder, bad TLS files, port in use) or for one request.
 public struct AssetPackServerError: Error, Sendable, CustomStringConvertible {
@@ -72,5 +74,41 @@ public struct AssetPackServerError: Error, Sendable, CustomStringConvertible {
         case .rangeNotSatisfiable: .rangeNotSatisfiable
         default: .internalServerError
         }
+    }
+}
+
+extension AssetPackServerError {
+    /// Says what to do when the server could not start listening; other errors pass through unchanged.
+    /// - Parameters:
+    ///   - error: What starting the server threw.
+    ///   - host: The address asked for.
+    ///   - port: The port asked for.
+    /// - Returns: An ``AssetPackServerError`` with code `.invalidOption` for a port in use, a privileged port
+    ///   or an address this machine does not have; `error` otherwise.
+    public static func listening(_ error: any Error, host: String, port: Int) -> any Error {
+        let errno: Int32?
+        if let io = error as? IOError {
+            errno = io.errnoCode
+        } else {
+            errno = nil
+        }
+        let message: String
+        switch errno {
+        case EADDRINUSE:
+            message =
+                "port \(port) on \(host) is already in use. Fix: stop the other server, or pass --port 0 to let "
+                + "the system choose a free port"
+        case EACCES:
+            message = "not allowed to listen on port \(port). Fix: use a port above 1023, e.g. --port 8443"
+        case EADDRNOTAVAIL:
+            message = "\(host) is not an address of this machine. Fix: use 127.0.0.1, or an address `ip addr` lists"
+        default:
+            if error is SocketAddressError || error is SocketAddressError.UnknownHost {
+                message = "cannot resolve --host \(host). Fix: use an IP address or a name this machine resolves"
+            } else {
+                return error
+            }
+        }
+        return AssetPackServerError(code: .invalidOption, message: message, cause: error)
     }
 }

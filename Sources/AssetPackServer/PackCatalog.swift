@@ -130,6 +130,23 @@ public actor PackCatalog {
         return report
     }
 
+    /// The first refresh of a command: builds every pack, and fails when any manifest is invalid, so that
+    /// nothing is published from a half-valid folder.
+    /// - Returns: The warnings to show the user.
+    /// - Throws: ``AssetPackServerError`` with code `.invalidAssetFolder` listing every problem, or what
+    ///   ``refresh()`` throws.
+    public func load() async throws -> [String] {
+        let report = try await refresh()
+        guard report.problems.isEmpty else {
+            throw AssetPackServerError(
+                code: .invalidAssetFolder,
+                message: "\(folder.root) has \(report.problems.count) invalid manifest(s); fix them and run again:",
+                problems: report.problems
+            )
+        }
+        return report.warnings
+    }
+
     /// Refreshes every `interval` until the task is cancelled, handing each report that changed something
     /// (or found a problem) to `onReport`.
     public func watch(every interval: Duration, onReport: @escaping @Sendable (CatalogReport) -> Void) async {

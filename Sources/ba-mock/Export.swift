@@ -41,15 +41,7 @@ struct Export: AsyncParsableCommand {
             pinnedVersions: try PackVersionPin.parse(packVersions),
             log: { Console.err($0) }
         )
-        let report = try await catalog.refresh()
-        for warning in report.warnings { Console.err("warning: \(warning)") }
-        guard report.problems.isEmpty else {
-            throw AssetPackServerError(
-                code: .invalidAssetFolder,
-                message: "\(folder) has \(report.problems.count) invalid manifest(s); nothing was exported:",
-                problems: report.problems
-            )
-        }
+        for warning in try await catalog.load() { Console.err("warning: \(warning)") }
         let result = try Exporter.export(catalog.snapshot, to: out, baseURL: baseURL)
         if json {
             Console.out(String(decoding: try result.manifest.encoded(), as: UTF8.self))

@@ -73,15 +73,7 @@ struct Serve: AsyncParsableCommand {
             pinnedVersions: try PackVersionPin.parse(packVersions),
             log: { Console.err($0) }
         )
-        let report = try await catalog.refresh()
-        for warning in report.warnings { Console.err("warning: \(warning)") }
-        guard report.problems.isEmpty else {
-            throw AssetPackServerError(
-                code: .invalidAssetFolder,
-                message: "\(folder) has \(report.problems.count) invalid manifest(s); nothing is served until fixed:",
-                problems: report.problems
-            )
-        }
+        for warning in try await catalog.load() { Console.err("warning: \(warning)") }
         let tlsMode: TLSMode =
             if let tlsCert, let tlsKey { .files(certificate: tlsCert, key: tlsKey) } else if tlsSelfSigned {
                 .selfSigned
@@ -106,7 +98,11 @@ struct Serve: AsyncParsableCommand {
             if let ca = tls?.caFile { Console.err("TLS: trust the CA in \(ca) (e.g. curl --cacert \(ca))") }
             Console.err("serving \(folder) at \(url); Ctrl-C stops")
         }
-        try await app.runService()
+        do {
+            try await app.runService()
+        } catch {
+            throw AssetPackServerError.listening(error, host: host, port: port)
+        }
     }
 }
 

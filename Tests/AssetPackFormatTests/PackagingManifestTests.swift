@@ -37,6 +37,16 @@ struct PackagingManifestTests {
         #expect(parsed.manifest.fileSelectors == [.file("a//b/*c*/.txt")])
     }
 
+    @Test func syntaxErrorsSayWhere() throws {
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try parse("// header\n{\n  \"assetPackID\": \"Pack\",\n  oops\n}")
+        }
+        #expect(error?.code == .invalidJSON)
+        #expect(error?.message.contains("line 4, column 3") == true, "\(error?.message ?? "")")
+        let truncated = #expect(throws: AssetPackFormatError.self) { try parse("{\"assetPackID\": ") }
+        #expect(truncated?.message.contains("Unexpected end of file") == true, "\(truncated?.message ?? "")")
+    }
+
     @Test func decodesEveryPolicy() throws {
         let essential = try parse(
             Self.valid.replacingOccurrences(
