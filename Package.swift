@@ -11,8 +11,10 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "ba-mock", targets: ["ba-mock"]),
+        .executable(name: "ba-sync", targets: ["ba-sync"]),
         .library(name: "AssetPackFormat", targets: ["AssetPackFormat"]),
         .library(name: "AssetPackServer", targets: ["AssetPackServer"]),
+        .library(name: "AssetPackClient", targets: ["AssetPackClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -61,6 +63,32 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "AssetPackClient",
+            dependencies: [
+                "AssetPackFormat",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "ba-sync",
+            dependencies: [
+                "AssetPackClient",
+                "AssetPackFormat",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "ba-mock",
             dependencies: [
@@ -92,6 +120,22 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AssetPackClientTests",
+            dependencies: [
+                "AssetPackClient",
+                "AssetPackServer",
+                "AssetPackFormat",
+                "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),

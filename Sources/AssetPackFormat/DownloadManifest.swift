@@ -84,3 +84,64 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
         return Data(folded.utf8)
     }
 }
+
+extension DownloadManifest {
+    /// The most packs a manifest may list; more is refused as hostile.
+    public static let maximumPackCount = 10_000
+
+    /// Decodes and checks a download manifest as a client receives it.
+    ///
+    /// Refuses what would be unsafe or meaningless to act on: IDs that are not valid pack IDs (they become
+    /// folder names), duplicate IDs, negative or absurd sizes, digests that are not 64 hex characters, URLs
+    /// with a scheme other than http or https, and more than ``maximumPackCount`` packs.
+    /// - Parameters:
+    ///   - data: The manifest's bytes.
+    ///   - source: Where it came from (a URL), for messages.
+    /// - Returns: The manifest.
+    /// - Throws: ``AssetPackFormatError`` with code `.invalidJSON` or `.invalidManifest`.
+    public static func decode(_ data: Data, source: String) throws -> DownloadManifest {
+        let manifest: DownloadManifest
+        do {
+            manifest = try JSONDecoder().decode(DownloadManifest.self, from: data)
+        } catch {
+            throw AssetPackFormatError(
+                code: .invalidJSON,
+                message: "the download manifest at \(source) is not a manifest ba-sync understands: \(error)",
+                cause: error
+            )
+        }
+        func bad(_ problem: String) -> AssetPackFormatError {
+            AssetPackFormatError(code: .invalidManifest, message: "the download manifest at \(source) \(problem)")
+        }
+        guard manifest.assetPacks.count <= maximumPackCount else {
+            throw bad("lists \(manifest.assetPacks.count) packs, more than the \(maximumPackCount) accepted")
+        }
+        var seen = Set<String>()
+        for entry in manifest.assetPacks {
+            if let problem = AssetPackID.problem(with: entry.id) {
+                throw bad("has a pack ID \"\(AssetPackID.printable(entry.id))\" that \(problem)")
+            }
+            guard seen.insert(entry.id).inserted else { throw bad("lists pack \(entry.id) twice") }
+            let limit: Int64 = 1 << 50
+            guard (0...limit).contains(entry.downloadSize), (0...limit).contains(entry.installSize),
+                entry.fileCount >= 0, entry.version >= 0
+            else {
+                throw bad("gives pack \(entry.id) a negative or impossible size, count or version")
+            }
+            guard entry.sha256.utf8.count == 64, entry.sha256.utf8.allSatisfy({ isHexDigit($0) }) else {
+                throw bad("gives pack \(entry.id) a sha256 that is not 64 hex digits")
+            }
+            if let colon = entry.url.firstIndex(of: ":"), !entry.url[..<colon].contains("/") {
+                let scheme = entry.url[..<colon].lowercased()
+                guard scheme == "http" || scheme == "https" else {
+                    throw bad("gives pack \(entry.id) a \(scheme): URL; only http and https are fetched")
+                }
+            }
+        }
+        return manifest
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 48 && byte <= 57) || (byte >= 97 && byte <= 102) || (byte >= 65 && byte <= 70)
+    }
+}

@@ -1,0 +1,73 @@
+import AssetPackFormat
+import Foundation
+
+/// An asset pack as the server describes it: Apple's `AssetPack` fields plus what our manifest adds.
+public struct AssetPack: Sendable, Hashable, Identifiable, Codable {
+    /// The pack's ID.
+    public let id: String
+    /// The version the server publishes.
+    public let version: Int
+    /// The archive's size in bytes.
+    public let downloadSize: Int64
+    /// When the system downloads it.
+    public let downloadPolicy: DownloadPolicy
+    /// The archive's SHA-256.
+    public let sha256: String
+    /// The bytes the files take once installed.
+    public let installSize: Int64
+    /// How many files it holds.
+    public let fileCount: Int
+    /// Where the archive is downloaded from.
+    public let url: URL
+
+    /// Builds a pack from a manifest entry, resolving a relative URL against the manifest's own URL.
+    init(_ entry: DownloadManifest.Entry, manifestURL: URL) throws {
+        guard let url = URL(string: entry.url, relativeTo: manifestURL)?.absoluteURL else {
+            throw AssetPackClientError(
+                code: .badManifest,
+                message: "pack \(entry.id) has a URL that does not parse: \(entry.url)",
+                assetPackID: entry.id
+            )
+        }
+        self.id = entry.id
+        self.version = entry.version
+        self.downloadSize = entry.downloadSize
+        self.downloadPolicy = entry.downloadPolicy
+        self.sha256 = entry.sha256
+        self.installSize = entry.installSize
+        self.fileCount = entry.fileCount
+        self.url = url
+    }
+
+    /// The state of a pack on this device, with Apple's `AssetPack.Status` bits and raw values.
+    public struct Status: OptionSet, Sendable, Hashable, Codable {
+        public let rawValue: UInt
+
+        public init(rawValue: UInt) { self.rawValue = rawValue }
+
+        /// Available to download.
+        public static let downloadAvailable = Status(rawValue: 1 << 0)
+        /// An update can be downloaded now.
+        public static let updateAvailable = Status(rawValue: 1 << 1)
+        /// The downloaded pack is current.
+        public static let upToDate = Status(rawValue: 1 << 2)
+        /// The downloaded pack is stale.
+        public static let outOfDate = Status(rawValue: 1 << 3)
+        /// No longer available; cannot be updated or downloaded again once removed.
+        public static let obsolete = Status(rawValue: 1 << 4)
+        /// Downloading now.
+        public static let downloading = Status(rawValue: 1 << 5)
+        /// Downloaded and installed.
+        public static let downloaded = Status(rawValue: 1 << 6)
+
+        /// The names of the set bits, in Apple's order.
+        public var names: [String] {
+            let all: [(Status, String)] = [
+                (.downloadAvailable, "downloadAvailable"), (.updateAvailable, "updateAvailable"),
+                (.upToDate, "upToDate"), (.outOfDate, "outOfDate"), (.obsolete, "obsolete"),
+                (.downloading, "downloading"), (.downloaded, "downloaded"),
+            ]
+            return all.filter { contains($0.0) }.map(\.1)
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import AssetPackFormat
+import SystemPackage
+
+/// An error of the client: a pack or file that is not there, a download that failed, an install refused.
+///
+/// The codes follow Apple's `ManagedBackgroundAssetsError` where one exists (`assetPackNotFound`,
+/// `fileNotFound`); the message names the pack, the URL or path, the cause, and what was kept.
+public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public enum Code: String, Sendable, Hashable {
+        /// No pack with that ID on the server (Apple's `assetPackNotFound(withID:)`).
+        case assetPackNotFound
+        /// No file at that path in the merged namespace (Apple's `fileNotFound(at:)`).
+        case fileNotFound
+        /// The server no longer lists the pack; it cannot be downloaded again.
+        case obsolete
+        /// The server could not be reached, or the connection failed.
+        case network
+        /// The server answered with an unexpected HTTP status.
+        case httpStatus
+        /// The download's size differs from the manifest's `downloadSize`.
+        case sizeMismatch
+        /// The download's SHA-256 differs from the manifest's.
+        case digestMismatch
+        /// The download manifest is invalid.
+        case badManifest
+        /// The pack archive is invalid or hostile; nothing of it was installed.
+        case corruptPack
+        /// A file in the app group could not be read or written.
+        case io
+        /// A path given to a read is absolute or climbs out with `..`.
+        case invalidPath
+        /// Verification found installed files that differ from the pack's index.
+        case verificationFailed
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// A sentence for the user.
+    public var message: String
+    /// The pack concerned, if any.
+    public var assetPackID: String?
+    /// The error underneath, if any.
+    public var cause: (any Error & Sendable)?
+
+    /// Creates an error.
+    public init(code: Code, message: String, assetPackID: String? = nil, cause: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.assetPackID = assetPackID
+        self.cause = cause
+    }
+
+    public var description: String {
+        guard let cause, !message.contains("\(cause)") else { return message }
+        return "\(message) (\(cause))"
+    }
+
+    static func notFound(_ id: String, server: String) -> Self {
+        .init(
+            code: .assetPackNotFound,
+            message: "no asset pack \"\(AssetPackID.printable(id))\" at \(server). Fix: `ba-sync list` shows the packs",
+            assetPackID: id
+        )
+    }
+
+    static func io(_ what: String, _ path: FilePath, _ error: any Error & Sendable) -> Self {
+        .init(code: .io, message: "cannot \(what) \(path): \(error)", cause: error)
+    }
+}

@@ -1,0 +1,71 @@
+import AssetPackFormat
+
+/// The system events that trigger downloads by policy, as the Background Assets extension sees them.
+public enum InstallationEvent: String, Sendable, CaseIterable {
+    /// The app was just installed: essential and prefetch packs with `firstInstallation`.
+    case install
+    /// The app was just updated: packs with `subsequentUpdate`, plus updates of installed packs.
+    case update
+    /// The periodic check: `checkForUpdates()`.
+    case periodic
+}
+
+/// What a sync did, pack by pack.
+public struct SyncReport: Sendable {
+    /// Packs installed or updated, by ID.
+    public var installed: [String] = []
+    /// Packs already local and current, by ID.
+    public var alreadyLocal: [String] = []
+    /// Packs removed as obsolete, by ID.
+    public var removed: [String] = []
+    /// Packs that failed, with why; what was installed before stays.
+    public var failures: [String: AssetPackClientError] = [:]
+    /// Whether an essential pack failed: the app would not launch.
+    public var essentialFailed = false
+}
+
+extension AssetPackManager {
+    /// Does what the system does on `event`: essential packs first (all of them, before any prefetch pack),
+    /// then prefetch packs, concurrently up to the download bound.
+    /// - Returns: What was installed, updated, removed and what failed.
+    /// - Throws: Only when the manifest cannot be fetched or the app group cannot be locked; pack failures
+    ///   are in the report.
+    public func sync(event: InstallationEvent) async throws -> SyncReport {
+        try await withExclusiveControl {
+            var report = SyncReport()
+            let packs = try await fetchManifest()
+            let before = Dictionary(uniqueKeysWithValues: installedPacks.map { ($0.id, $0.version) })
+            if event != .install {
+                do {
+                    let (_, removed) = try await checkForUpdates()
+                    report.removed = removed.sorted()
+                } catch let error as AssetPackClientError {
+                    report.failures[error.assetPackID ?? "update"] = error
+                }
+            }
+            if event != .periodic {
+                let trigger: InstallationEventType = event == .install ? .firstInstallation : .subsequentUpdate
+                let wanted = packs.values.filter { $0.downloadPolicy.installationEventTypes.contains(trigger) }
+                for essential in [true, false] {
+                    let group = wanted.filter { pack in
+                        if case .essential = pack.downloadPolicy { return essential }
+                        return !essential
+                    }
+                    do {
+                        try await ensureLocalAvailability(of: Set(group), requireLatestVersions: event == .update)
+                    } catch let error as LocalAvailabilityError {
+                        for (pack, failure) in error.failures {
+                            report.failures[pack.id] = failure
+                            if essential { report.essentialFailed = true }
+                        }
+                    }
+                }
+            }
+            let after = Dictionary(uniqueKeysWithValues: installedPacks.map { ($0.id, $0.version) })
+            for (id, version) in after.sorted(by: { $0.key < $1.key }) {
+                if before[id] != version { report.installed.append(id) } else { report.alreadyLocal.append(id) }
+            }
+            return report
+        }
+    }
+}

@@ -1,0 +1,505 @@
+import AssetPackFormat
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Flushes every file system buffer of the file system holding `fd` (Linux): one call makes a whole
+/// extracted pack durable, instead of an fsync per file.
+@_silgen_name("syncfs")
+private func syncfs(_ fd: Int32) -> Int32
+
+/// Mirrors asset packs from a server into an app-group directory with the meaning of Apple's
+/// `AssetPackManager`: download per policy, verify, install atomically, update, remove, re-download, and
+/// read through one merged namespace.
+public actor AssetPackManager {
+    /// A change in a download's life, as Apple's `AssetPackManager.DownloadStatusUpdate`.
+    public enum DownloadStatusUpdate: Sendable {
+        /// The download began, or resumed.
+        case began(AssetPack)
+        /// The download paused (a cut connection about to be resumed).
+        case paused(AssetPack)
+        /// Bytes arrived.
+        case downloading(AssetPack, DownloadProgress)
+        /// The pack is installed and available locally.
+        case finished(AssetPack)
+        /// The download or install failed; what was installed before stays.
+        case failed(AssetPack, AssetPackClientError)
+
+        /// The pack concerned.
+        public var assetPack: AssetPack {
+            switch self {
+            case .began(let pack), .paused(let pack), .downloading(let pack, _), .finished(let pack),
+                .failed(let pack, _):
+                pack
+            }
+        }
+    }
+
+    /// What `ensureLocalAvailability(of: Set<AssetPack>)` reports when some packs failed.
+    public struct LocalAvailabilityError: Error, Sendable, CustomStringConvertible {
+        /// The packs that are local.
+        public var successes: Set<AssetPack>
+        /// The packs that are not, with why.
+        public var failures: [AssetPack: AssetPackClientError]
+
+        public var description: String {
+            failures.sorted { $0.key.id < $1.key.id }.map { "\($0.key.id): \($0.value)" }.joined(separator: "\n")
+        }
+    }
+
+    /// The server's base URL (the manifest is at `/manifest`).
+    public nonisolated let server: URL
+    /// The app group.
+    public nonisolated let store: AppGroupStore
+    private let client: HTTPClient
+    private let downloader: PackDownloader
+    private let maxConcurrentDownloads: Int
+    private let onLockWait: @Sendable (Int32?) -> Void
+    private var lock: AppGroupLock?
+    private var lockHolders = 0
+    private var downloading: Set<String> = []
+    private nonisolated let namespace = Mutex<Namespace?>(nil)
+    private nonisolated let subscribers = Mutex<[UUID: (String?, AsyncStream<DownloadStatusUpdate>.Continuation)]>([:])
+
+    /// Opens an app group against a server.
+    /// - Parameters:
+    ///   - server: The server's base URL, e.g. `http://127.0.0.1:8443`.
+    ///   - appGroup: The app-group directory (created if needed).
+    ///   - client: The HTTP client (give one that trusts a `ba-mock --tls-self-signed` CA for HTTPS).
+    ///   - maxConcurrentDownloads: How many packs download at once.
+    ///   - attempts: How many times one download is tried, resuming each time.
+    ///   - timeout: The deadline of one HTTP request, body included.
+    ///   - onLockWait: Called with the holder's PID when another process holds the app group.
+    /// - Throws: ``AssetPackClientError`` with code `.io` when the app group cannot be created.
+    public init(
+        server: URL,
+        appGroup: FilePath,
+        client: HTTPClient = .shared,
+        maxConcurrentDownloads: Int = 3,
+        attempts: Int = 3,
+        timeout: TimeAmount = .minutes(30),
+        onLockWait: @escaping @Sendable (Int32?) -> Void = { _ in }
+    ) throws {
+        self.server = server
+        self.store = try AppGroupStore(root: appGroup)
+        self.client = client
+        self.downloader = PackDownloader(client: client, store: store, attempts: attempts, timeout: timeout)
+        self.maxConcurrentDownloads = max(1, maxConcurrentDownloads)
+        self.onLockWait = onLockWait
+    }
+
+    // MARK: Server information
+
+    private var manifestURL: URL { server.appendingPathComponent("manifest") }
+
+    /// Every pack the server lists, by ID.
+    func fetchManifest() async throws -> [String: AssetPack] {
+        let url = manifestURL
+        let body: ByteBuffer
+        do {
+            let response = try await client.execute(HTTPClientRequest(url: url.absoluteString), timeout: .seconds(60))
+            guard response.status.code == 200 else {
+                throw AssetPackClientError(
+                    code: .httpStatus,
+                    message:
+                        "\(url) answered \(response.status.code) \(response.status.reasonPhrase). Fix: check --server"
+                )
+            }
+            body = try await response.body.collect(upTo: 64 << 20)
+        } catch let error as AssetPackClientError {
+            throw error
+        } catch {
+            throw AssetPackClientError(
+                code: .network,
+                message: "cannot fetch the manifest from \(url). Fix: is the server running, and --server right?",
+                cause: error
+            )
+        }
+        let manifest: DownloadManifest
+        do {
+            manifest = try DownloadManifest.decode(Data(body.readableBytesView), source: url.absoluteString)
+        } catch let error as AssetPackFormatError {
+            throw AssetPackClientError(code: .badManifest, message: error.message, cause: error)
+        }
+        var packs: [String: AssetPack] = [:]
+        for entry in manifest.assetPacks { packs[entry.id] = try AssetPack(entry, manifestURL: url) }
+        return packs
+    }
+
+    /// The pack with this ID, as the server describes it now.
+    /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound`, or a network error.
+    public func assetPack(withID id: String) async throws -> AssetPack {
+        guard let pack = try await fetchManifest()[id] else {
+            throw AssetPackClientError.notFound(id, server: server.absoluteString)
+        }
+        return pack
+    }
+
+    /// Every pack the server lists.
+    public var allAssetPacks: Set<AssetPack> {
+        get async throws { Set(try await fetchManifest().values) }
+    }
+
+    // MARK: Status
+
+    /// Whether the pack is installed (offline, synchronous).
+    public nonisolated func assetPackIsAvailableLocally(withID id: String) -> Bool {
+        (try? currentNamespace())?.installed[id] != nil
+    }
+
+    /// The installed pack record, if any (offline).
+    public nonisolated func installedPack(withID id: String) -> InstalledPack? {
+        (try? currentNamespace())?.installed[id]
+    }
+
+    /// Every installed pack (offline).
+    public nonisolated var installedPacks: [InstalledPack] {
+        ((try? currentNamespace())?.installed.values).map { $0.sorted { $0.id < $1.id } } ?? []
+    }
+
+    /// The pack's status from what this app group knows, without the network; empty for an unknown ID.
+    public func localStatus(ofAssetPackWithID id: String) -> AssetPack.Status {
+        let state = (try? store.loadState()) ?? StoreState()
+        var status: AssetPack.Status = []
+        if downloading.contains(id) { status.insert(.downloading) }
+        if state.obsolete.contains(id) { status.insert(.obsolete) }
+        if let installed = state.installed[id] {
+            status.insert(.downloaded)
+            if let latest = state.latestKnown[id], latest != installed.version {
+                status.insert(.outOfDate)
+            } else if !state.obsolete.contains(id) {
+                status.insert(.upToDate)
+            }
+        }
+        return status
+    }
+
+    /// The pack's status relative to a given description of it, asking the server (Apple's
+    /// `status(relativeTo:)`): `outOfDate` when the local version differs from `pack`'s, `updateAvailable`
+    /// when the server still publishes `pack`'s version and it differs from the local one.
+    public func status(relativeTo pack: AssetPack) async throws -> AssetPack.Status {
+        let packs = try await fetchManifest()
+        let installed = try store.loadState().installed[pack.id]
+        var status: AssetPack.Status = []
+        if downloading.contains(pack.id) { status.insert(.downloading) }
+        if let installed {
+            status.insert(.downloaded)
+            status.insert(installed.version == pack.version ? .upToDate : .outOfDate)
+        }
+        guard let current = packs[pack.id] else {
+            status.insert(.obsolete)
+            status.remove(.upToDate)
+            return status
+        }
+        status.insert(.downloadAvailable)
+        if let installed, installed.version != current.version, current.version == pack.version {
+            status.insert(.updateAvailable)
+        }
+        return status
+    }
+
+    // MARK: Status updates
+
+    /// Every pack's download updates, from now on.
+    public nonisolated var statusUpdates: AsyncStream<DownloadStatusUpdate> { subscribe(nil) }
+
+    /// One pack's download updates, from now on.
+    public nonisolated func statusUpdates(forAssetPackWithID id: String) -> AsyncStream<DownloadStatusUpdate> {
+        subscribe(id)
+    }
+
+    private nonisolated func subscribe(_ id: String?) -> AsyncStream<DownloadStatusUpdate> {
+        let (stream, continuation) = AsyncStream<DownloadStatusUpdate>.makeStream(
+            bufferingPolicy: .bufferingNewest(1024)
+        )
+        let key = UUID()
+        subscribers.withLock { $0[key] = (id, continuation) }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    private nonisolated func publish(_ update: DownloadStatusUpdate) {
+        let id = update.assetPack.id
+        for (filter, continuation) in subscribers.withLock({ Array($0.values) }) where filter == nil || filter == id {
+            continuation.yield(update)
+        }
+    }
+
+    // MARK: Exclusive control
+
+    /// Runs `body` while this process holds the app group's lock (re-entrant within the process); the
+    /// state is recovered from any crashed run first.
+    public func withExclusiveControl<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        if lockHolders == 0 {
+            lock = try await AppGroupLock.acquire(store, onWait: onLockWait)
+            store.recover(try store.loadState())
+        }
+        lockHolders += 1
+        defer {
+            lockHolders -= 1
+            if lockHolders == 0 {
+                lock?.release()
+                lock = nil
+            }
+        }
+        return try await body()
+    }
+
+    // MARK: Managing packs
+
+    /// Makes sure a pack is installed (Apple's `ensureLocalAvailability(of:requireLatestVersion:)`).
+    ///
+    /// Returns at once when the pack is local (and, with `requireLatestVersion`, at the server's version).
+    /// Otherwise downloads, verifies and installs it. Returning means the pack is local; throwing means it is
+    /// not guaranteed to be, and what was installed before is still there.
+    /// - Throws: ``AssetPackClientError``: `.obsolete` for a pack the server dropped, `.assetPackNotFound`,
+    ///   network, size, digest or install errors.
+    public func ensureLocalAvailability(of pack: AssetPack, requireLatestVersion: Bool = false) async throws {
+        try await withExclusiveControl {
+            var state = try store.loadState()
+            if !requireLatestVersion, state.installed[pack.id] != nil { return }
+            var target = pack
+            if requireLatestVersion {
+                let packs = try await fetchManifest()
+                guard let current = packs[pack.id] else {
+                    state.obsolete.insert(pack.id)
+                    try store.saveState(state)
+                    throw AssetPackClientError(
+                        code: .obsolete,
+                        message: "pack \(pack.id) is obsolete: \(server) no longer lists it",
+                        assetPackID: pack.id
+                    )
+                }
+                target = current
+                if state.installed[pack.id]?.version == current.version { return }
+            }
+            if state.obsolete.contains(pack.id) {
+                throw AssetPackClientError(
+                    code: .obsolete,
+                    message: "pack \(pack.id) is obsolete: the server dropped it, so it cannot be downloaded again",
+                    assetPackID: pack.id
+                )
+            }
+            try await downloadAndInstall(target)
+        }
+    }
+
+    /// Makes sure several packs are installed, downloading up to the concurrency bound at once.
+    /// - Throws: ``LocalAvailabilityError`` listing successes and failures when any pack failed.
+    public func ensureLocalAvailability(of packs: Set<AssetPack>, requireLatestVersions: Bool = false) async throws {
+        try await withExclusiveControl {
+            var successes: Set<AssetPack> = []
+            var failures: [AssetPack: AssetPackClientError] = [:]
+            let ordered = packs.sorted { $0.id < $1.id }
+            try await withThrowingTaskGroup(of: (AssetPack, AssetPackClientError?).self) { group in
+                var next = 0
+                func start() {
+                    guard next < ordered.count else { return }
+                    let pack = ordered[next]
+                    next += 1
+                    group.addTask {
+                        do {
+                            try await self.ensureLocalAvailability(
+                                of: pack,
+                                requireLatestVersion: requireLatestVersions
+                            )
+                            return (pack, nil)
+                        } catch let error as AssetPackClientError {
+                            return (pack, error)
+                        } catch {
+                            return (pack, AssetPackClientError(code: .io, message: "\(error)", assetPackID: pack.id))
+                        }
+                    }
+                }
+                for _ in 0..<maxConcurrentDownloads { start() }
+                while let (pack, error) = try await group.next() {
+                    if let error { failures[pack] = error } else { successes.insert(pack) }
+                    start()
+                }
+            }
+            if !failures.isEmpty { throw LocalAvailabilityError(successes: successes, failures: failures) }
+        }
+    }
+
+    /// Gets the latest manifest, updates outdated installed packs and removes obsolete ones (Apple's
+    /// `checkForUpdates()`); unlike Apple's, it returns when the updates are installed.
+    /// - Returns: The IDs updated and the IDs removed.
+    /// - Throws: The first update's error after trying them all; removals are done regardless.
+    @discardableResult
+    public func checkForUpdates() async throws -> (updatingIDs: Set<String>, removedIDs: Set<String>) {
+        try await withExclusiveControl {
+            let packs = try await fetchManifest()
+            var state = try store.loadState()
+            var removed: Set<String> = []
+            for id in state.installed.keys where packs[id] == nil {
+                try removeInstalled(id)
+                removed.insert(id)
+            }
+            state = try store.loadState()
+            for id in Set(state.installed.keys).union(state.latestKnown.keys) where packs[id] == nil {
+                state.obsolete.insert(id)
+            }
+            for (id, pack) in packs { state.latestKnown[id] = pack.version }
+            try store.saveState(state)
+            let outdated = state.installed.values.compactMap { installed in
+                packs[installed.id].flatMap { $0.version != installed.version ? $0 : nil }
+            }
+            do {
+                try await ensureLocalAvailability(of: Set(outdated))
+            } catch let error as LocalAvailabilityError {
+                if let first = error.failures.values.first { throw first }
+            }
+            return (Set(outdated.map(\.id)), removed)
+        }
+    }
+
+    /// Removes an installed pack (Apple's `remove(assetPackWithID:)`); `ensureLocalAvailability` downloads
+    /// it again. Mappings and descriptors taken before keep reading the bytes they had.
+    /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound` when it is not installed.
+    public func remove(assetPackWithID id: String) async throws {
+        try await withExclusiveControl {
+            guard try store.loadState().installed[id] != nil else {
+                throw AssetPackClientError(
+                    code: .assetPackNotFound,
+                    message: "pack \(id) is not installed in \(store.root)",
+                    assetPackID: id
+                )
+            }
+            try removeInstalled(id)
+        }
+    }
+
+    private func removeInstalled(_ id: String) throws {
+        var state = try store.loadState()
+        guard let installed = state.installed.removeValue(forKey: id) else { return }
+        try store.saveState(state)
+        try? FileManager.default.removeItem(atPath: store.root.appending(installed.directory).string)
+        _ = unlink(store.indexFile(for: installed).string)
+        try? FileManager.default.removeItem(atPath: store.packsFolder.appending(id).string)
+    }
+
+    // MARK: Download and install
+
+    private func downloadAndInstall(_ pack: AssetPack) async throws {
+        downloading.insert(pack.id)
+        defer { downloading.remove(pack.id) }
+        publish(.began(pack))
+        do {
+            let archive = try await downloader.download(pack) { [weak self] progress in
+                self?.publish(.downloading(pack, progress))
+            }
+            let store = self.store
+            let installed = try await NIOThreadPool.singleton.runIfActive {
+                try Self.install(archive: archive, pack: pack, store: store)
+            }
+            downloader.discard(pack)
+            var state = try store.loadState()
+            let previous = state.installed[pack.id]
+            state.installed[pack.id] = installed
+            state.latestKnown[pack.id] = pack.version
+            state.obsolete.remove(pack.id)
+            try store.saveState(state)  // the commit point: readers see the new version from here on
+            if let previous, previous.directory != installed.directory {
+                try? FileManager.default.removeItem(atPath: store.root.appending(previous.directory).string)
+                _ = unlink(store.indexFile(for: previous).string)
+            }
+            publish(.finished(pack))
+        } catch let error as AssetPackClientError {
+            publish(.failed(pack, error))
+            throw error
+        } catch {
+            let wrapped = AssetPackClientError(
+                code: .io,
+                message: "pack \(pack.id): \(error)",
+                assetPackID: pack.id,
+                cause: error
+            )
+            publish(.failed(pack, wrapped))
+            throw wrapped
+        }
+    }
+
+    /// Extracts into a staging folder inside the app group, makes it durable, and moves it into place beside
+    /// any installed version. Nothing outside the staging folder changes until the final rename.
+    private static func install(archive: FilePath, pack: AssetPack, store: AppGroupStore) throws -> InstalledPack {
+        let staging = store.stagingFolder.appending("\(pack.id)-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(atPath: staging.string, withIntermediateDirectories: true)
+        } catch {
+            throw AssetPackClientError.io("create", staging, error)
+        }
+        var moved = false
+        defer { if !moved { try? FileManager.default.removeItem(atPath: staging.string) } }
+        let index: PackIndex
+        do {
+            index = try PackReader.extract(archive, into: staging, limit: pack.installSize)
+        } catch let error as AssetPackFormatError {
+            throw AssetPackClientError(
+                code: error.code == .io ? .io : .corruptPack,
+                message: "cannot install pack \(pack.id) from \(pack.url): \(error.message); nothing was installed",
+                assetPackID: pack.id,
+                cause: error
+            )
+        }
+        guard index.assetPackID == pack.id else {
+            throw AssetPackClientError(
+                code: .corruptPack,
+                message:
+                    "the archive at \(pack.url) holds pack \(index.assetPackID), not \(pack.id); nothing was installed",
+                assetPackID: pack.id
+            )
+        }
+        let relative = "AssetPacks/\(pack.id)/\(pack.version)-\(pack.sha256.prefix(12))"
+        let destination = store.root.appending(relative)
+        let folder = destination.removingLastComponent()
+        do {
+            try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            try AtomicFile.write(try encoder.encode(index), to: store.root.appending(relative + ".index.json"))
+        } catch {
+            throw AssetPackClientError.io("write the index of", destination, error)
+        }
+        if let fd = try? FileDescriptor.open(staging, .readOnly) {
+            _ = syncfs(fd.rawValue)
+            try? fd.close()
+        }
+        try? FileManager.default.removeItem(atPath: destination.string)  // an unreferenced leftover
+        guard rename(staging.string, destination.string) == 0 else {
+            throw AssetPackClientError.io("move the installed pack to", destination, Errno(rawValue: errno))
+        }
+        moved = true
+        AtomicFile.syncDirectory(folder)
+        return InstalledPack(
+            id: pack.id,
+            version: pack.version,
+            sha256: pack.sha256,
+            downloadPolicy: pack.downloadPolicy,
+            directory: relative,
+            installSize: index.installSize,
+            fileCount: index.fileCount,
+            installedAt: Date()
+        )
+    }
+
+    // MARK: Reading
+
+    /// The merged namespace at the current state, rebuilt only when the state file changed.
+    nonisolated func currentNamespace() throws -> Namespace {
+        let identity = Namespace.identity(of: store.stateFile)
+        if let cached = namespace.withLock({ $0 }), cached.stateIdentity == identity { return cached }
+        let fresh = try Namespace(store: store, state: try store.loadState(), stateIdentity: identity)
+        namespace.withLock { $0 = fresh }
+        return fresh
+    }
+}

@@ -1,0 +1,91 @@
+import AssetPackFormat
+import Foundation
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The merged namespace of the installed packs at one state of the app group: every path mapped to the
+/// packs that hold it, built from the index each pack saved at install time, so a lookup never scans
+/// folders.
+///
+/// Collision rule: a path that several packs hold resolves to the pack whose ID sorts first (byte order),
+/// unless the caller names a pack.
+final class Namespace: Sendable {
+    /// Identity of the state file this view was built from (inode and change time).
+    let stateIdentity: [Int64]
+    let installed: [String: InstalledPack]
+    /// Path → IDs of the packs that hold it, in rule order.
+    let files: [String: [String]]
+    /// Folder path → IDs of the packs with something below it, in rule order.
+    let folders: [String: [String]]
+
+    init(store: AppGroupStore, state: StoreState, stateIdentity: [Int64]) throws {
+        self.stateIdentity = stateIdentity
+        self.installed = state.installed
+        var files: [String: [String]] = [:]
+        var folders: [String: Set<String>] = [:]
+        for pack in state.installed.values.sorted(by: { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }) {
+            let file = store.indexFile(for: pack)
+            let index: PackIndex
+            do {
+                index = try JSONDecoder().decode(
+                    PackIndex.self,
+                    from: Data(contentsOf: URL(fileURLWithPath: file.string))
+                )
+            } catch {
+                throw AssetPackClientError(
+                    code: .io,
+                    message:
+                        "the index of installed pack \(pack.id) (\(file)) is unreadable. Fix: `ba-sync remove \(pack.id)` and ensure it again",
+                    assetPackID: pack.id,
+                    cause: error
+                )
+            }
+            for row in index.files {
+                files[row.path, default: []].append(pack.id)
+                var folder = Substring(row.path)
+                while let slash = folder.lastIndex(of: "/") {
+                    folder = folder[..<slash]
+                    folders[String(folder), default: []].insert(pack.id)
+                }
+            }
+        }
+        self.files = files
+        self.folders = folders.mapValues { $0.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
+    }
+
+    /// The installed file for `path`, or `nil`.
+    func resolve(_ path: String, in packID: String?, root: FilePath) -> (pack: InstalledPack, file: FilePath)? {
+        guard let holders = files[path] else { return nil }
+        let id: String
+        if let packID {
+            guard holders.contains(packID) else { return nil }
+            id = packID
+        } else {
+            guard let first = holders.first else { return nil }
+            id = first
+        }
+        guard let pack = installed[id] else { return nil }
+        return (pack, root.appending(pack.directory).appending(path))
+    }
+
+    /// The identity of a state file: changes with every atomic rewrite (a new inode each time).
+    static func identity(of file: FilePath) -> [Int64] {
+        var info = stat()
+        guard stat(file.string, &info) == 0 else { return [] }
+        return [Int64(info.st_ino), Int64(info.st_ctim.tv_sec), Int64(info.st_ctim.tv_nsec), Int64(info.st_size)]
+    }
+}
+
+/// Checks a path given to a read: relative, no `..`, normalised.
+func namespacePath(_ path: FilePath) throws -> String {
+    guard let normalized = PackPath.normalize(path.string), !path.isAbsolute else {
+        throw AssetPackClientError(
+            code: .invalidPath,
+            message: "\(path) is not a relative path inside the asset namespace (absolute, empty, or with '..')"
+        )
+    }
+    return normalized
+}

@@ -1,0 +1,19 @@
+import ArgumentParser
+
+@main
+struct BASync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ba-sync",
+        abstract: "Mirror asset packs from a server into an app-group directory, as AssetPackManager does on a device.",
+        discussion: """
+            --server and --app-group may also come from BA_SYNC_SERVER and BA_SYNC_APP_GROUP.
+            Exit codes: 0 done; 1 failed (the message names the pack, URL and cause; what was installed \
+            before is kept); 2 an essential pack failed during sync (the app would not launch); 64 bad usage.
+            """,
+        version: "0.1.0",
+        subcommands: [
+            List.self, Sync.self, Ensure.self, CheckUpdates.self, Remove.self, Status.self, Cat.self, URLCommand.self,
+            Verify.self,
+        ]
+    )
+}

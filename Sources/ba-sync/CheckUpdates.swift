@@ -1,0 +1,21 @@
+import ArgumentParser
+import AssetPackClient
+
+struct CheckUpdates: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-updates",
+        abstract: "checkForUpdates(): update outdated installed packs, remove obsolete ones."
+    )
+
+    @OptionGroup var options: ClientOptions
+
+    func run() async throws {
+        let (updated, removed) = try await options.run { manager in try await manager.checkForUpdates() }
+        if options.json {
+            Output.json(["updatingIDs": updated.sorted(), "removedIDs": removed.sorted()])
+        } else {
+            Output.out("updated: \(updated.isEmpty ? "none" : updated.sorted().joined(separator: ", "))")
+            Output.out("removed: \(removed.isEmpty ? "none" : removed.sorted().joined(separator: ", "))")
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import ArgumentParser
+import AssetPackClient
+import AsyncHTTPClient
+import Foundation
+import NIOSSL
+import SystemPackage
+
+/// Options every ba-sync command takes.
+struct ClientOptions: ParsableArguments {
+    @Option(help: "The server's base URL, e.g. http://127.0.0.1:8443. (env: BA_SYNC_SERVER)")
+    var server: String?
+
+    @Option(help: "The app-group directory packs are installed into; created if needed. (env: BA_SYNC_APP_GROUP)")
+    var appGroup: String?
+
+    @Option(help: "A PEM CA certificate to trust, e.g. the one `ba-mock serve --tls-self-signed` prints.")
+    var caCert: String?
+
+    @Flag(help: "Machine-readable output: JSON (JSON lines for progress).")
+    var json = false
+
+    @Option(help: "Packs downloaded at once.")
+    var concurrency: Int = 3
+
+    func validate() throws {
+        guard concurrency >= 1 else { throw ValidationError("--concurrency must be 1 or more") }
+    }
+
+    var appGroupPath: FilePath {
+        get throws {
+            guard let value = appGroup ?? ProcessInfo.processInfo.environment["BA_SYNC_APP_GROUP"], !value.isEmpty
+            else {
+                throw ValidationError("no app group: pass --app-group DIR or set BA_SYNC_APP_GROUP")
+            }
+            return FilePath(value)
+        }
+    }
+
+    var serverURL: URL {
+        get throws {
+            guard let value = server ?? ProcessInfo.processInfo.environment["BA_SYNC_SERVER"], !value.isEmpty else {
+                throw ValidationError("no server: pass --server URL (e.g. http://127.0.0.1:8443) or set BA_SYNC_SERVER")
+            }
+            guard let url = URL(string: value), let scheme = url.scheme?.lowercased(),
+                scheme == "http" || scheme == "https",
+                url.host != nil
+            else {
+                throw ValidationError("--server \(value) is not an http:// or https:// URL")
+            }
+            return url
+        }
+    }
+
+    /// Opens the manager, with a client that trusts --ca-cert, and says when another process holds the lock.
+    func manager() throws -> (AssetPackManager, HTTPClient) {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caCert {
+            guard FileManager.default.fileExists(atPath: caCert) else {
+                throw ValidationError("--ca-cert \(caCert) does not exist")
+            }
+            tls.trustRoots = .file(caCert)
+        }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+        let appGroup = try appGroupPath
+        let manager = try AssetPackManager(
+            server: try serverURL,
+            appGroup: appGroup,
+            client: client,
+            maxConcurrentDownloads: concurrency
+        ) { holder in
+            let who = holder.map { "ba-sync (pid \($0))" } ?? "another ba-sync"
+            Output.err("waiting for \(who), which holds \(appGroup)/.ba-sync/lock")
+        }
+        return (manager, client)
+    }
+
+    /// Runs `body` with a manager and shows its downloads, then shuts the HTTP client down.
+    func run<T: Sendable>(_ body: (AssetPackManager) async throws -> T) async throws -> T {
+        let (manager, client) = try manager()
+        let progress = ConsoleProgress(json: json)
+        let updates = manager.statusUpdates
+        let printer = Task { for await update in updates { progress.show(update) } }
+        defer { printer.cancel() }
+        do {
+            let result = try await body(manager)
+            try? await Task.sleep(for: .milliseconds(20))  // let the last updates print
+            try await client.shutdown()
+            return result
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+}
+
+/// Output helpers: lines to stdout and stderr, JSON to stdout.
+enum Output {
+    static func out(_ line: String) {
+        _ = try? FileDescriptor.standardOutput.writeAll(Array((line + "\n").utf8))
+    }
+
+    static func err(_ line: String) {
+        _ = try? FileDescriptor.standardError.writeAll(Array((line + "\n").utf8))
+    }
+
+    static func json(_ object: Any) {
+        guard
+            let data = try? JSONSerialization.data(
+                withJSONObject: object,
+                options: [.sortedKeys, .withoutEscapingSlashes]
+            )
+        else { return }
+        _ = try? FileDescriptor.standardOutput.writeAll(Array(data) + [UInt8(ascii: "\n")])
+    }
+
+    /// Fixed-width columns.
+    static func table(_ rows: [[String]]) {
+        guard let first = rows.first else { return }
+        let widths = first.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        for row in rows {
+            out(
+                row.enumerated().map { column, cell in
+                    column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
+                }.joined(separator: "  ")
+            )
+        }
+    }
+}

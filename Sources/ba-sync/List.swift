@@ -1,0 +1,42 @@
+import ArgumentParser
+import AssetPackClient
+import AssetPackFormat
+import Foundation
+
+struct List: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the server's packs with their local status.")
+
+    @OptionGroup var options: ClientOptions
+
+    func run() async throws {
+        let rows = try await options.run { manager in
+            var rows: [(AssetPack, InstalledPack?, AssetPack.Status)] = []
+            for pack in try await manager.allAssetPacks.sorted(by: { $0.id < $1.id }) {
+                rows.append((pack, manager.installedPack(withID: pack.id), try await manager.status(relativeTo: pack)))
+            }
+            return rows
+        }
+        if options.json {
+            Output.json(
+                rows.map { pack, installed, status in
+                    [
+                        "id": pack.id, "version": pack.version, "downloadPolicy": pack.downloadPolicy.name,
+                        "downloadSize": pack.downloadSize, "installSize": pack.installSize, "fileCount": pack.fileCount,
+                        "installedVersion": installed.map { $0.version as Any } ?? NSNull(),
+                        "status": status.names, "statusRawValue": status.rawValue,
+                    ] as [String: Any]
+                }
+            )
+            return
+        }
+        Output.table(
+            [["PACK", "POLICY", "VERSION", "DOWNLOAD", "INSTALLED", "STATUS"]]
+                + rows.map { pack, installed, status in
+                    [
+                        pack.id, pack.downloadPolicy.name, String(pack.version), ByteFormat.string(pack.downloadSize),
+                        installed.map { "v\($0.version)" } ?? "-", status.names.joined(separator: ","),
+                    ]
+                }
+        )
+    }
+}

@@ -1,0 +1,19 @@
+import ArgumentParser
+import AssetPackClient
+
+struct Remove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "remove(assetPackWithID:): delete an installed pack; `ensure` downloads it again."
+    )
+
+    @OptionGroup var options: ClientOptions
+
+    @Argument(help: "The pack ID.")
+    var id: String
+
+    func run() async throws {
+        let id = self.id
+        try await options.run { manager in try await manager.remove(assetPackWithID: id) }
+        if options.json { Output.json(["removed": id]) } else { Output.out("removed \(id)") }
+    }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import AssetPackClient
+import Foundation
+import SystemPackage
+
+struct URLCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "url",
+        abstract: "url(for:): where a file or folder of the merged namespace is on disk (offline)."
+    )
+
+    @OptionGroup var options: ClientOptions
+
+    @Argument(help: "A path in the namespace, e.g. Levels/ or Videos/Intro.m4v.")
+    var path: String
+
+    func run() throws {
+        let manager = try AssetPackManager(server: URLPlaceholder.offline, appGroup: try options.appGroupPath)
+        let url = try manager.url(for: FilePath(path))
+        if options.json {
+            Output.json([
+                "path": path, "url": url.absoluteString,
+                "assetPackID": (try? manager.assetPackID(containing: FilePath(path))) as Any? ?? NSNull(),
+            ])
+        } else {
+            Output.out(url.path)
+        }
+    }
+}
+
+/// Offline commands read the app group only; the server URL is never used.
+enum URLPlaceholder {
+    static let offline = URL(string: "http://127.0.0.1:0")!
+}
