@@ -101,7 +101,18 @@ let package = Package(
         ),
         .target(
             name: "TestSupport",
-            dependencies: [.product(name: "SystemPackage", package: "swift-system")],
+            dependencies: [
+                "AssetPackFormat",
+                "AssetPackServer",
+                "CLibArchive",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),

@@ -4,6 +4,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import Synchronization
 import SystemPackage
 
@@ -94,6 +95,18 @@ public actor AssetPackManager {
         self.downloader = PackDownloader(client: client, store: store, attempts: attempts, timeout: timeout)
         self.maxConcurrentDownloads = max(1, maxConcurrentDownloads)
         self.onLockWait = onLockWait
+    }
+
+    /// An HTTP client suited to the manager: connection attempts give up after `connectTimeout`, and a CA
+    /// file (such as `ba-mock serve --tls-self-signed` prints) can be trusted. The caller shuts it down.
+    public static func makeHTTPClient(trusting caFile: String? = nil, connectTimeout: TimeAmount = .seconds(5))
+        -> HTTPClient
+    {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile { tls.trustRoots = .file(caFile) }
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+        configuration.timeout.connect = connectTimeout
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
     // MARK: Server information
@@ -266,69 +279,79 @@ public actor AssetPackManager {
     ///   network, size, digest or install errors.
     public func ensureLocalAvailability(of pack: AssetPack, requireLatestVersion: Bool = false) async throws {
         try await withExclusiveControl {
-            var state = try store.loadState()
-            if !requireLatestVersion, state.installed[pack.id] != nil { return }
-            var target = pack
-            if requireLatestVersion {
-                let packs = try await fetchManifest()
-                guard let current = packs[pack.id] else {
-                    state.obsolete.insert(pack.id)
-                    try store.saveState(state)
-                    throw AssetPackClientError(
-                        code: .obsolete,
-                        message: "pack \(pack.id) is obsolete: \(server) no longer lists it",
-                        assetPackID: pack.id
-                    )
-                }
-                target = current
-                if state.installed[pack.id]?.version == current.version { return }
+            guard requireLatestVersion else {
+                try await ensure(pack, exactVersion: false)
+                return
             }
-            if state.obsolete.contains(pack.id) {
+            guard let current = try await fetchManifest()[pack.id] else {
+                var state = try store.loadState()
+                state.obsolete.insert(pack.id)
+                try store.saveState(state)
                 throw AssetPackClientError(
                     code: .obsolete,
-                    message: "pack \(pack.id) is obsolete: the server dropped it, so it cannot be downloaded again",
+                    message: "pack \(pack.id) is obsolete: \(server) no longer lists it",
                     assetPackID: pack.id
                 )
             }
-            try await downloadAndInstall(target)
+            try await ensure(current, exactVersion: true)
         }
+    }
+
+    /// Installs `pack` unless it is installed (at exactly its version, with `exactVersion`).
+    private func ensure(_ pack: AssetPack, exactVersion: Bool) async throws {
+        let state = try store.loadState()
+        if let installed = state.installed[pack.id], !exactVersion || installed.version == pack.version { return }
+        if state.obsolete.contains(pack.id) {
+            throw AssetPackClientError(
+                code: .obsolete,
+                message: "pack \(pack.id) is obsolete: the server dropped it, so it cannot be downloaded again",
+                assetPackID: pack.id
+            )
+        }
+        try await downloadAndInstall(pack)
     }
 
     /// Makes sure several packs are installed, downloading up to the concurrency bound at once.
     /// - Throws: ``LocalAvailabilityError`` listing successes and failures when any pack failed.
     public func ensureLocalAvailability(of packs: Set<AssetPack>, requireLatestVersions: Bool = false) async throws {
         try await withExclusiveControl {
-            var successes: Set<AssetPack> = []
-            var failures: [AssetPack: AssetPackClientError] = [:]
-            let ordered = packs.sorted { $0.id < $1.id }
-            try await withThrowingTaskGroup(of: (AssetPack, AssetPackClientError?).self) { group in
-                var next = 0
-                func start() {
-                    guard next < ordered.count else { return }
-                    let pack = ordered[next]
-                    next += 1
-                    group.addTask {
-                        do {
-                            try await self.ensureLocalAvailability(
-                                of: pack,
-                                requireLatestVersion: requireLatestVersions
-                            )
-                            return (pack, nil)
-                        } catch let error as AssetPackClientError {
-                            return (pack, error)
-                        } catch {
-                            return (pack, AssetPackClientError(code: .io, message: "\(error)", assetPackID: pack.id))
-                        }
+            try await ensureAll(packs) { pack in
+                try await self.ensureLocalAvailability(of: pack, requireLatestVersion: requireLatestVersions)
+            }
+        }
+    }
+
+    /// Runs `ensure` on every pack, up to the concurrency bound at once, and collects the outcome.
+    private func ensureAll(_ packs: Set<AssetPack>, _ ensure: @escaping @Sendable (AssetPack) async throws -> Void)
+        async throws
+    {
+        var successes: Set<AssetPack> = []
+        var failures: [AssetPack: AssetPackClientError] = [:]
+        let ordered = packs.sorted { $0.id < $1.id }
+        await withTaskGroup(of: (AssetPack, AssetPackClientError?).self) { group in
+            var next = 0
+            func start() {
+                guard next < ordered.count else { return }
+                let pack = ordered[next]
+                next += 1
+                group.addTask {
+                    do {
+                        try await ensure(pack)
+                        return (pack, nil)
+                    } catch let error as AssetPackClientError {
+                        return (pack, error)
+                    } catch {
+                        return (pack, AssetPackClientError(code: .io, message: "\(error)", assetPackID: pack.id))
                     }
                 }
-                for _ in 0..<maxConcurrentDownloads { start() }
-                while let (pack, error) = try await group.next() {
-                    if let error { failures[pack] = error } else { successes.insert(pack) }
-                    start()
-                }
             }
-            if !failures.isEmpty { throw LocalAvailabilityError(successes: successes, failures: failures) }
+            for _ in 0..<maxConcurrentDownloads { start() }
+            while let (pack, error) = await group.next() {
+                if let error { failures[pack] = error } else { successes.insert(pack) }
+                start()
+            }
         }
+        if !failures.isEmpty { throw LocalAvailabilityError(successes: successes, failures: failures) }
     }
 
     /// Gets the latest manifest, updates outdated installed packs and removes obsolete ones (Apple's
@@ -355,7 +378,7 @@ public actor AssetPackManager {
                 packs[installed.id].flatMap { $0.version != installed.version ? $0 : nil }
             }
             do {
-                try await ensureLocalAvailability(of: Set(outdated))
+                try await ensureAll(Set(outdated)) { pack in try await self.ensure(pack, exactVersion: true) }
             } catch let error as LocalAvailabilityError {
                 if let first = error.failures.values.first { throw first }
             }

@@ -2,7 +2,6 @@ import ArgumentParser
 import AssetPackClient
 import AsyncHTTPClient
 import Foundation
-import NIOSSL
 import SystemPackage
 
 /// Options every ba-sync command takes.
@@ -53,14 +52,10 @@ struct ClientOptions: ParsableArguments {
 
     /// Opens the manager, with a client that trusts --ca-cert, and says when another process holds the lock.
     func manager() throws -> (AssetPackManager, HTTPClient) {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let caCert {
-            guard FileManager.default.fileExists(atPath: caCert) else {
-                throw ValidationError("--ca-cert \(caCert) does not exist")
-            }
-            tls.trustRoots = .file(caCert)
+        if let caCert, !FileManager.default.fileExists(atPath: caCert) {
+            throw ValidationError("--ca-cert \(caCert) does not exist")
         }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+        let client = AssetPackManager.makeHTTPClient(trusting: caCert)
         let appGroup = try appGroupPath
         let manager = try AssetPackManager(
             server: try serverURL,

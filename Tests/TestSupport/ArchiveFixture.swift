@@ -3,8 +3,8 @@ import Foundation
 import SystemPackage
 
 /// Writes hand-made tar archives (hostile ones included) and lists entries, straight through libarchive.
-enum ArchiveFixture {
-    enum Kind {
+public enum ArchiveFixture {
+    public enum Kind {
         case file(Data)
         case symlink(String)
         case hardlink(String)
@@ -13,20 +13,20 @@ enum ArchiveFixture {
         case directory
     }
 
-    struct Entry {
-        var name: String
-        var kind: Kind
+    public struct Entry {
+        public var name: String
+        public var kind: Kind
         /// A size to declare instead of the data's.
-        var declaredSize: Int64?
+        public var declaredSize: Int64?
 
-        init(_ name: String, _ kind: Kind, declaredSize: Int64? = nil) {
+        public init(_ name: String, _ kind: Kind, declaredSize: Int64? = nil) {
             self.name = name
             self.kind = kind
             self.declaredSize = declaredSize
         }
     }
 
-    static func write(_ entries: [Entry], to path: FilePath, zstd: Bool = true) throws {
+    public static func write(_ entries: [Entry], to path: FilePath, zstd: Bool = true) throws {
         let archive = archive_write_new()!
         defer { archive_write_free(archive) }
         archive_write_set_format_pax_restricted(archive)
@@ -66,7 +66,7 @@ enum ArchiveFixture {
         archive_write_close(archive)
     }
 
-    static func entryNames(_ path: FilePath) throws -> [String] {
+    public static func entryNames(_ path: FilePath) throws -> [String] {
         let archive = archive_read_new()!
         defer { archive_read_free(archive) }
         archive_read_support_filter_all(archive)
@@ -82,7 +82,7 @@ enum ArchiveFixture {
     }
 
     /// The JSON of a valid index for the given files.
-    static func index(_ files: [(String, Data)], id: String = "Hostile") -> Data {
+    public static func index(_ files: [(String, Data)], id: String = "Hostile") -> Data {
         let rows = files.map { name, data in
             #"{"path":"\#(name)","size":\#(data.count),"sha256":"\#(sha256Hex(data))"}"#
         }
@@ -93,7 +93,7 @@ enum ArchiveFixture {
         )
     }
 
-    static func sha256Hex(_ data: Data) -> String {
+    public static func sha256Hex(_ data: Data) -> String {
         // Through the library under test would be circular for digest checks; use the sha256sum binary.
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("fixture-\(UUID().uuidString)")
         try? data.write(to: scratch)

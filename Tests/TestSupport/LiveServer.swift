@@ -12,20 +12,20 @@ import SystemPackage
 import TestSupport
 
 /// A real `ba-mock` server on 127.0.0.1, port 0, over a real asset folder, for one test.
-struct LiveServer {
-    let url: String
-    let catalog: PackCatalog
-    let requestLines: Lines
+public struct LiveServer: Sendable {
+    public let url: String
+    public let catalog: PackCatalog
+    public let requestLines: Lines
 
     /// Request log lines, shared with the server's log closure.
-    final class Lines: Sendable {
+    public final class Lines: Sendable {
         private let lines = Mutex<[String]>([])
-        func append(_ line: String) { lines.withLock { $0.append(line) } }
-        func withLock<T: Sendable>(_ body: ([String]) -> T) -> T { lines.withLock { body($0) } }
+        public func append(_ line: String) { lines.withLock { $0.append(line) } }
+        public func withLock<T: Sendable>(_ body: ([String]) -> T) -> T { lines.withLock { body($0) } }
     }
 
     /// Starts a server over `folder`, runs `body`, shuts the server down.
-    static func with<T: Sendable>(
+    public static func with<T: Sendable>(
         folder: FilePath,
         tls: TLSSetup? = nil,
         pinnedVersions: [String: Int] = [:],
@@ -75,19 +75,19 @@ struct LiveServer {
     }
 
     /// A whole response, body collected.
-    struct Fetched {
-        var status: Int
-        var headers: HTTPHeaders
-        var body: Data
+    public struct Fetched {
+        public var status: Int
+        public var headers: HTTPHeaders
+        public var body: Data
 
-        func header(_ name: String) -> String? { headers.first(name: name) }
+        public func header(_ name: String) -> String? { headers.first(name: name) }
 
-        var json: [String: Any]? { try? JSONSerialization.jsonObject(with: body) as? [String: Any] }
+        public var json: [String: Any]? { try? JSONSerialization.jsonObject(with: body) as? [String: Any] }
 
-        var errorCode: String? { (json?["error"] as? [String: Any])?["code"] as? String }
+        public var errorCode: String? { (json?["error"] as? [String: Any])?["code"] as? String }
     }
 
-    func get(
+    public func get(
         _ path: String,
         method: HTTPMethod = .GET,
         headers: [(String, String)] = [],
@@ -102,7 +102,7 @@ struct LiveServer {
         return Fetched(status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
     }
 
-    func manifest() async throws -> DownloadManifest {
+    public func manifest() async throws -> DownloadManifest {
         let fetched = try await get("/manifest")
         return try JSONDecoder().decode(DownloadManifest.self, from: fetched.body)
     }
@@ -110,7 +110,7 @@ struct LiveServer {
 
 extension Scratch {
     /// Bytes of the archive the server publishes for `id` right now.
-    func archive(of id: String, in catalog: PackCatalog) throws -> Data {
+    public func archive(of id: String, in catalog: PackCatalog) throws -> Data {
         let pack = try require(catalog.snapshot.pack(withID: id))
         return try read(pack.archive)
     }

@@ -1,0 +1,181 @@
+import AssetPackClient
+import AssetPackFormat
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import SystemPackage
+import TestSupport
+import Testing
+
+@Suite("Downloads that go wrong")
+struct DownloadFailureTests {
+    /// A real pack archive of some incompressible files.
+    func makePack(_ scratch: Scratch, size: Int = 600_000) throws -> (Data, Int64) {
+        try scratch.write("Assets/Blobs/a.bin", Scratch.noise(size, seed: 11))
+        try scratch.write("Assets/Blobs/b.txt", "hello\n")
+        try scratch.write(
+            "Assets/Blobs.json",
+            #"{"assetPackID": "Blobs", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "Blobs"}], "platforms": ["iOS"]}"#
+        )
+        let parsed = try PackagingManifest.load(from: scratch.root.appending("Assets/Blobs.json"))
+        let source = try PackSource.resolve(parsed, root: scratch.root.appending("Assets"))
+        let output = scratch.root.appending("Blobs.pack")
+        let built = try PackBuilder.build(source, to: output)
+        return (try scratch.read(output), built.installSize)
+    }
+
+    @Test func cutDownloadResumesWithARange() async throws {
+        let scratch = try Scratch()
+        let (bytes, installSize) = try makePack(scratch)
+        let manifest = StubServer.manifest(id: "Blobs", bytes: bytes, installSize: installSize)
+        try await StubServer.with(
+            manifest: manifest,
+            packs: ["Blobs": bytes],
+            options: .init(cutFirstDownloadAfter: 200_000)
+        ) { server in
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: scratch.root.appending("AppGroup")
+            )
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Blobs"))
+            #expect(
+                try manager.contents(at: "Blobs/a.bin") == scratch.read(scratch.root.appending("Assets/Blobs/a.bin"))
+            )
+            let requests = server.log.lines
+            #expect(requests.count == 2, "\(requests)")
+            #expect(requests.first == "GET Blobs range=- if-range=-")
+            let resume = try #require(requests.last)
+            #expect(resume.hasPrefix("GET Blobs range=bytes="), "\(resume)")
+            let start = Int(resume.dropFirst("GET Blobs range=bytes=".count).prefix { $0 != "-" }) ?? 0
+            #expect(start > 0 && start <= 200_000)
+            #expect(resume.hasSuffix("if-range=\"\(FileDigest.sha256(of: bytes))\""))
+        }
+    }
+
+    @Test func partialDownloadResumesInALaterRun() async throws {
+        let scratch = try Scratch()
+        let (bytes, installSize) = try makePack(scratch)
+        let appGroup = scratch.root.appending("AppGroup")
+        // A previous run left 300 000 bytes of this very archive.
+        let store = try AppGroupStore(root: appGroup)
+        _ = store
+        try scratch.write("AppGroup/.ba-sync/downloads/Blobs.partial", bytes.prefix(300_000))
+        let info = #"{"sha256":"\#(FileDigest.sha256(of: bytes))","downloadSize":\#(bytes.count),"url":"x"}"#
+        try scratch.write("AppGroup/.ba-sync/downloads/Blobs.partial.json", info)
+        let manifest = StubServer.manifest(id: "Blobs", bytes: bytes, installSize: installSize)
+        try await StubServer.with(manifest: manifest, packs: ["Blobs": bytes]) { server in
+            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Blobs"))
+            #expect(server.log.lines.first?.hasPrefix("GET Blobs range=bytes=300000-") == true, "\(server.log.lines)")
+            #expect(try manager.verify(assetPackWithID: "Blobs") == 2)
+            let leftovers = try FileManager.default.contentsOfDirectory(
+                atPath: appGroup.appending(".ba-sync/downloads").string
+            )
+            #expect(leftovers.isEmpty)
+        }
+    }
+
+    @Test func partialOfAnotherVersionIsNeverSpliced() async throws {
+        let scratch = try Scratch()
+        let (bytes, installSize) = try makePack(scratch)
+        let appGroup = scratch.root.appending("AppGroup")
+        _ = try AppGroupStore(root: appGroup)
+        try scratch.write("AppGroup/.ba-sync/downloads/Blobs.partial", Scratch.noise(300_000, seed: 99))
+        try scratch.write(
+            "AppGroup/.ba-sync/downloads/Blobs.partial.json",
+            #"{"sha256":"\#(String(repeating: "0", count: 64))","downloadSize":\#(bytes.count),"url":"x"}"#
+        )
+        let manifest = StubServer.manifest(id: "Blobs", bytes: bytes, installSize: installSize)
+        try await StubServer.with(manifest: manifest, packs: ["Blobs": bytes]) { server in
+            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Blobs"))
+            #expect(server.log.lines == ["GET Blobs range=- if-range=-"])
+            #expect(try manager.verify() == 2)
+        }
+    }
+
+    @Test(arguments: ["size", "digest"])
+    func manifestThatLiesIsRejectedWithNothingInstalled(_ lie: String) async throws {
+        let scratch = try Scratch()
+        let (bytes, installSize) = try makePack(scratch)
+        let manifest =
+            lie == "size"
+            ? StubServer.manifest(id: "Blobs", bytes: bytes, downloadSize: bytes.count + 1, installSize: installSize)
+            : StubServer.manifest(
+                id: "Blobs",
+                bytes: bytes,
+                sha256: String(repeating: "a", count: 64),
+                installSize: installSize
+            )
+        try await StubServer.with(manifest: manifest, packs: ["Blobs": bytes]) { server in
+            let appGroup = scratch.root.appending("AppGroup")
+            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let pack = try await manager.assetPack(withID: "Blobs")
+            let error = await #expect(throws: AssetPackClientError.self) {
+                try await manager.ensureLocalAvailability(of: pack)
+            }
+            #expect(error?.code == (lie == "size" ? .sizeMismatch : .digestMismatch))
+            #expect(
+                error?.message.contains("Blobs") == true && error?.message.contains("nothing was installed") == true
+            )
+            #expect(!manager.assetPackIsAvailableLocally(withID: "Blobs"))
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: appGroup.appending("AssetPacks").string).isEmpty
+            )
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: appGroup.appending(".ba-sync/downloads").string)
+                    .isEmpty
+            )
+        }
+    }
+
+    @Test(arguments: ["dotdot", "symlink"])
+    func hostileArchiveIsRefused(_ kind: String) async throws {
+        let scratch = try Scratch()
+        let archive = scratch.root.appending("hostile.pack")
+        let ok = Data("ok".utf8)
+        let entries: [ArchiveFixture.Entry] =
+            kind == "dotdot"
+            ? [
+                .init("Contents/../../../escaped.txt", .file(ok)),
+                .init("Index.json", .file(ArchiveFixture.index([], id: "Evil"))),
+            ]
+            : [
+                .init("Contents/link", .symlink("/etc/passwd")),
+                .init("Index.json", .file(ArchiveFixture.index([], id: "Evil"))),
+            ]
+        try ArchiveFixture.write(entries, to: archive)
+        let bytes = try scratch.read(archive)
+        let manifest = StubServer.manifest(id: "Evil", bytes: bytes, installSize: 1000)
+        try await StubServer.with(manifest: manifest, packs: ["Evil": bytes]) { server in
+            let appGroup = scratch.root.appending("AppGroup")
+            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let error = await #expect(throws: AssetPackClientError.self) {
+                try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Evil"))
+            }
+            #expect(error?.code == .corruptPack)
+            #expect(!FileManager.default.fileExists(atPath: scratch.root.appending("escaped.txt").string))
+            #expect(!FileManager.default.fileExists(atPath: appGroup.appending("escaped.txt").string))
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: appGroup.appending(".ba-sync/staging").string)
+                    .isEmpty
+            )
+            #expect(!manager.assetPackIsAvailableLocally(withID: "Evil"))
+        }
+    }
+
+    @Test func unreachableServerSaysWhatToCheck() async throws {
+        let scratch = try Scratch()
+        let port = try freeLoopbackPort()
+        let client = AssetPackManager.makeHTTPClient(connectTimeout: .seconds(1))
+        let manager = try AssetPackManager(
+            server: URL(string: "http://127.0.0.1:\(port)")!,
+            appGroup: scratch.root.appending("AppGroup"),
+            client: client
+        )
+        let error = await #expect(throws: AssetPackClientError.self) { try await manager.assetPack(withID: "X") }
+        try await client.shutdown()
+        #expect(error?.code == .network)
+        #expect(error?.message.contains("127.0.0.1:\(port)/manifest") == true)
+    }
+}
