@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The main job on the sample folder: serve it, fetch the manifest and a pack as a client would, stop.
+# The main job on the sample folder: serve it, fetch from it with curl, mirror it with ba-sync, stop.
 set -euo pipefail
 bin=${1:?usage: demo.sh path/to/ba-mock [asset folder]}
 assets=${2:-Assets}
+sync="$(dirname "$bin")/ba-sync"
 work=$(mktemp -d)
 log="$work/ba-mock.out"
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -34,6 +35,24 @@ echo
 echo "\$ curl -o Tutorial.pack $url/assets/Tutorial && ba-mock inspect Tutorial.pack --verify"
 curl -fsS -o "$work/Tutorial.pack" "$url/assets/Tutorial"
 "$bin" inspect "$work/Tutorial.pack" --verify
+
+echo
+echo "\$ ba-sync --server $url --app-group AppGroup sync --event install"
+export BA_SYNC_SERVER="$url" BA_SYNC_APP_GROUP="$work/AppGroup"
+"$sync" sync --event install
+
+echo
+echo "\$ ba-sync status"
+"$sync" status | sed "s|$work/||"
+
+echo
+echo "\$ ba-sync cat Tutorial/strings/en.json   (contents(at:), a memory-mapped read)"
+"$sync" cat Tutorial/strings/en.json
+
+echo
+echo "\$ ba-sync ensure HighResTextures && ba-sync verify"
+"$sync" ensure HighResTextures
+"$sync" verify
 
 echo
 echo "request log:"

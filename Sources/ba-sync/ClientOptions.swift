@@ -55,16 +55,23 @@ struct ClientOptions: ParsableArguments {
         if let caCert, !FileManager.default.fileExists(atPath: caCert) {
             throw ValidationError("--ca-cert \(caCert) does not exist")
         }
-        let client = AssetPackManager.makeHTTPClient(trusting: caCert)
         let appGroup = try appGroupPath
-        let manager = try AssetPackManager(
-            server: try serverURL,
-            appGroup: appGroup,
-            client: client,
-            maxConcurrentDownloads: concurrency
-        ) { holder in
-            let who = holder.map { "ba-sync (pid \($0))" } ?? "another ba-sync"
-            Output.err("waiting for \(who), which holds \(appGroup)/.ba-sync/lock")
+        let server = try serverURL
+        let client = AssetPackManager.makeHTTPClient(trusting: caCert)
+        let manager: AssetPackManager
+        do {
+            manager = try AssetPackManager(
+                server: server,
+                appGroup: appGroup,
+                client: client,
+                maxConcurrentDownloads: concurrency
+            ) { holder in
+                let who = holder.map { "ba-sync (pid \($0))" } ?? "another ba-sync"
+                Output.err("waiting for \(who), which holds \(appGroup)/.ba-sync/lock")
+            }
+        } catch {
+            try? client.syncShutdown()
+            throw error
         }
         return (manager, client)
     }

@@ -1,0 +1,113 @@
+import AssetPackFormat
+import Foundation
+import SystemPackage
+import TestSupport
+import Testing
+
+/// The built `ba-sync` against the built `ba-mock`, as a user or a CI script runs them.
+@Suite("ba-sync end to end", .serialized)
+struct BASyncEndToEndTests {
+    let mock = builtProduct("ba-mock")
+    let sync = builtProduct("ba-sync")
+
+    func startServer(_ scratch: Scratch) throws -> (RunningTool, String, FilePath) {
+        let source = repositoryRoot().appendingPathComponent("Assets")
+        let folder = scratch.root.appending("Assets")
+        try FileManager.default.copyItem(atPath: source.path, toPath: folder.string)
+        try? FileManager.default.removeItem(atPath: folder.appending(".ba-mock").string)
+        let server = try RunningTool(mock, ["serve", folder.string, "--port", "0"])
+        guard let url = server.waitForFirstLine() else { throw CancellationError() }
+        return (server, url, folder)
+    }
+
+    func run(_ arguments: [String], url: String, appGroup: FilePath) throws -> (
+        status: Int32, stdout: String, stderr: String
+    ) {
+        try runTool(
+            sync,
+            Array(arguments.prefix(1)) + ["--server", url, "--app-group", appGroup.string] + arguments.dropFirst()
+        )
+    }
+
+    @Test func syncStatusCatAndJSONAsAScriptWouldUseThem() throws {
+        let scratch = try Scratch()
+        let (server, url, folder) = try startServer(scratch)
+        defer { server.interrupt() }
+        let appGroup = scratch.root.appending("AppGroup")
+
+        let synced = try run(["sync", "--event", "install", "--json"], url: url, appGroup: appGroup)
+        #expect(synced.status == 0, "\(synced.stderr)")
+        let lines = synced.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(lines.contains { $0["event"] as? String == "finished" && $0["pack"] as? String == "Tutorial" })
+        let result = try #require(lines.last)
+        #expect(result["event"] as? String == "result")
+        #expect(result["installed"] as? [String] == ["Levels", "Tutorial"])
+
+        let status = try run(["status", "Tutorial", "--json"], url: url, appGroup: appGroup)
+        #expect(status.status == 0, "\(status.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        #expect(object["version"] as? Int == 1)
+        #expect((object["status"] as? [String])?.contains("downloaded") == true)
+        #expect(object["statusRawValue"] as? Int == 69)
+
+        let cat = try run(["cat", "Videos/Introduction.m4v"], url: url, appGroup: appGroup)
+        #expect(cat.status == 0)
+        let source = try scratch.read(folder.appending("Videos/Introduction.m4v"))
+        #expect(Data(cat.stdout.utf8).count > 0)
+        let catFile = scratch.root.appending("cat.out")
+        let catProcess = Process()
+        catProcess.executableURL = sync
+        catProcess.arguments = ["cat", "--app-group", appGroup.string, "Videos/Introduction.m4v"]
+        _ = FileManager.default.createFile(atPath: catFile.string, contents: nil)
+        catProcess.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: catFile.string))
+        try catProcess.run()
+        catProcess.waitUntilExit()
+        #expect(try scratch.read(catFile) == source)
+
+        let missing = try run(["cat", "No/Such/File"], url: url, appGroup: appGroup)
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("No/Such/File is not in any installed pack"))
+
+        let verify = try run(["verify"], url: url, appGroup: appGroup)
+        #expect(verify.status == 0)
+        #expect(verify.stdout.hasPrefix("verified 41 files"))
+
+        let list = try run(["list", "--json"], url: url, appGroup: appGroup)
+        let packs = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
+        #expect(packs.map { $0["id"] as? String } == ["HighResTextures", "Levels", "Tutorial"])
+        #expect(packs.first?["installedVersion"] is NSNull)
+    }
+
+    @Test func twoProcessesSyncingOneAppGroupDoNotCorruptIt() throws {
+        let scratch = try Scratch()
+        let (server, url, _) = try startServer(scratch)
+        defer { server.interrupt() }
+        let appGroup = scratch.root.appending("AppGroup")
+        let arguments = [
+            "ensure", "--server", url, "--app-group", appGroup.string, "HighResTextures", "Levels", "Tutorial",
+        ]
+        let first = try RunningTool(sync, arguments)
+        let second = try RunningTool(sync, arguments)
+        #expect(first.wait() == 0, "\(first.stderr)")
+        #expect(second.wait() == 0, "\(second.stderr)")
+        let verify = try run(["verify"], url: url, appGroup: appGroup)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(verify.stdout.hasPrefix("verified 46 files"))
+        let staging = try FileManager.default.contentsOfDirectory(atPath: appGroup.appending(".ba-sync/staging").string)
+        #expect(staging.isEmpty)
+    }
+
+    @Test func errorsNameWhatFailed() throws {
+        let scratch = try Scratch()
+        let port = try freeLoopbackPort()
+        let appGroup = scratch.root.appending("AppGroup")
+        let unreachable = try run(["list"], url: "http://127.0.0.1:\(port)", appGroup: appGroup)
+        #expect(unreachable.status == 1)
+        #expect(unreachable.stderr.contains("cannot fetch the manifest from http://127.0.0.1:\(port)/manifest"))
+        let noServer = try runTool(sync, ["list", "--app-group", appGroup.string])
+        #expect(noServer.status == 64)
+        #expect(noServer.stderr.contains("BA_SYNC_SERVER"))
+    }
+}
