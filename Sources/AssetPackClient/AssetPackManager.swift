@@ -420,6 +420,9 @@ public actor AssetPackManager {
         do {
             let archive = try await downloader.download(pack) { [weak self] progress in
                 self?.publish(.downloading(pack, progress))
+            } paused: { [weak self] in
+                self?.publish(.paused(pack))
+                self?.publish(.began(pack))  // Apple's "began" also means "resumed after being paused"
             }
             let store = self.store
             let installed = try await NIOThreadPool.singleton.runIfActive {

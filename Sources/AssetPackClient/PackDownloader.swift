@@ -34,7 +34,14 @@ struct PackDownloader: Sendable {
     private func infoFile(_ pack: AssetPack) -> FilePath { store.downloadsFolder.appending("\(pack.id).partial.json") }
 
     /// Downloads `pack` and returns the verified archive (the partial file, complete).
-    func download(_ pack: AssetPack, progress: @Sendable (DownloadProgress) -> Void) async throws -> FilePath {
+    /// - Parameters:
+    ///   - progress: Called as bytes arrive.
+    ///   - paused: Called when a connection broke and the download is about to resume from what is on disk.
+    func download(
+        _ pack: AssetPack,
+        progress: @Sendable (DownloadProgress) -> Void,
+        paused: @Sendable () -> Void = {}
+    ) async throws -> FilePath {
         let path = partialFile(pack)
         try preparePartial(pack)
         var lastError: (any Error)?
@@ -44,6 +51,7 @@ struct PackDownloader: Sendable {
                 return try verify(pack, path)
             } catch let error as AssetPackClientError where error.code == .network && attempt < attempts {
                 lastError = error
+                paused()
                 continue  // resume from what is on disk
             } catch let error as AssetPackClientError
                 where error.code == .sizeMismatch || error.code == .digestMismatch || error.code == .httpStatus

@@ -102,7 +102,7 @@ struct CatalogWatcher: Service {
 
     func run() async throws {
         let log = self.log
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await catalog.watch(every: interval) { report in
                 for change in report.changes {
                     if let from = change.from {

@@ -90,6 +90,7 @@ struct ClientOptions: ParsableArguments {
             return result
         } catch {
             try? await client.shutdown()
+            if json { Output.jsonError(error) }
             throw error
         }
     }
@@ -113,6 +114,16 @@ enum Output {
             )
         else { return }
         _ = try? FileDescriptor.standardOutput.writeAll(Array(data) + [UInt8(ascii: "\n")])
+    }
+
+    /// An error as one JSON line on stdout, for scripts that read `--json` output only.
+    static func jsonError(_ error: any Error) {
+        var object: [String: Any] = ["event": "error", "message": "\(error)"]
+        if let error = error as? AssetPackClientError {
+            object["code"] = error.code.rawValue
+            if let id = error.assetPackID { object["pack"] = id }
+        }
+        json(object)
     }
 
     /// Fixed-width columns.

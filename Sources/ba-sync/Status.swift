@@ -18,11 +18,11 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         let id = self.id
-        let rows = try await options.run { manager -> [[String: Any & Sendable]] in
+        let rows = try await options.run { manager -> [[String: any Sendable]] in
             let server = try? await manager.allAssetPacks
             var ids = Set(manager.installedPacks.map(\.id))
             if let id { ids = [id] }
-            var rows: [[String: Any & Sendable]] = []
+            var rows: [[String: any Sendable]] = []
             for id in ids.sorted() {
                 let installed = manager.installedPack(withID: id)
                 var status = await manager.localStatus(ofAssetPackWithID: id)
@@ -33,7 +33,7 @@ struct Status: AsyncParsableCommand {
                         status.insert(.obsolete)
                     }
                 }
-                var row: [String: Any & Sendable] = [
+                var row: [String: any Sendable] = [
                     "id": id, "status": status.names, "statusRawValue": Int(status.rawValue),
                 ]
                 if let installed {

@@ -15,6 +15,15 @@ struct URLCommand: AsyncParsableCommand {
     var path: String
 
     func run() throws {
+        do {
+            try runOffline()
+        } catch {
+            if options.json { Output.jsonError(error) }
+            throw error
+        }
+    }
+
+    private func runOffline() throws {
         let manager = try AssetPackManager(server: URLPlaceholder.offline, appGroup: try options.appGroupPath)
         let url = try manager.url(for: FilePath(path))
         if options.json {

@@ -69,6 +69,12 @@ struct BASyncEndToEndTests {
         let missing = try run(["cat", "No/Such/File"], url: url, appGroup: appGroup)
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("No/Such/File is not in any installed pack"))
+        let missingJSON = try run(["cat", "No/Such/File", "--json"], url: url, appGroup: appGroup)
+        let error = try #require(
+            try JSONSerialization.jsonObject(with: Data(missingJSON.stdout.utf8)) as? [String: Any]
+        )
+        #expect(error["event"] as? String == "error")
+        #expect(error["code"] as? String == "fileNotFound")
 
         let verify = try run(["verify"], url: url, appGroup: appGroup)
         #expect(verify.status == 0)
@@ -97,6 +103,26 @@ struct BASyncEndToEndTests {
         #expect(verify.stdout.hasPrefix("verified 46 files"))
         let staging = try FileManager.default.contentsOfDirectory(atPath: appGroup.appending(".ba-sync/staging").string)
         #expect(staging.isEmpty)
+    }
+
+    @Test func trustsASelfSignedMockThroughCACert() throws {
+        let scratch = try Scratch()
+        let source = repositoryRoot().appendingPathComponent("Assets")
+        let folder = scratch.root.appending("Assets")
+        try FileManager.default.copyItem(atPath: source.path, toPath: folder.string)
+        try? FileManager.default.removeItem(atPath: folder.appending(".ba-mock").string)
+        let server = try RunningTool(mock, ["serve", folder.string, "--port", "0", "--tls-self-signed"])
+        defer { server.interrupt() }
+        let url = try #require(server.waitForFirstLine(), "stderr: \(server.stderr)")
+        #expect(url.hasPrefix("https://127.0.0.1:"))
+        let ca = folder.appending(".ba-mock/tls/ca.pem").string
+        let appGroup = scratch.root.appending("AppGroup")
+        let refused = try run(["ensure", "Tutorial"], url: url, appGroup: appGroup)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("cannot fetch the manifest"))
+        let trusted = try run(["ensure", "Tutorial", "--ca-cert", ca], url: url, appGroup: appGroup)
+        #expect(trusted.status == 0, "\(trusted.stderr)")
+        #expect(trusted.stdout.contains("local: Tutorial"))
     }
 
     @Test func errorsNameWhatFailed() throws {
