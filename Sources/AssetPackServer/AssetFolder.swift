@@ -13,8 +13,6 @@ public struct AssetFolder: Sendable {
         public var problems: [AssetPackFormatError]
         /// Warnings: manifest warnings plus paths that two packs share.
         public var warnings: [String]
-        /// The manifest files read, sorted.
-        public var manifestFiles: [String]
     }
 
     /// The folder.
@@ -81,7 +79,7 @@ public struct AssetFolder: Sendable {
         sources.sort { $0.manifest.assetPackID < $1.manifest.assetPackID }
         for source in sources { warnings.append(contentsOf: source.warnings) }
         warnings.append(contentsOf: Self.collisions(sources))
-        return Scan(sources: sources, problems: problems, warnings: warnings, manifestFiles: manifests)
+        return Scan(sources: sources, problems: problems, warnings: warnings)
     }
 
     /// Warnings for paths that more than one pack holds: they collide in the merged namespace.

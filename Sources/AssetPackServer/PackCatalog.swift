@@ -111,14 +111,12 @@ public actor PackCatalog {
                 report.problems.append(error)
             }
         }
-        let brokenFiles = Set(
-            scan.problems.compactMap { problem in
-                scan.manifestFiles.first { problem.message.hasPrefix(folder.root.appending($0).string) }
-            }
-        )
+        let validFiles = Set(scan.sources.map(\.manifestFile))
         for (id, record) in state.packs where !record.removed && !present.contains(id) {
-            let name = FilePath(record.manifestFile).lastComponent?.string ?? ""
-            if brokenFiles.contains(name) { continue }  // keep serving while its manifest is being fixed
+            // A manifest that is still there but no longer valid keeps its last good version published while
+            // it is being fixed; one that is gone, or now names another pack, unpublishes the pack.
+            let stillThere = FileManager.default.fileExists(atPath: record.manifestFile)
+            if stillThere && !validFiles.contains(record.manifestFile) { continue }
             state.packs[id]?.removed = true
             superseded.append((packsFolder.appending(record.archive), .now))
             report.removed.append(id)

@@ -16,4 +16,8 @@ struct BASync: AsyncParsableCommand {
             Verify.self,
         ]
     )
+
+    // Declared here too, so that the options may come before the subcommand as well as after it
+    // (`ba-sync --server URL --app-group DIR list`).
+    @OptionGroup var options: ClientOptions
 }

@@ -129,7 +129,11 @@ struct BASyncEndToEndTests {
         let scratch = try Scratch()
         let port = try freeLoopbackPort()
         let appGroup = scratch.root.appending("AppGroup")
-        let unreachable = try run(["list"], url: "http://127.0.0.1:\(port)", appGroup: appGroup)
+        // Options may come before the subcommand, as in `ba-sync --server URL --app-group DIR list`.
+        let unreachable = try runTool(
+            sync,
+            ["--server", "http://127.0.0.1:\(port)", "--app-group", appGroup.string, "list"]
+        )
         #expect(unreachable.status == 1)
         #expect(unreachable.stderr.contains("cannot fetch the manifest from http://127.0.0.1:\(port)/manifest"))
         let noServer = try runTool(sync, ["list", "--app-group", appGroup.string])
