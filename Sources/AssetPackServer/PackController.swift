@@ -50,7 +50,7 @@ struct PackController<Context: RequestContext> {
             .contentType: "application/octet-stream",
             .cacheControl: "no-cache",
         ]
-        headers[HTTPField.Name("X-Asset-Pack-Version")!] = String(pack.version)
+        if let name = HTTPField.Name("X-Asset-Pack-Version") { headers[name] = String(pack.version) }
 
         if let ifNoneMatch = request.headers[.ifNoneMatch] {
             if matches(ifNoneMatch, etag: pack.etag) { return Response(status: .notModified, headers: headers) }

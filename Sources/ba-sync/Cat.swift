@@ -17,17 +17,9 @@ struct Cat: AsyncParsableCommand {
     var pack: String?
 
     func run() throws {
-        do {
-            try runOffline()
-        } catch {
-            if options.json { Output.jsonError(error) }
-            throw error
+        try options.offline { manager in
+            let data = try manager.contents(at: FilePath(path), searchingInAssetPackWithID: pack)
+            try data.withUnsafeBytes { _ = try FileDescriptor.standardOutput.writeAll($0) }
         }
-    }
-
-    private func runOffline() throws {
-        let manager = try AssetPackManager(server: URLPlaceholder.offline, appGroup: try options.appGroupPath)
-        let data = try manager.contents(at: FilePath(path), searchingInAssetPackWithID: pack)
-        try data.withUnsafeBytes { _ = try FileDescriptor.standardOutput.writeAll($0) }
     }
 }

@@ -96,6 +96,19 @@ struct ClientOptions: ParsableArguments {
     }
 }
 
+extension ClientOptions {
+    /// Runs an offline command (reads of the app group only; the server is never asked).
+    func offline(_ body: (AssetPackManager) throws -> Void) throws {
+        do {
+            let offline = URL(fileURLWithPath: "/dev/null")  // never used: nothing here talks to a server
+            try body(try AssetPackManager(server: offline, appGroup: try appGroupPath))
+        } catch {
+            if json { Output.jsonError(error) }
+            throw error
+        }
+    }
+}
+
 /// Output helpers: lines to stdout and stderr, JSON to stdout.
 enum Output {
     static func out(_ line: String) {

@@ -15,29 +15,16 @@ struct URLCommand: AsyncParsableCommand {
     var path: String
 
     func run() throws {
-        do {
-            try runOffline()
-        } catch {
-            if options.json { Output.jsonError(error) }
-            throw error
+        try options.offline { manager in
+            let url = try manager.url(for: FilePath(path))
+            if options.json {
+                Output.json([
+                    "path": path, "url": url.absoluteString,
+                    "assetPackID": (try? manager.assetPackID(containing: FilePath(path))) as Any? ?? NSNull(),
+                ])
+            } else {
+                Output.out(url.path)
+            }
         }
     }
-
-    private func runOffline() throws {
-        let manager = try AssetPackManager(server: URLPlaceholder.offline, appGroup: try options.appGroupPath)
-        let url = try manager.url(for: FilePath(path))
-        if options.json {
-            Output.json([
-                "path": path, "url": url.absoluteString,
-                "assetPackID": (try? manager.assetPackID(containing: FilePath(path))) as Any? ?? NSNull(),
-            ])
-        } else {
-            Output.out(url.path)
-        }
-    }
-}
-
-/// Offline commands read the app group only; the server URL is never used.
-enum URLPlaceholder {
-    static let offline = URL(string: "http://127.0.0.1:0")!
 }

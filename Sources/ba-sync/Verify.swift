@@ -12,17 +12,9 @@ struct Verify: AsyncParsableCommand {
     var id: String?
 
     func run() throws {
-        do {
-            try runOffline()
-        } catch {
-            if options.json { Output.jsonError(error) }
-            throw error
+        try options.offline { manager in
+            let count = try manager.verify(assetPackWithID: id)
+            if options.json { Output.json(["verifiedFiles": count]) } else { Output.out("verified \(count) files") }
         }
-    }
-
-    private func runOffline() throws {
-        let manager = try AssetPackManager(server: URLPlaceholder.offline, appGroup: try options.appGroupPath)
-        let count = try manager.verify(assetPackWithID: id)
-        if options.json { Output.json(["verifiedFiles": count]) } else { Output.out("verified \(count) files") }
     }
 }
