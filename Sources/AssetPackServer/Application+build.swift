@@ -22,6 +22,8 @@ public struct ServerConfiguration: Sendable {
     public var requestLog: @Sendable (String) -> Void
     /// Receives a line for each rebuild, removal or manifest problem found while serving.
     public var eventLog: @Sendable (String) -> Void
+    /// The faults to inject; empty by default.
+    public var faults: FaultPlan
 
     /// Creates a configuration; the defaults serve plain HTTP on 127.0.0.1:8443 and watch every second.
     public init(
@@ -31,8 +33,10 @@ public struct ServerConfiguration: Sendable {
         jsonLog: Bool = false,
         watchInterval: Duration? = .seconds(1),
         requestLog: @escaping @Sendable (String) -> Void = { print($0) },
-        eventLog: @escaping @Sendable (String) -> Void = { print($0) }
+        eventLog: @escaping @Sendable (String) -> Void = { print($0) },
+        faults: FaultPlan = FaultPlan(seed: 0)
     ) {
+        self.faults = faults
         self.host = host
         self.port = port
         self.baseURL = baseURL
@@ -43,14 +47,17 @@ public struct ServerConfiguration: Sendable {
     }
 }
 
-/// Builds the router: request log outermost, JSON errors inside it, then the pack routes.
+/// Builds the router: request log outermost, JSON errors inside it, then the pack routes and the
+/// loopback-only control endpoint.
 func buildRouter(catalog: PackCatalog, configuration: ServerConfiguration, scheme: String) -> Router<
-    BasicRequestContext
+    MockRequestContext
 > {
-    let router = Router(options: .autoGenerateHeadEndpoints)
+    let router = Router(context: MockRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware(json: configuration.jsonLog, write: configuration.requestLog))
     router.add(middleware: JSONErrorMiddleware())
-    PackController(catalog: catalog, baseURL: configuration.baseURL, scheme: scheme).addRoutes(to: router)
+    PackController(catalog: catalog, baseURL: configuration.baseURL, scheme: scheme, faults: configuration.faults)
+        .addRoutes(to: router)
+    ControlController(catalog: catalog, faults: configuration.faults).addRoutes(to: router)
     return router
 }
 

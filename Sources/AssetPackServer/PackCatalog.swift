@@ -43,6 +43,11 @@ public actor PackCatalog {
     private var state: MockState
     private var superseded: [(archive: FilePath, since: ContinuousClock.Instant)] = []
     private nonisolated let current = Mutex(CatalogSnapshot(packs: []))
+    /// Versions set through the control endpoint, over `pinnedVersions`.
+    private var runtimeVersions: [String: Int] = [:]
+    /// Packs marked obsolete through the control endpoint: not published until unmarked.
+    private var hidden: Set<String> = []
+    private var previous: [String: ServedPack] = [:]
 
     /// The packs published right now.
     public nonisolated var snapshot: CatalogSnapshot { current.withLock { $0 } }
@@ -169,7 +174,31 @@ public actor PackCatalog {
     }
 
     private func published(_ record: MockState.Record, id: String) -> Int {
-        pinnedVersions[id] ?? record.version
+        runtimeVersions[id] ?? pinnedVersions[id] ?? record.version
+    }
+
+    /// Publishes pack `id` at `version` from now on, whatever its content (the control endpoint's
+    /// counterpart of `--pack-version`), so update flows can be scripted without touching files.
+    /// - Throws: ``AssetPackServerError`` with code `.packNotFound` for an unknown pack.
+    public func setVersion(_ version: Int, forPackWithID id: String) throws {
+        guard state.packs[id] != nil else { throw unknownPack(id) }
+        runtimeVersions[id] = version
+        publish()
+    }
+
+    /// Marks a pack obsolete (no longer published) or publishes it again.
+    /// - Throws: ``AssetPackServerError`` with code `.packNotFound` for an unknown pack.
+    public func setObsolete(_ obsolete: Bool, packWithID id: String) throws {
+        guard state.packs[id] != nil else { throw unknownPack(id) }
+        if obsolete { hidden.insert(id) } else { hidden.remove(id) }
+        publish()
+    }
+
+    private func unknownPack(_ id: String) -> AssetPackServerError {
+        AssetPackServerError(
+            code: .packNotFound,
+            message: "no pack \"\(AssetPackID.printable(id))\" in \(folder.root). Fix: GET /manifest lists the packs"
+        )
     }
 
     private func build(
@@ -215,7 +244,7 @@ public actor PackCatalog {
     }
 
     private func publish() {
-        let packs = state.packs.filter { !$0.value.removed }.map { id, record in
+        let packs = state.packs.filter { !$0.value.removed && !hidden.contains($0.key) }.map { id, record in
             ServedPack(
                 id: id,
                 version: published(record, id: id),
@@ -229,7 +258,14 @@ public actor PackCatalog {
                 lastModified: record.builtAt
             )
         }.sorted { $0.id < $1.id }
-        current.withLock { $0 = CatalogSnapshot(packs: packs) }
+        let before = current.withLock { $0 }
+        for pack in packs {
+            if let old = before.pack(withID: pack.id), old.version != pack.version || old.sha256 != pack.sha256 {
+                previous[pack.id] = old
+            }
+        }
+        let snapshot = CatalogSnapshot(packs: packs, previous: previous)
+        current.withLock { $0 = snapshot }
     }
 
     private func createStateFolders() throws {

@@ -13,6 +13,7 @@ struct PackController<Context: RequestContext> {
     let baseURL: String?
     /// `http` or `https`, for derived base URLs.
     let scheme: String
+    let faults: FaultPlan
     let fileIO = FileIO(threadPool: .singleton)
 
     func addRoutes(to router: Router<Context>) {
@@ -22,9 +23,22 @@ struct PackController<Context: RequestContext> {
 
     @Sendable func manifest(_ request: Request, context: Context) async throws -> Response {
         let base = baseURL ?? request.head.authority.map { "\(scheme)://\($0)" } ?? ""
-        let body = try catalog.snapshot.manifest(baseURL: base).encoded()
+        let injected = faults.draw(pack: nil)
+        var faultHeaders: HTTPFields = [:]
+        if !injected.isEmpty { faultHeaders[.mockFault] = injected.map(\.description).joined(separator: "; ") }
+        if injected.contains(where: { $0.kind == .badManifest }) {
+            faultHeaders[.contentType] = "application/json"
+            return Response(
+                status: .ok,
+                headers: faultHeaders,
+                body: ResponseBody(byteBuffer: ByteBuffer(string: #"{"assetPacks": [{"id": "#))
+            )
+        }
+        let stale = injected.contains { $0.kind == .staleManifest }
+        let body = try catalog.snapshot.manifest(baseURL: base, stale: stale).encoded()
         let etag = "\"\(FileDigest.sha256(of: body).prefix(32))\""
         var headers: HTTPFields = [.contentType: "application/json", .eTag: etag, .cacheControl: "no-cache"]
+        headers.append(contentsOf: faultHeaders)
         if matches(request.headers[.ifNoneMatch], etag: etag) {
             headers[.contentLength] = nil
             return Response(status: .notModified, headers: headers)
@@ -51,6 +65,36 @@ struct PackController<Context: RequestContext> {
             .cacheControl: "no-cache",
         ]
         if let name = HTTPField.Name("X-Asset-Pack-Version") { headers[name] = String(pack.version) }
+        let injected = faults.draw(pack: id)
+        if !injected.isEmpty { headers[.mockFault] = injected.map(\.description).joined(separator: "; ") }
+        var plan = FaultyBodyWriter.Plan()
+        var ignoreRanges = false
+        for rule in injected {
+            switch rule.kind {
+            case .status(let code, let retryAfter):
+                var errorHeaders: HTTPFields = [.mockFault: rule.description]
+                if let retryAfter { errorHeaders[.retryAfter] = String(retryAfter) }
+                return JSONErrorMiddleware<Context>.response(
+                    HTTPResponse.Status(code: code),
+                    code: "injectedFault",
+                    message: "ba-mock answers \(code) on purpose (fault \(rule))",
+                    headers: errorHeaders
+                )
+            case .latency(let milliseconds): try await Task.sleep(for: .milliseconds(milliseconds))
+            case .noRanges: ignoreRanges = true
+            case .wrongLength:
+                ignoreRanges = true
+                plan.extraByte = true
+            case .resetAfter(let bytes): plan.cutAfter = bytes
+            case .truncate: plan.cutAfter = -1  // half of whatever is sent, set below
+            case .corrupt(let offset): plan.corruptAt = offset
+            case .throttle(let rate): plan.bytesPerSecond = rate
+            case .stall(let seconds):
+                plan.stallAt = -1
+                plan.stallSeconds = seconds
+            case .staleManifest, .badManifest: break
+            }
+        }
 
         if let ifNoneMatch = request.headers[.ifNoneMatch] {
             if matches(ifNoneMatch, etag: pack.etag) { return Response(status: .notModified, headers: headers) }
@@ -58,14 +102,14 @@ struct PackController<Context: RequestContext> {
             return Response(status: .notModified, headers: headers)
         }
 
-        var range = ByteRange.parse(request.headers[.range], size: size)
+        var range = ignoreRanges ? .full : ByteRange.parse(request.headers[.range], size: size)
         if range != .full, let ifRange = request.headers[.ifRange], !ifRangeHolds(ifRange, pack: pack) {
             range = .full  // the client's partial copy is of another version: send it all again
         }
         switch range {
         case .full:
             let body = try await fileIO.loadFile(path: pack.archive.string, range: 0...Int(size - 1), context: context)
-            return Response(status: .ok, headers: headers, body: body)
+            return Response(status: .ok, headers: headers, body: Self.misbehave(body, plan, firstByte: 0))
         case .partial(let bytes):
             headers[.contentRange] = "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(size)"
             let body = try await fileIO.loadFile(
@@ -73,7 +117,11 @@ struct PackController<Context: RequestContext> {
                 range: Int(bytes.lowerBound)...Int(bytes.upperBound),
                 context: context
             )
-            return Response(status: .partialContent, headers: headers, body: body)
+            return Response(
+                status: .partialContent,
+                headers: headers,
+                body: Self.misbehave(body, plan, firstByte: Int(bytes.lowerBound))
+            )
         case .unsatisfiable:
             throw AssetPackServerError(
                 code: .rangeNotSatisfiable,
@@ -82,6 +130,23 @@ struct PackController<Context: RequestContext> {
                     + "Fix: ask for bytes 0 to \(size - 1)",
                 contentRange: "bytes */\(size)"
             )
+        }
+    }
+
+    /// Wraps a body in the faults of `plan`; offsets in the plan are pack offsets, `firstByte` is where the
+    /// body starts in the pack.
+    private static func misbehave(_ body: ResponseBody, _ plan: FaultyBodyWriter.Plan, firstByte: Int) -> ResponseBody {
+        guard !plan.isEmpty else { return body }
+        let length = body.contentLength ?? 0
+        var plan = plan
+        if plan.cutAfter == -1 { plan.cutAfter = length / 2 }
+        if plan.stallAt == -1 { plan.stallAt = length / 2 }
+        if let corruptAt = plan.corruptAt {
+            plan.corruptAt = (firstByte...(firstByte + length - 1)).contains(corruptAt) ? corruptAt - firstByte : nil
+        }
+        let faulty = plan
+        return ResponseBody(contentLength: length + (faulty.extraByte ? 1 : 0)) { writer in
+            try await body.write(FaultyBodyWriter(base: writer, plan: faulty))
         }
     }
 
@@ -101,4 +166,9 @@ struct PackController<Context: RequestContext> {
         if value.hasPrefix("W/") { return false }
         return HTTPDate.parse(value) == pack.lastModified
     }
+}
+
+extension HTTPField.Name {
+    /// Names the faults injected into a response (also written on the request line).
+    static var mockFault: Self { Self("X-Mock-Fault") ?? .via }  // the literal is a valid token
 }

@@ -49,6 +49,14 @@ public struct ServedPack: Sendable, Hashable {
 public struct CatalogSnapshot: Sendable, Hashable {
     /// The packs, sorted by ID.
     public var packs: [ServedPack]
+    /// Each pack's previously published version, for the `stale-manifest` fault.
+    public var previous: [String: ServedPack] = [:]
+
+    /// Creates a snapshot.
+    public init(packs: [ServedPack], previous: [String: ServedPack] = [:]) {
+        self.packs = packs
+        self.previous = previous
+    }
 
     /// The pack with this ID, if published.
     public func pack(withID id: String) -> ServedPack? {
@@ -56,7 +64,17 @@ public struct CatalogSnapshot: Sendable, Hashable {
     }
 
     /// The download manifest for these packs.
-    public func manifest(baseURL: String) -> DownloadManifest {
-        DownloadManifest(assetPacks: packs.map { $0.manifestEntry(baseURL: baseURL) })
+    /// - Parameters:
+    ///   - baseURL: Written before `assets/<id>`.
+    ///   - stale: Describe each pack by its previous version (where it has one) while the URL serves the
+    ///     current bytes, as a lagging CDN would.
+    public func manifest(baseURL: String, stale: Bool = false) -> DownloadManifest {
+        DownloadManifest(
+            assetPacks: packs.map { pack in
+                var entry = (stale ? previous[pack.id] ?? pack : pack).manifestEntry(baseURL: baseURL)
+                entry.url = pack.manifestEntry(baseURL: baseURL).url
+                return entry
+            }
+        )
     }
 }

@@ -62,7 +62,8 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
             method: request.method.rawValue,
             path: request.uri.path,
             range: request.headers[.range],
-            status: response.status.code
+            status: response.status.code,
+            fault: response.headers[.mockFault]
         )
         if request.method == .head {
             // The router answers HEAD from the GET handler and drops its body: log now, no body will follow.
@@ -95,6 +96,7 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
         var path: String
         var range: String?
         var status: Int
+        var fault: String?
 
         func render(bytes: Int, elapsed: Duration, json: Bool, aborted: String?) -> String {
             let milliseconds =
@@ -107,6 +109,7 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
                     "method": method, "path": path, "status": status, "bytes": bytes, "ms": ms,
                 ]
                 if let range { object["range"] = range }
+                if let fault { object["fault"] = fault }
                 if let aborted { object["aborted"] = aborted }
                 let data =
                     (try? JSONSerialization.data(
@@ -116,6 +119,7 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
                 return String(decoding: data, as: UTF8.self)
             }
             var text = "\(method) \(path) \(range ?? "-") \(status) \(bytes)B \(ms)ms"
+            if let fault { text += " fault=\(fault)" }
             if let aborted { text += " aborted: \(aborted)" }
             return text
         }

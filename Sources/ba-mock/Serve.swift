@@ -51,6 +51,18 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Write request lines as JSON objects, one per line.")
     var jsonLog = false
 
+    @Option(
+        name: .customLong("fault"),
+        help: ArgumentHelp(
+            "Misbehave on purpose: reset-after=BYTES, truncate, corrupt=OFFSET, wrong-length, status=CODE[,retry-after=S], latency=MS, throttle=BYTES_PER_SEC, stall=SECONDS, no-ranges, stale-manifest, bad-manifest; then ,pack=ID ,nth=N ,p=SHARE ,times=K. Repeatable; also changed at run time through /_mock/faults.",
+            valueName: "RULE"
+        )
+    )
+    var faults: [String] = []
+
+    @Option(help: "Seed for faults with p=, so that a run can be replayed. (default: random, printed)")
+    var seed: UInt64?
+
     @OptionGroup var build: BuildOptions
 
     func validate() throws {
@@ -63,6 +75,13 @@ struct Serve: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard watchInterval >= 0 else { throw ValidationError("--watch-interval must be 0 or more seconds") }
         _ = try PackVersionPin.parse(packVersions)
+        for fault in faults {
+            do {
+                _ = try FaultRule(parsing: fault)
+            } catch let error as AssetPackServerError {
+                throw ValidationError(error.message)
+            }
+        }
     }
 
     func run() async throws {
@@ -80,6 +99,13 @@ struct Serve: AsyncParsableCommand {
             } else { .none }
         let tls = try TLSSetup.make(mode: tlsMode, host: host, stateFolder: assetFolder.stateFolder)
         let jsonLog = self.jsonLog
+        let plan = FaultPlan(
+            rules: try faults.map(FaultRule.init(parsing:)),
+            seed: seed ?? UInt64.random(in: 0...UInt64.max)
+        )
+        if !plan.rules.isEmpty {
+            Console.err("faults: \(plan.rules.map(\.description).joined(separator: "; ")) (seed \(plan.seed))")
+        }
         let configuration = ServerConfiguration(
             host: host,
             port: port,
@@ -87,7 +113,8 @@ struct Serve: AsyncParsableCommand {
             jsonLog: jsonLog,
             watchInterval: watchInterval > 0 ? .milliseconds(Int64(watchInterval * 1000)) : nil,
             requestLog: { Console.out($0) },
-            eventLog: { Console.err($0) }
+            eventLog: { Console.err($0) },
+            faults: plan
         )
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { url in
             Console.out(url)

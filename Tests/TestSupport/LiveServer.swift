@@ -9,7 +9,6 @@ import NIOSSL
 import ServiceLifecycle
 import Synchronization
 import SystemPackage
-import TestSupport
 
 /// A real `ba-mock` server on 127.0.0.1, port 0, over a real asset folder, for one test.
 public struct LiveServer: Sendable {
@@ -30,6 +29,7 @@ public struct LiveServer: Sendable {
         tls: TLSSetup? = nil,
         pinnedVersions: [String: Int] = [:],
         jsonLog: Bool = false,
+        faults: FaultPlan = FaultPlan(seed: 1),
         _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
         let catalog = try PackCatalog(
@@ -48,7 +48,8 @@ public struct LiveServer: Sendable {
             jsonLog: jsonLog,
             watchInterval: nil,
             requestLog: { line in lines.append(line) },
-            eventLog: { _ in }
+            eventLog: { _ in },
+            faults: faults
         )
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { url in
             continuation.yield(url)
@@ -91,15 +92,21 @@ public struct LiveServer: Sendable {
         _ path: String,
         method: HTTPMethod = .GET,
         headers: [(String, String)] = [],
+        body: String? = nil,
         client: HTTPClient = .shared,
         timeout: TimeAmount = .seconds(30)
     ) async throws -> Fetched {
         var request = HTTPClientRequest(url: url + path)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(string: body)) }
         let response = try await client.execute(request, timeout: timeout)
-        let body = try await response.body.collect(upTo: 256 << 20)
-        return Fetched(status: Int(response.status.code), headers: response.headers, body: Data(body.readableBytesView))
+        let collected = try await response.body.collect(upTo: 256 << 20)
+        return Fetched(
+            status: Int(response.status.code),
+            headers: response.headers,
+            body: Data(collected.readableBytesView)
+        )
     }
 
     public func manifest() async throws -> DownloadManifest {

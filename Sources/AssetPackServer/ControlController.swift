@@ -1,0 +1,109 @@
+import AssetPackFormat
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// The request context of `ba-mock`: Hummingbird's core storage plus the peer's address, which the
+/// control endpoint checks.
+public struct MockRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The connected peer.
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.remoteAddress = source.channel.remoteAddress
+    }
+}
+
+/// `/_mock/...`: change faults, versions and obsolete packs while serving, from this machine only.
+///
+/// ```
+/// GET    /_mock/faults                       the rules in force and the seed
+/// POST   /_mock/faults        (body: a rule) add a rule, e.g. reset-after=65536,pack=Levels
+/// DELETE /_mock/faults                       remove every rule
+/// PUT    /_mock/packs/<id>/version/<n>       publish pack <id> at version <n>
+/// PUT    /_mock/packs/<id>/obsolete          stop publishing it (clients see it as obsolete)
+/// DELETE /_mock/packs/<id>/obsolete          publish it again
+/// ```
+struct ControlController {
+    let catalog: PackCatalog
+    let faults: FaultPlan
+
+    func addRoutes(to router: Router<MockRequestContext>) {
+        let group = router.group("_mock").add(middleware: LoopbackOnlyMiddleware())
+        group.get("faults", use: listFaults)
+        group.post("faults", use: addFault)
+        group.delete("faults", use: clearFaults)
+        group.put("packs/{id}/version/{version}", use: setVersion)
+        group.put("packs/{id}/obsolete") { _, context in try await setObsolete(context, true) }
+        group.delete("packs/{id}/obsolete") { _, context in try await setObsolete(context, false) }
+    }
+
+    @Sendable func listFaults(_ request: Request, context: MockRequestContext) async throws -> Response {
+        json(["faults": faults.rules.map(\.description), "seed": faults.seed])
+    }
+
+    @Sendable func addFault(_ request: Request, context: MockRequestContext) async throws -> Response {
+        let body = try await request.body.collect(upTo: 4096)
+        let rule = try FaultRule(parsing: String(buffer: body).trimmingCharacters(in: .whitespacesAndNewlines))
+        faults.add(rule)
+        return json(["added": rule.description, "faults": faults.rules.map(\.description)], status: .created)
+    }
+
+    @Sendable func clearFaults(_ request: Request, context: MockRequestContext) async throws -> Response {
+        faults.clear()
+        return json(["faults": [String]()])
+    }
+
+    @Sendable func setVersion(_ request: Request, context: MockRequestContext) async throws -> Response {
+        let id = context.parameters.get("id") ?? ""
+        guard let version = context.parameters.get("version").flatMap(Int.init), version >= 0 else {
+            throw AssetPackServerError(
+                code: .invalidOption,
+                message: "the version must be a whole number, e.g. /version/7"
+            )
+        }
+        try await catalog.setVersion(version, forPackWithID: id)
+        return json(["id": id, "version": version])
+    }
+
+    private func setObsolete(_ context: MockRequestContext, _ obsolete: Bool) async throws -> Response {
+        let id = context.parameters.get("id") ?? ""
+        try await catalog.setObsolete(obsolete, packWithID: id)
+        return json(["id": id, "obsolete": obsolete])
+    }
+
+    private func json(_ object: [String: Any], status: HTTPResponse.Status = .ok) -> Response {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data))
+        )
+    }
+}
+
+/// Refuses the control endpoint to any peer outside the loopback range (127.0.0.0/8, ::1).
+struct LoopbackOnlyMiddleware: RouterMiddleware {
+    func handle(
+        _ request: Request,
+        context: MockRequestContext,
+        next: (Request, MockRequestContext) async throws -> Response
+    ) async throws -> Response {
+        guard Self.isLoopback(context.remoteAddress) else {
+            return JSONErrorMiddleware<MockRequestContext>.response(
+                .forbidden,
+                code: "forbidden",
+                message: "the control endpoint answers requests from this machine (loopback) only"
+            )
+        }
+        return try await next(request, context)
+    }
+
+    static func isLoopback(_ address: SocketAddress?) -> Bool {
+        guard let ip = address?.ipAddress else { return false }
+        return ip.hasPrefix("127.") || ip == "::1" || ip.hasPrefix("::ffff:127.")
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+
+/// One way for `ba-mock` to misbehave on purpose, with where and when it applies.
+///
+/// Written as comma-separated `key=value` items, the fault first:
+/// `reset-after=65536`, `status=503,retry-after=2,pack=Levels`, `corrupt=100,nth=1`, `latency=200,p=0.5`.
+/// `pack=ID` limits it to one pack (default: every pack), `nth=N` to the Nth matching request only, `p=P` to a
+/// share of requests (drawn from `--seed`), `times=K` to at most K injections.
+public struct FaultRule: Sendable, Hashable, CustomStringConvertible {
+    /// What goes wrong.
+    public enum Kind: Sendable, Hashable {
+        /// Close the connection after this many body bytes.
+        case resetAfter(Int)
+        /// Promise the whole body in the headers, send half of it, close.
+        case truncate
+        /// Flip the byte at this offset of the pack.
+        case corrupt(Int)
+        /// Send a `Content-Length` (and body) one byte longer than the manifest's size.
+        case wrongLength
+        /// Answer this HTTP status (with `Retry-After` when given).
+        case status(Int, retryAfter: Int?)
+        /// Wait this many milliseconds before the first byte.
+        case latency(Int)
+        /// Send at most this many bytes per second.
+        case throttle(Int)
+        /// Stop for this many seconds halfway through the body.
+        case stall(Int)
+        /// Ignore `Range` and answer 200 with the whole pack.
+        case noRanges
+        /// Publish each pack's previous version in the manifest while serving the current bytes.
+        case staleManifest
+        /// Answer the manifest with invalid JSON.
+        case badManifest
+    }
+
+    /// What goes wrong.
+    public var kind: Kind
+    /// The pack it is limited to, or `nil` for every pack.
+    public var pack: String?
+    /// Only the Nth matching request (1-based), or `nil`.
+    public var nth: Int?
+    /// The share of matching requests it applies to, or `nil` for all.
+    public var probability: Double?
+    /// At most this many injections, or `nil`.
+    public var times: Int?
+
+    /// Whether the rule is about the manifest rather than pack downloads.
+    public var targetsManifest: Bool {
+        switch kind {
+        case .staleManifest, .badManifest: true
+        default: false
+        }
+    }
+
+    public var description: String {
+        var parts: [String] = []
+        switch kind {
+        case .resetAfter(let bytes): parts.append("reset-after=\(bytes)")
+        case .truncate: parts.append("truncate")
+        case .corrupt(let offset): parts.append("corrupt=\(offset)")
+        case .wrongLength: parts.append("wrong-length")
+        case .status(let code, let retryAfter):
+            parts.append("status=\(code)")
+            if let retryAfter { parts.append("retry-after=\(retryAfter)") }
+        case .latency(let ms): parts.append("latency=\(ms)")
+        case .throttle(let rate): parts.append("throttle=\(rate)")
+        case .stall(let seconds): parts.append("stall=\(seconds)")
+        case .noRanges: parts.append("no-ranges")
+        case .staleManifest: parts.append("stale-manifest")
+        case .badManifest: parts.append("bad-manifest")
+        }
+        if let pack { parts.append("pack=\(pack)") }
+        if let nth { parts.append("nth=\(nth)") }
+        if let probability { parts.append("p=\(probability)") }
+        if let times { parts.append("times=\(times)") }
+        return parts.joined(separator: ",")
+    }
+
+    /// Parses a rule.
+    /// - Throws: ``AssetPackServerError`` with code `.invalidOption` naming the item and the accepted forms.
+    public init(parsing text: String) throws {
+        let usage =
+            "write e.g. reset-after=65536, truncate, corrupt=100, wrong-length, status=503[,retry-after=2], "
+            + "latency=200, throttle=1048576, stall=3, no-ranges, stale-manifest, bad-manifest; then optionally "
+            + ",pack=ID ,nth=N ,p=0.25 ,times=K"
+        func fail(_ problem: String) -> AssetPackServerError {
+            AssetPackServerError(code: .invalidOption, message: "fault \"\(text)\": \(problem). Fix: \(usage)")
+        }
+        var items = text.split(separator: ",").map { item -> (String, String?) in
+            let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            return (parts[0], parts.count > 1 ? parts[1] : nil)
+        }
+        guard !items.isEmpty else { throw fail("it is empty") }
+        let (name, value) = items.removeFirst()
+        func number(_ value: String?, _ key: String, min: Int = 0) throws -> Int {
+            guard let value, let parsed = Int(value), parsed >= min else {
+                throw fail("\(key) needs a whole number of at least \(min)")
+            }
+            return parsed
+        }
+        var retryAfter: Int?
+        if let index = items.firstIndex(where: { $0.0 == "retry-after" }) {
+            retryAfter = try number(items.remove(at: index).1, "retry-after")
+        }
+        switch name {
+        case "reset-after": kind = .resetAfter(try number(value, name))
+        case "truncate": kind = .truncate
+        case "corrupt": kind = .corrupt(try number(value, name))
+        case "wrong-length": kind = .wrongLength
+        case "status":
+            let code = try number(value, name, min: 100)
+            guard code <= 599 else { throw fail("status must be 100 to 599") }
+            kind = .status(code, retryAfter: retryAfter)
+        case "latency": kind = .latency(try number(value, name))
+        case "throttle": kind = .throttle(try number(value, name, min: 1))
+        case "stall": kind = .stall(try number(value, name))
+        case "no-ranges": kind = .noRanges
+        case "stale-manifest": kind = .staleManifest
+        case "bad-manifest": kind = .badManifest
+        default: throw fail("\"\(name)\" is not a fault")
+        }
+        if retryAfter != nil, case .status = kind {
+        } else if retryAfter != nil {
+            throw fail("retry-after goes with status=CODE")
+        }
+        for (key, value) in items {
+            switch key {
+            case "pack":
+                guard let value, !value.isEmpty else { throw fail("pack needs an ID") }
+                pack = value
+            case "nth": nth = try number(value, key, min: 1)
+            case "times": times = try number(value, key, min: 1)
+            case "p":
+                guard let value, let share = Double(value), (0...1).contains(share) else {
+                    throw fail("p needs a share from 0 to 1")
+                }
+                probability = share
+            default: throw fail("\"\(key)\" is not a rule option")
+            }
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import AssetPackFormat
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SystemPackage
+import TestSupport
+import Testing
+
+@testable import AssetPackServer
+
+@Suite("Faults on purpose")
+struct FaultTests {
+    @Test(arguments: [
+        ("reset-after=100,pack=Levels,nth=2", "reset-after=100,pack=Levels,nth=2"),
+        ("status=503, retry-after=2", "status=503,retry-after=2"),
+        ("latency=50,p=0.5,times=3", "latency=50,p=0.5,times=3"),
+        ("bad-manifest", "bad-manifest"),
+    ])
+    func rulesParseAndPrint(_ text: String, _ printed: String) throws {
+        #expect(try FaultRule(parsing: text).description == printed)
+    }
+
+    @Test(arguments: [
+        ("explode", "is not a fault"), ("reset-after", "needs a whole number"), ("status=99", "at least 100"),
+        ("latency=5,p=2", "share from 0 to 1"), ("truncate,retry-after=3", "goes with status"),
+        ("truncate,color=red", "is not a rule option"),
+    ])
+    func badRulesSayWhatIsWrong(_ text: String, _ problem: String) {
+        let error = #expect(throws: AssetPackServerError.self) { try FaultRule(parsing: text) }
+        #expect(error?.message.contains(problem) == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("Fix: ") == true)
+    }
+
+    @Test func nthTimesAndProbabilityAreReplayable() throws {
+        let rules = [try FaultRule(parsing: "truncate,nth=2"), try FaultRule(parsing: "latency=1,p=0.5")]
+        func run() -> [[String]] {
+            let plan = FaultPlan(rules: rules, seed: 42)
+            return (0..<20).map { _ in plan.draw(pack: "A").map(\.description) }
+        }
+        let first = run()
+        #expect(first == run())  // the same seed gives the same faults
+        #expect(first.filter { $0.contains("truncate,nth=2") }.count == 1)
+        #expect(first[1].contains("truncate,nth=2"))
+        let latencies = first.filter { $0.contains("latency=1,p=0.5") }.count
+        #expect(latencies > 3 && latencies < 17)
+        let limited = FaultPlan(rules: [try FaultRule(parsing: "status=500,times=2")], seed: 1)
+        #expect((0..<5).map { _ in limited.draw(pack: "A").count } == [1, 1, 0, 0, 0])
+        #expect(FaultPlan(rules: [try FaultRule(parsing: "no-ranges,pack=B")], seed: 1).draw(pack: "A").isEmpty)
+    }
+
+    func withFault<T: Sendable>(_ rule: String, _ body: @Sendable (LiveServer, Scratch) async throws -> T) async throws
+        -> T
+    {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let plan = FaultPlan(rules: [try FaultRule(parsing: rule)], seed: 7)
+        return try await LiveServer.with(folder: scratch.root, faults: plan) { server in try await body(server, scratch)
+        }
+    }
+
+    @Test func resetAfterAndTruncateCutTheBody() async throws {
+        for rule in ["reset-after=1000,pack=Tutorial", "truncate,pack=Tutorial"] {
+            try await withFault(rule) { server, scratch in
+                let size = try scratch.archive(of: "Tutorial", in: server.catalog).count
+                await #expect(throws: (any Error).self, "\(rule)") { _ = try await server.get("/assets/Tutorial") }
+                try await Task.sleep(for: .milliseconds(50))
+                let line = try #require(server.requestLines.withLock { $0.first })
+                let expected = rule.hasPrefix("reset") ? 1000 : size / 2
+                #expect(line.contains(" 200 \(expected)B "), "\(line)")
+                #expect(line.contains("fault=\(rule)"), "\(line)")
+                #expect(try await server.get("/assets/Levels").status == 200)  // other packs are fine
+            }
+        }
+    }
+
+    @Test func corruptFlipsOneByte() async throws {
+        try await withFault("corrupt=5000,pack=Tutorial") { server, scratch in
+            let archive = try scratch.archive(of: "Tutorial", in: server.catalog)
+            let fetched = try await server.get("/assets/Tutorial")
+            #expect(fetched.body.count == archive.count)
+            let differing = zip(fetched.body, archive).enumerated().filter { $0.element.0 != $0.element.1 }.map(
+                \.offset
+            )
+            #expect(differing == [5000])
+            // A range that holds the offset is corrupted at the same pack offset.
+            let ranged = try await server.get("/assets/Tutorial", headers: [("Range", "bytes=4000-5999")])
+            #expect(ranged.body[1000] == archive[5000] ^ 0xFF)
+        }
+    }
+
+    @Test func wrongLengthStatusAndNoRanges() async throws {
+        try await withFault("wrong-length,pack=Tutorial") { server, scratch in
+            let size = try scratch.archive(of: "Tutorial", in: server.catalog).count
+            let fetched = try await server.get("/assets/Tutorial")
+            #expect(fetched.header("Content-Length") == String(size + 1))
+            #expect(fetched.body.count == size + 1)
+        }
+        try await withFault("status=503,retry-after=2,pack=Levels") { server, _ in
+            let fetched = try await server.get("/assets/Levels")
+            #expect(fetched.status == 503)
+            #expect(fetched.header("Retry-After") == "2")
+            #expect(fetched.errorCode == "injectedFault")
+        }
+        try await withFault("no-ranges") { server, scratch in
+            let fetched = try await server.get("/assets/Levels", headers: [("Range", "bytes=0-9")])
+            #expect(fetched.status == 200)
+            #expect(fetched.body == (try scratch.archive(of: "Levels", in: server.catalog)))
+        }
+    }
+
+    @Test func latencyThrottleAndStallTakeTime() async throws {
+        for (rule, atLeast) in [
+            ("latency=300", 0.3), ("throttle=200000,pack=Tutorial", 0.8), ("stall=1,pack=Tutorial", 1.0),
+        ] {
+            try await withFault(rule) { server, _ in
+                let start = ContinuousClock.now
+                let fetched = try await server.get("/assets/Tutorial")
+                let elapsed = ContinuousClock.now - start
+                #expect(fetched.status == 200)
+                #expect(elapsed >= .milliseconds(Int(atLeast * 1000)), "\(rule): \(elapsed)")
+            }
+        }
+    }
+
+    @Test func manifestFaults() async throws {
+        try await withFault("bad-manifest,nth=1") { server, _ in
+            let bad = try await server.get("/manifest")
+            #expect(bad.status == 200)
+            #expect(bad.header("X-Mock-Fault") == "bad-manifest,nth=1")
+            #expect((try? JSONSerialization.jsonObject(with: bad.body)) == nil)
+            #expect(try await server.manifest().assetPacks.count == 3)  // only the first one
+        }
+        try await withFault("stale-manifest") { server, scratch in
+            let before = try #require(server.catalog.snapshot.pack(withID: "Textures"))
+            try scratch.write("Textures/rock.ktx2", Scratch.noise(50_000, seed: 8))
+            try await server.catalog.refresh()
+            let entry = try #require(try await server.manifest().assetPacks.first { $0.id == "Textures" })
+            #expect(entry.version == 1)  // lags by one version
+            #expect(entry.sha256 == before.sha256)
+            let served = try await server.get("/assets/Textures")
+            #expect(served.header("X-Asset-Pack-Version") == "2")
+        }
+    }
+
+    @Test func controlEndpointChangesFaultsVersionsAndObsoletePacks() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            let added = try await server.get("/_mock/faults", method: .POST, body: "status=500,pack=Levels")
+            #expect(added.status == 201)
+            #expect(try await server.get("/assets/Levels").status == 500)
+            let bad = try await server.get("/_mock/faults", method: .POST, body: "nonsense")
+            #expect(bad.status == 500 || bad.status == 400)
+            #expect(String(decoding: bad.body, as: UTF8.self).contains("is not a fault"))
+            #expect(try await server.get("/_mock/faults", method: .DELETE).status == 200)
+            #expect(try await server.get("/assets/Levels").status == 200)
+
+            #expect(try await server.get("/_mock/packs/Levels/version/5", method: .PUT).status == 200)
+            #expect(try await server.manifest().assetPacks.first { $0.id == "Levels" }?.version == 5)
+            #expect(try await server.get("/_mock/packs/Levels/obsolete", method: .PUT).status == 200)
+            #expect(try await server.manifest().assetPacks.map(\.id) == ["Textures", "Tutorial"])
+            #expect(try await server.get("/assets/Levels").status == 404)
+            #expect(try await server.get("/_mock/packs/Levels/obsolete", method: .DELETE).status == 200)
+            #expect(try await server.manifest().assetPacks.count == 3)
+            #expect(try await server.get("/_mock/packs/Nope/obsolete", method: .PUT).status == 404)
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(server.requestLines.withLock { $0 }.contains { $0.contains("fault=status=500,pack=Levels") })
+        }
+    }
+
+    @Test func controlEndpointIsLoopbackOnly() throws {
+        #expect(LoopbackOnlyMiddleware.isLoopback(try SocketAddress(ipAddress: "127.0.0.1", port: 1)))
+        #expect(LoopbackOnlyMiddleware.isLoopback(try SocketAddress(ipAddress: "127.9.8.7", port: 1)))
+        #expect(LoopbackOnlyMiddleware.isLoopback(try SocketAddress(ipAddress: "::1", port: 1)))
+        #expect(!LoopbackOnlyMiddleware.isLoopback(try SocketAddress(ipAddress: "10.0.0.1", port: 1)))
+        #expect(!LoopbackOnlyMiddleware.isLoopback(try SocketAddress(ipAddress: "192.168.1.2", port: 1)))
+        #expect(!LoopbackOnlyMiddleware.isLoopback(try SocketAddress(ipAddress: "fe80::1", port: 1)))
+        #expect(!LoopbackOnlyMiddleware.isLoopback(nil))
+    }
+}
