@@ -42,6 +42,10 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
     public var assetPackID: String?
     /// The error underneath, if any.
     public var cause: (any Error & Sendable)?
+    /// The HTTP status the server answered, for `.httpStatus` errors.
+    public var httpStatus: Int?
+    /// How long the server asked to wait (`Retry-After`), if it did.
+    var retryAfter: Duration?
 
     /// Creates an error.
     public init(code: Code, message: String, assetPackID: String? = nil, cause: (any Error & Sendable)? = nil) {

@@ -62,6 +62,7 @@ public actor AssetPackManager {
     public nonisolated let store: AppGroupStore
     private let client: HTTPClient
     private let downloader: PackDownloader
+    private let retryPolicy: RetryPolicy
     private let maxConcurrentDownloads: Int
     private let onLockWait: @Sendable (Int32?) -> Void
     private var lock: AppGroupLock?
@@ -76,8 +77,9 @@ public actor AssetPackManager {
     ///   - appGroup: The app-group directory (created if needed).
     ///   - client: The HTTP client (give one that trusts a `ba-mock --tls-self-signed` CA for HTTPS).
     ///   - maxConcurrentDownloads: How many packs download at once.
-    ///   - attempts: How many times one download is tried, resuming each time.
+    ///   - retryPolicy: How failed downloads are retried (resuming each time).
     ///   - timeout: The deadline of one HTTP request, body included.
+    ///   - stallTimeout: How long a download may receive nothing before it is cut and resumed.
     ///   - onLockWait: Called with the holder's PID when another process holds the app group.
     /// - Throws: ``AssetPackClientError`` with code `.io` when the app group cannot be created.
     public init(
@@ -85,27 +87,40 @@ public actor AssetPackManager {
         appGroup: FilePath,
         client: HTTPClient = .shared,
         maxConcurrentDownloads: Int = 3,
-        attempts: Int = 3,
+        retryPolicy: RetryPolicy = RetryPolicy(),
         timeout: TimeAmount = .minutes(30),
+        stallTimeout: Duration = .seconds(30),
         onLockWait: @escaping @Sendable (Int32?) -> Void = { _ in }
     ) throws {
         self.server = server
         self.store = try AppGroupStore(root: appGroup)
         self.client = client
-        self.downloader = PackDownloader(client: client, store: store, attempts: attempts, timeout: timeout)
+        self.downloader = PackDownloader(
+            client: client,
+            store: store,
+            policy: retryPolicy,
+            timeout: timeout,
+            stallTimeout: stallTimeout
+        )
+        self.retryPolicy = retryPolicy
         self.maxConcurrentDownloads = max(1, maxConcurrentDownloads)
         self.onLockWait = onLockWait
     }
 
     /// An HTTP client suited to the manager: connection attempts give up after `connectTimeout`, and a CA
     /// file (such as `ba-mock serve --tls-self-signed` prints) can be trusted. The caller shuts it down.
-    public static func makeHTTPClient(trusting caFile: String? = nil, connectTimeout: TimeAmount = .seconds(5))
-        -> HTTPClient
-    {
+    /// A read that waits longer than `readTimeout` for the next bytes fails, so a stalled download is caught
+    /// and resumed.
+    public static func makeHTTPClient(
+        trusting caFile: String? = nil,
+        connectTimeout: TimeAmount = .seconds(5),
+        readTimeout: TimeAmount = .seconds(30)
+    ) -> HTTPClient {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.trustRoots = .file(caFile) }
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
         configuration.timeout.connect = connectTimeout
+        configuration.timeout.read = readTimeout
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
@@ -113,20 +128,39 @@ public actor AssetPackManager {
 
     private var manifestURL: URL { server.appendingPathComponent("manifest") }
 
-    /// Every pack the server lists, by ID.
+    /// Every pack the server lists, by ID; transient failures are retried as downloads are.
     func fetchManifest() async throws -> [String: AssetPack] {
         let url = manifestURL
-        let body: ByteBuffer
+        var failures = 0
+        var body: ByteBuffer?
+        while body == nil {
+            do {
+                body = try await fetchManifestOnce(url)
+            } catch let error as AssetPackClientError {
+                failures += 1
+                guard case .retry(let delay) = retryPolicy.decide(error, failures: failures, mismatches: 0) else {
+                    throw error
+                }
+                try await Task.sleep(for: delay)
+            }
+        }
+        return try decodeManifest(body ?? ByteBuffer(), url: url)
+    }
+
+    private func fetchManifestOnce(_ url: URL) async throws -> ByteBuffer {
         do {
             let response = try await client.execute(HTTPClientRequest(url: url.absoluteString), timeout: .seconds(60))
             guard response.status.code == 200 else {
-                throw AssetPackClientError(
+                var error = AssetPackClientError(
                     code: .httpStatus,
                     message:
                         "\(url) answered \(response.status.code) \(response.status.reasonPhrase). Fix: check --server"
                 )
+                error.httpStatus = Int(response.status.code)
+                error.retryAfter = RetryPolicy.retryAfter(response.headers.first(name: "Retry-After"))
+                throw error
             }
-            body = try await response.body.collect(upTo: 64 << 20)
+            return try await response.body.collect(upTo: 64 << 20)
         } catch let error as AssetPackClientError {
             throw error
         } catch {
@@ -136,6 +170,9 @@ public actor AssetPackManager {
                 cause: error
             )
         }
+    }
+
+    private func decodeManifest(_ body: ByteBuffer, url: URL) throws -> [String: AssetPack] {
         let manifest: DownloadManifest
         do {
             manifest = try DownloadManifest.decode(Data(body.readableBytesView), source: url.absoluteString)

@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Synchronization
 import SystemPackage
 
 /// Progress of one download, in bytes.
@@ -19,9 +20,12 @@ public struct DownloadProgress: Sendable, Hashable {
 struct PackDownloader: Sendable {
     let client: HTTPClient
     let store: AppGroupStore
-    /// Attempts within one call; each resumes from the bytes already on disk.
-    let attempts: Int
+    /// How failures are retried; each retry resumes from the bytes already on disk.
+    let policy: RetryPolicy
+    /// The deadline of one request, body included.
     let timeout: TimeAmount
+    /// How long a download may go without a byte before it counts as stalled and is resumed.
+    let stallTimeout: Duration
 
     /// What a partial file was downloading, so that a later run never splices two versions.
     private struct PartialInfo: Codable {
@@ -39,28 +43,40 @@ struct PackDownloader: Sendable {
     ///   - paused: Called when a connection broke and the download is about to resume from what is on disk.
     func download(
         _ pack: AssetPack,
-        progress: @Sendable (DownloadProgress) -> Void,
+        progress: @escaping @Sendable (DownloadProgress) -> Void,
         paused: @Sendable () -> Void = {}
     ) async throws -> FilePath {
         let path = partialFile(pack)
-        try preparePartial(pack)
-        var lastError: (any Error)?
-        for attempt in 1...max(1, attempts) {
+        var failures = 0
+        var mismatches = 0
+        while true {
+            try preparePartial(pack)
             do {
                 try await fetch(pack, into: path, progress: progress)
                 return try verify(pack, path)
-            } catch let error as AssetPackClientError where error.code == .network && attempt < attempts {
-                lastError = error
-                paused()
-                continue  // resume from what is on disk
-            } catch let error as AssetPackClientError
-                where error.code == .sizeMismatch || error.code == .digestMismatch || error.code == .httpStatus
-            {
-                discard(pack)
-                throw error
+            } catch let error as AssetPackClientError {
+                if error.code == .sizeMismatch || error.code == .digestMismatch {
+                    mismatches += 1
+                } else {
+                    failures += 1
+                }
+                switch policy.decide(error, failures: failures, mismatches: mismatches) {
+                case .fail:
+                    if error.code == .sizeMismatch || error.code == .digestMismatch || error.code == .httpStatus {
+                        discard(pack)
+                    }
+                    var final = error
+                    if failures + mismatches > 1 { final.message += " (after \(failures + mismatches) attempts)" }
+                    throw final
+                case .refetch:
+                    discard(pack)  // the bytes are bad: start over
+                    paused()
+                case .retry(let delay):
+                    paused()
+                    try await Task.sleep(for: delay)
+                }
             }
         }
-        throw lastError ?? AssetPackClientError(code: .network, message: "download of \(pack.id) failed")
     }
 
     /// Keeps a partial file only if it is of this very archive.
@@ -88,7 +104,7 @@ struct PackDownloader: Sendable {
         _ = unlink(infoFile(pack).string)
     }
 
-    private func fetch(_ pack: AssetPack, into path: FilePath, progress: @Sendable (DownloadProgress) -> Void)
+    private func fetch(_ pack: AssetPack, into path: FilePath, progress: @escaping @Sendable (DownloadProgress) -> Void)
         async throws
     {
         let fd: SystemPackage.FileDescriptor
@@ -153,41 +169,70 @@ struct PackDownloader: Sendable {
                     )
                 }
             case 404, 410:
-                throw AssetPackClientError(
+                var error = AssetPackClientError(
                     code: .httpStatus,
                     message:
                         "\(pack.url) answered \(response.status.code): pack \(pack.id) is not there; nothing was installed",
                     assetPackID: pack.id
                 )
+                error.httpStatus = Int(response.status.code)
+                throw error
             default:
-                throw AssetPackClientError(
-                    code: response.status.code >= 500 ? .network : .httpStatus,
+                var error = AssetPackClientError(
+                    code: .httpStatus,
                     message:
-                        "\(pack.url) answered \(response.status.code) \(response.status.reasonPhrase) for pack \(pack.id)",
+                        "\(pack.url) answered \(response.status.code) \(response.status.reasonPhrase) for pack "
+                        + "\(pack.id); \(offset) bytes kept to resume",
                     assetPackID: pack.id
                 )
+                error.httpStatus = Int(response.status.code)
+                error.retryAfter = RetryPolicy.retryAfter(response.headers.first(name: "Retry-After"))
+                throw error
             }
             do {
                 _ = try fd.seek(offset: offset, from: .start)
             } catch {
                 throw AssetPackClientError.io("seek in", path, error)
             }
-            var written = offset
-            progress(DownloadProgress(completed: written, total: pack.downloadSize))
+            progress(DownloadProgress(completed: offset, total: pack.downloadSize))
+            let watch = TransferWatch(written: offset)
+            let (body, stallTimeout, total) = (response.body, self.stallTimeout, pack.downloadSize)
             do {
-                for try await chunk in response.body {
-                    if written + Int64(chunk.readableBytes) > pack.downloadSize {
-                        throw AssetPackClientError(
-                            code: .sizeMismatch,
-                            message:
-                                "\(pack.url) sent more than the \(pack.downloadSize) bytes the manifest gives pack "
-                                + "\(pack.id); nothing was installed",
-                            assetPackID: pack.id
-                        )
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for try await chunk in body {
+                            let written = watch.written
+                            if written + Int64(chunk.readableBytes) > total {
+                                throw AssetPackClientError(
+                                    code: .sizeMismatch,
+                                    message:
+                                        "\(pack.url) sent more than the \(total) bytes the manifest gives pack "
+                                        + "\(pack.id); nothing was installed",
+                                    assetPackID: pack.id
+                                )
+                            }
+                            try chunk.withUnsafeReadableBytes { bytes in _ = try fd.writeAll(bytes) }
+                            watch.advance(by: Int64(chunk.readableBytes))
+                            progress(DownloadProgress(completed: watch.written, total: total))
+                        }
                     }
-                    try chunk.withUnsafeReadableBytes { bytes in _ = try fd.writeAll(bytes) }
-                    written += Int64(chunk.readableBytes)
-                    progress(DownloadProgress(completed: written, total: pack.downloadSize))
+                    group.addTask {
+                        // A stall: no byte for longer than the timeout. The read is cancelled and resumed later.
+                        while true {
+                            try await Task.sleep(for: stallTimeout / 4)
+                            if watch.idle > stallTimeout {
+                                throw AssetPackClientError(
+                                    code: .network,
+                                    message:
+                                        "download of pack \(pack.id) from \(pack.url) stalled for \(stallTimeout) at byte "
+                                        + "\(watch.written); kept to resume",
+                                    assetPackID: pack.id
+                                )
+                            }
+                        }
+                    }
+                    try await group.next()
+                    group.cancelAll()
                 }
             } catch let error as AssetPackClientError {
                 throw error
@@ -197,11 +242,12 @@ struct PackDownloader: Sendable {
                 throw AssetPackClientError(
                     code: .network,
                     message:
-                        "download of pack \(pack.id) from \(pack.url) broke off at byte \(written): \(error); kept to resume",
+                        "download of pack \(pack.id) from \(pack.url) broke off at byte \(watch.written): \(error); kept to resume",
                     assetPackID: pack.id,
                     cause: error
                 )
             }
+            let written = watch.written
             if written < pack.downloadSize {
                 throw AssetPackClientError(
                     code: .network,
@@ -236,4 +282,32 @@ struct PackDownloader: Sendable {
         }
         return path
     }
+}
+
+/// The bytes a transfer has written and when the last ones arrived, shared with its stall watchdog.
+private final class TransferWatch: Sendable {
+    private let total: Atomic<Int64>
+    private let lastProgress: Atomic<Int64>
+
+    init(written: Int64) {
+        total = Atomic(written)
+        lastProgress = Atomic(Self.now())
+    }
+
+    var written: Int64 { total.load(ordering: .relaxed) }
+
+    /// Time since the last bytes.
+    var idle: Duration { .nanoseconds(Self.now() - lastProgress.load(ordering: .relaxed)) }
+
+    func advance(by count: Int64) {
+        total.add(count, ordering: .relaxed)
+        lastProgress.store(Self.now(), ordering: .relaxed)
+    }
+
+    private static func now() -> Int64 {
+        let elapsed = ContinuousClock.now - Self.origin
+        return elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+    }
+
+    private static let origin = ContinuousClock.now
 }

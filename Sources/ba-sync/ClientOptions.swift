@@ -2,6 +2,7 @@ import ArgumentParser
 import AssetPackClient
 import AsyncHTTPClient
 import Foundation
+import NIOCore
 import SystemPackage
 
 /// Options every ba-sync command takes.
@@ -21,8 +22,19 @@ struct ClientOptions: ParsableArguments {
     @Option(help: "Packs downloaded at once.")
     var concurrency: Int = 3
 
+    @Option(
+        help:
+            "Retries of a download or the manifest after a transient failure (connection error, stall, 5xx, 429), with exponential backoff and jitter, honouring Retry-After."
+    )
+    var retries: Int = 5
+
+    @Option(help: "Seconds without a byte before a connection attempt or a download counts as stalled.")
+    var timeout: Double = 30
+
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be 1 or more") }
+        guard retries >= 0 else { throw ValidationError("--retries must be 0 or more") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be more than 0 seconds") }
     }
 
     var appGroupPath: FilePath {
@@ -57,14 +69,21 @@ struct ClientOptions: ParsableArguments {
         }
         let appGroup = try appGroupPath
         let server = try serverURL
-        let client = AssetPackManager.makeHTTPClient(trusting: caCert)
+        let milliseconds = Int64(timeout * 1000)
+        let client = AssetPackManager.makeHTTPClient(
+            trusting: caCert,
+            connectTimeout: .milliseconds(min(milliseconds, 5000)),
+            readTimeout: .milliseconds(milliseconds)
+        )
         let manager: AssetPackManager
         do {
             manager = try AssetPackManager(
                 server: server,
                 appGroup: appGroup,
                 client: client,
-                maxConcurrentDownloads: concurrency
+                maxConcurrentDownloads: concurrency,
+                retryPolicy: RetryPolicy(retries: retries),
+                stallTimeout: .milliseconds(milliseconds)
             ) { holder in
                 let who = holder.map { "ba-sync (pid \($0))" } ?? "another ba-sync"
                 Output.err("waiting for \(who), which holds \(appGroup)/.ba-sync/lock")

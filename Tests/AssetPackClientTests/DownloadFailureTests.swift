@@ -171,7 +171,8 @@ struct DownloadFailureTests {
         let manager = try AssetPackManager(
             server: URL(string: "http://127.0.0.1:\(port)")!,
             appGroup: scratch.root.appending("AppGroup"),
-            client: client
+            client: client,
+            retryPolicy: RetryPolicy(retries: 0)
         )
         let error = await #expect(throws: AssetPackClientError.self) { try await manager.assetPack(withID: "X") }
         try await client.shutdown()

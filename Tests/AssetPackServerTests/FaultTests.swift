@@ -64,7 +64,7 @@ struct FaultTests {
             try await withFault(rule) { server, scratch in
                 let size = try scratch.archive(of: "Tutorial", in: server.catalog).count
                 await #expect(throws: (any Error).self, "\(rule)") { _ = try await server.get("/assets/Tutorial") }
-                try await Task.sleep(for: .milliseconds(50))
+                try await waitForLines(server, count: 1)
                 let line = try #require(server.requestLines.withLock { $0.first })
                 let expected = rule.hasPrefix("reset") ? 1000 : size / 2
                 #expect(line.contains(" 200 \(expected)B "), "\(line)")
@@ -164,7 +164,7 @@ struct FaultTests {
             #expect(try await server.get("/_mock/packs/Levels/obsolete", method: .DELETE).status == 200)
             #expect(try await server.manifest().assetPacks.count == 3)
             #expect(try await server.get("/_mock/packs/Nope/obsolete", method: .PUT).status == 404)
-            try await Task.sleep(for: .milliseconds(50))
+            try await waitForLines(server) { $0.contains { $0.contains("fault=status=500,pack=Levels") } }
             #expect(server.requestLines.withLock { $0 }.contains { $0.contains("fault=status=500,pack=Levels") })
         }
     }

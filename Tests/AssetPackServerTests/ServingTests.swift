@@ -189,7 +189,7 @@ struct ServingTests {
             _ = try await server.get("/assets/Tutorial", headers: [("Range", "bytes=0-99")])
             _ = try await server.get("/assets/nope")
             _ = try await server.get("/assets/Levels", method: .HEAD)
-            try await Task.sleep(for: .milliseconds(50))
+            try await waitForLines(server, count: 3)
             let lines = server.requestLines.withLock { $0 }
             #expect(lines.count == 3)
             #expect(lines.contains { $0.hasPrefix("HEAD /assets/Levels - 200 0B ") }, "\(lines)")
@@ -198,7 +198,7 @@ struct ServingTests {
         }
         try await LiveServer.with(folder: scratch.root, jsonLog: true) { server in
             _ = try await server.get("/assets/Levels")
-            try await Task.sleep(for: .milliseconds(50))
+            try await waitForLines(server, count: 1)
             let line = try #require(server.requestLines.withLock { $0.first })
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             #expect(object["method"] as? String == "GET")
@@ -207,6 +207,19 @@ struct ServingTests {
             #expect(object["bytes"] as? Int == (try scratch.archive(of: "Levels", in: server.catalog).count))
             #expect(object["ms"] is Double)
         }
+    }
+}
+
+/// Waits up to 2 s for `count` request lines: a line is written when its body has been sent, which can be
+/// after the client has read it.
+func waitForLines(_ server: LiveServer, count: Int) async throws {
+    try await waitForLines(server) { $0.count >= count }
+}
+
+/// Waits up to 2 s until the request lines satisfy `condition`.
+func waitForLines(_ server: LiveServer, until condition: @escaping @Sendable ([String]) -> Bool) async throws {
+    for _ in 0..<40 where !server.requestLines.withLock({ condition($0) }) {
+        try await Task.sleep(for: .milliseconds(50))
     }
 }
 

@@ -117,7 +117,7 @@ struct BASyncEndToEndTests {
         #expect(url.hasPrefix("https://127.0.0.1:"))
         let ca = folder.appending(".ba-mock/tls/ca.pem").string
         let appGroup = scratch.root.appending("AppGroup")
-        let refused = try run(["ensure", "Tutorial"], url: url, appGroup: appGroup)
+        let refused = try run(["ensure", "Tutorial", "--retries", "0"], url: url, appGroup: appGroup)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("cannot fetch the manifest"))
         let trusted = try run(["ensure", "Tutorial", "--ca-cert", ca], url: url, appGroup: appGroup)
@@ -132,7 +132,7 @@ struct BASyncEndToEndTests {
         // Options may come before the subcommand, as in `ba-sync --server URL --app-group DIR list`.
         let unreachable = try runTool(
             sync,
-            ["--server", "http://127.0.0.1:\(port)", "--app-group", appGroup.string, "list"]
+            ["--server", "http://127.0.0.1:\(port)", "--app-group", appGroup.string, "--retries", "0", "list"]
         )
         #expect(unreachable.status == 1)
         #expect(unreachable.stderr.contains("cannot fetch the manifest from http://127.0.0.1:\(port)/manifest"))

@@ -1,0 +1,66 @@
+import Foundation
+
+/// How a download is retried: transient failures (connection errors, stalls past the timeout, 5xx, 429) back
+/// off exponentially with jitter and honour `Retry-After`; a size or digest mismatch discards the bytes and
+/// fetches again a bounded number of times; anything else fails at once.
+public struct RetryPolicy: Sendable, Hashable {
+    /// Retries after transient failures, per download.
+    public var retries: Int
+    /// Fetches again after a size or digest mismatch, per download.
+    public var integrityRetries: Int
+    /// The first backoff; each further one doubles, up to ``maximumDelay``.
+    public var baseDelay: Duration
+    /// The longest backoff, and the longest `Retry-After` honoured.
+    public var maximumDelay: Duration
+
+    /// Creates a policy; the defaults suit a flaky network: 5 retries from 0.5 s up to 30 s, 2 refetches.
+    public init(
+        retries: Int = 5,
+        integrityRetries: Int = 2,
+        baseDelay: Duration = .milliseconds(500),
+        maximumDelay: Duration = .seconds(30)
+    ) {
+        self.retries = max(0, retries)
+        self.integrityRetries = max(0, integrityRetries)
+        self.baseDelay = baseDelay
+        self.maximumDelay = maximumDelay
+    }
+
+    /// What to do after a failure.
+    enum Decision: Equatable {
+        case retry(after: Duration)
+        case refetch
+        case fail
+    }
+
+    /// Classifies `error`, the `failures`-th transient failure (or `mismatches`-th mismatch) of a download.
+    func decide(_ error: AssetPackClientError, failures: Int, mismatches: Int) -> Decision {
+        switch error.code {
+        case .sizeMismatch, .digestMismatch:
+            return mismatches <= integrityRetries ? .refetch : .fail
+        case .network:
+            break
+        case .httpStatus:
+            guard let status = error.httpStatus, status == 429 || status >= 500 else { return .fail }
+        default:
+            return .fail
+        }
+        guard failures <= retries else { return .fail }
+        if let retryAfter = error.retryAfter { return .retry(after: min(retryAfter, maximumDelay)) }
+        let exponent = min(failures - 1, 30)
+        let backoff = min(baseDelay * (1 << exponent), maximumDelay)
+        return .retry(after: backoff * Double.random(in: 0.5...1.0))  // jitter: clients do not retry in step
+    }
+
+    /// Parses a `Retry-After` value: seconds, or an HTTP date.
+    static func retryAfter(_ header: String?, now: Date = Date()) -> Duration? {
+        guard let header = header?.trimmingCharacters(in: .whitespaces), !header.isEmpty else { return nil }
+        if let seconds = Int(header), seconds >= 0 { return .seconds(seconds) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        guard let date = formatter.date(from: header) else { return nil }
+        return .seconds(max(0, Int(date.timeIntervalSince(now).rounded(.up))))
+    }
+}
