@@ -81,7 +81,10 @@ public func buildApplication(
     let router = buildRouter(catalog: catalog, configuration: configuration, scheme: scheme)
     var logger = Logger(label: "ba-mock")
     logger.logLevel = .warning
-    let server: HTTPServerBuilder = try tls.map { try .tls(.http1(), tlsConfiguration: $0.configuration) } ?? .http1()
+    // A connection that sends or reads nothing for 30 s is closed (slow or stuck clients do not pile up);
+    // request heads are bounded by NIO's decoder (80 KiB of headers, 1000 fields).
+    let http1: HTTPServerBuilder = .http1(configuration: .init(idleTimeout: .seconds(30)))
+    let server: HTTPServerBuilder = try tls.map { try .tls(http1, tlsConfiguration: $0.configuration) } ?? http1
     var services: [any Service] = []
     if let interval = configuration.watchInterval {
         services.append(CatalogWatcher(catalog: catalog, interval: interval, log: configuration.eventLog))

@@ -1,0 +1,55 @@
+import AssetPackFormat
+import Foundation
+import Testing
+
+@Suite("Download manifests as a client receives them")
+struct DownloadManifestTests {
+    static func entry(
+        id: String = "Pack",
+        url: String = "http://127.0.0.1/assets/Pack",
+        size: String = "10",
+        sha: String = String(repeating: "a", count: 64)
+    ) -> String {
+        #"{"id": "\#(id)", "url": "\#(url)", "version": 1, "downloadSize": \#(size), "downloadPolicy": {"onDemand": {}}, "host": {"thirdParty": {}}, "sha256": "\#(sha)", "installSize": 10, "fileCount": 1, "compression": "zstd"}"#
+    }
+
+    func decode(_ text: String) throws -> DownloadManifest {
+        try DownloadManifest.decode(Data(text.utf8), source: "http://127.0.0.1/manifest")
+    }
+
+    @Test func acceptsAValidManifest() throws {
+        let manifest = try decode(#"{"assetPacks": [\#(Self.entry())]}"#)
+        #expect(manifest.assetPacks.first?.id == "Pack")
+    }
+
+    @Test(arguments: [
+        (#"{"assetPacks": [\#(entry(id: "a/b"))]}"#, "contains '/'"),
+        (#"{"assetPacks": [\#(entry(id: ".."))]}"#, "starts with '.'"),
+        (#"{"assetPacks": [\#(entry(id: #"a\u0000b"#))]}"#, "control character"),
+        (#"{"assetPacks": [\#(entry(id: #"a\u0007b"#))]}"#, "control character"),
+        (#"{"assetPacks": [\#(entry(url: "file:///etc/passwd"))]}"#, "file: URL"),
+        (#"{"assetPacks": [\#(entry(url: "ftp://x/y"))]}"#, "ftp: URL"),
+        (#"{"assetPacks": [\#(entry(size: "-1"))]}"#, "impossible size"),
+        (#"{"assetPacks": [\#(entry(size: "9223372036854775807"))]}"#, "impossible size"),
+        (#"{"assetPacks": [\#(entry(sha: "xyz"))]}"#, "64 hex digits"),
+        (#"{"assetPacks": [\#(entry()), \#(entry())]}"#, "twice"),
+        (#"{"assetPacks": [{"id": 5}]}"#, "not a manifest"),
+        (#"{"assetPacks": "#, "not a manifest"),
+        ("[]", "not a manifest"),
+    ])
+    func refusesHostileManifests(_ text: String, _ problem: String) {
+        let error = #expect(throws: AssetPackFormatError.self) { try decode(text) }
+        #expect(error?.message.contains(problem) == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("http://127.0.0.1/manifest") == true)
+    }
+
+    @Test func refusesThousandsOfPacksPastTheLimit() throws {
+        let many = (0...DownloadManifest.maximumPackCount).map { Self.entry(id: "P\($0)") }
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try decode(#"{"assetPacks": [\#(many.joined(separator: ","))]}"#)
+        }
+        #expect(error?.message.contains("more than the 10000 accepted") == true)
+        let allowed = (0..<3000).map { Self.entry(id: "P\($0)") }
+        #expect(try decode(#"{"assetPacks": [\#(allowed.joined(separator: ","))]}"#).assetPacks.count == 3000)
+    }
+}
