@@ -4,6 +4,8 @@ PREFIX ?= /usr/local
 CONFIG ?= debug
 ASSETS ?= Assets
 PORT ?= 8443
+TORTURE_RUNS ?= 4
+FUZZ_ITERATIONS ?= 20000
 
 # Debian packages the build, the tests and the demo need.
 APT_PACKAGES := libarchive-dev pkg-config nginx curl
@@ -11,11 +13,13 @@ APT_PACKAGES := libarchive-dev pkg-config nginx curl
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path)
 
-.PHONY: help deps build test demo serve lint format install clean
+.PHONY: help deps build test torture fuzz demo serve lint format install clean
 
 help:
 	@echo "make demo     install what is missing, build, serve $(ASSETS)/ on 127.0.0.1 and fetch from it"
 	@echo "make test     install what is missing, run every test"
+	@echo "make torture  every fault rule and random SIGKILLs of ba-sync, $(TORTURE_RUNS) runs each (a few minutes)"
+	@echo "make fuzz     the manifest parser and the archive reader on $(FUZZ_ITERATIONS) generated inputs each"
 	@echo "make serve    serve $(ASSETS)/ on http://127.0.0.1:$(PORT) until Ctrl-C"
 	@echo "make build    build (CONFIG=debug|release)"
 	@echo "make lint     swift format lint --strict;  make format  rewrite in place"
@@ -38,6 +42,12 @@ build: deps
 
 test: deps
 	$(SWIFT) test
+
+torture: deps
+	BA_TORTURE_RUNS=$(TORTURE_RUNS) $(SWIFT) test --filter TortureTests
+
+fuzz: deps
+	BA_FUZZ_ITERATIONS=$(FUZZ_ITERATIONS) $(SWIFT) test --filter FuzzTests
 
 demo: build
 	@bash scripts/demo.sh "$(BIN)/ba-mock" "$(ASSETS)"

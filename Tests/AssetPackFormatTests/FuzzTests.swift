@@ -1,0 +1,140 @@
+import AssetPackFormat
+import Foundation
+import SystemPackage
+import TestSupport
+import Testing
+
+/// Property-based fuzzing of the two parsers that take outside input: packaging manifests and pack archives.
+/// Every generated input must either parse or fail with an ``AssetPackFormatError``; never crash, hang, or
+/// write outside the destination. `BA_FUZZ_ITERATIONS` sets the count (`make fuzz`); inputs that once broke
+/// something are kept in `Corpus/` and replayed on every run.
+@Suite("Fuzzing")
+struct FuzzTests {
+    var iterations: Int { Int(ProcessInfo.processInfo.environment["BA_FUZZ_ITERATIONS"] ?? "") ?? 400 }
+
+    /// A deterministic generator, so that a failure names a seed to replay.
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// Flips, deletes, duplicates, inserts and truncates bytes.
+    static func mutate(_ input: [UInt8], _ random: inout Generator) -> [UInt8] {
+        var bytes = input
+        let interesting: [[UInt8]] = [
+            Array("\"".utf8), Array("{".utf8), Array("}".utf8), Array("[".utf8), Array(",".utf8), Array("//".utf8),
+            Array("/*".utf8), Array("\\u0000".utf8), Array("..".utf8), Array("/".utf8), [0], [0xFF], [0xC3],
+            Array("-1".utf8), Array("99999999999999999999".utf8), Array("null".utf8),
+        ]
+        for _ in 0..<Int.random(in: 1...8, using: &random) {
+            guard !bytes.isEmpty else { break }
+            let at = Int.random(in: 0..<bytes.count, using: &random)
+            switch Int.random(in: 0..<6, using: &random) {
+            case 0: bytes[at] ^= UInt8.random(in: 1...255, using: &random)
+            case 1: bytes.remove(at: at)
+            case 2: bytes.insert(contentsOf: interesting.randomElement(using: &random) ?? [], at: at)
+            case 3: bytes = Array(bytes.prefix(at))
+            case 4:
+                let end = min(bytes.count, at + Int.random(in: 1...64, using: &random))
+                bytes.insert(contentsOf: bytes[at..<end], at: at)
+            default: bytes[at] = UInt8.random(in: 0...255, using: &random)
+            }
+        }
+        return bytes
+    }
+
+    @Test func manifestParserNeverCrashes() throws {
+        let seeds =
+            [
+                ManifestTemplate.text,
+                #"{"assetPackID": "A", "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation"]}}, "fileSelectors": [{"file": "x"}, {"directory": "y/z"}], "platforms": ["iOS"]}"#,
+            ].map { Array($0.utf8) } + corpus("manifest")
+        var random = Generator(state: 0xBA5E)
+        var parsed = 0
+        for _ in 0..<iterations {
+            let input = Self.mutate(seeds.randomElement(using: &random) ?? [], &random)
+            do {
+                _ = try PackagingManifest.parse(input, file: "fuzz.json")
+                parsed += 1
+            } catch is AssetPackFormatError {
+                // refused with a message: fine
+            } catch {
+                Issue.record(
+                    "manifest parser threw \(type(of: error)): \(error) for \(String(decoding: input, as: UTF8.self))"
+                )
+            }
+        }
+        #expect(parsed < iterations)  // the mutations do reach the error paths
+    }
+
+    @Test func downloadManifestDecoderNeverCrashes() throws {
+        let seed = Array(
+            #"{"assetPacks": [{"id": "P", "url": "assets/P", "version": 1, "downloadSize": 10, "downloadPolicy": {"onDemand": {}}, "host": {"thirdParty": {}}, "sha256": "\#(String(repeating: "a", count: 64))", "installSize": 10, "fileCount": 1, "compression": "zstd"}]}"#
+                .utf8
+        )
+        var random = Generator(state: 0xD0C)
+        for _ in 0..<iterations {
+            let input = Self.mutate(seed, &random)
+            do {
+                _ = try DownloadManifest.decode(Data(input), source: "fuzz")
+            } catch is AssetPackFormatError {
+            } catch {
+                Issue.record("download manifest decoder threw \(type(of: error)): \(error)")
+            }
+        }
+    }
+
+    @Test func archiveReaderNeverCrashesNorWritesOutside() throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let parsed = try PackagingManifest.load(from: scratch.root.appending("Levels.json"))
+        var seeds: [[UInt8]] = corpus("archive")
+        for compression in [PackCompression.zstd, .none, .gzip] {
+            let path = scratch.root.appending("seed-\(compression.rawValue).pack")
+            _ = try PackBuilder.build(
+                try PackSource.resolve(parsed, root: scratch.root),
+                to: path,
+                options: PackBuildOptions(compression: compression)
+            )
+            seeds.append([UInt8](try scratch.read(path)))
+        }
+        var random = Generator(state: 0xA4C)
+        let archive = scratch.root.appending("fuzz.pack")
+        let iterations = max(20, self.iterations / 10)  // each case extracts: a tenth of the manifest count
+        for index in 0..<iterations {
+            let input = Self.mutate(seeds.randomElement(using: &random) ?? [], &random)
+            try scratch.write("fuzz.pack", Data(input))
+            let destination = scratch.root.appending("out/\(index)")
+            try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
+            do {
+                _ = try PackReader.extract(archive, into: destination, limit: 1 << 20)
+            } catch is AssetPackFormatError {
+            } catch {
+                Issue.record("archive reader threw \(type(of: error)): \(error)")
+            }
+            try? FileManager.default.removeItem(atPath: destination.string)
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: scratch.root.string).sorted()
+        #expect(
+            left == [
+                "Levels", "Levels.json", "Textures", "Textures.json", "Tutorial.json", "Videos", "fuzz.pack", "out",
+                "seed-gzip.pack", "seed-none.pack", "seed-zstd.pack",
+            ]
+        )
+    }
+
+    /// Inputs kept because they once broke something (`Corpus/<kind>-*`).
+    func corpus(_ kind: String) -> [[UInt8]] {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Corpus")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return names.filter { $0.hasPrefix(kind + "-") }.sorted().compactMap {
+            (try? Data(contentsOf: folder.appendingPathComponent($0))).map { [UInt8]($0) }
+        }
+    }
+}
