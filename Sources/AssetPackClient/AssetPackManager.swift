@@ -462,8 +462,22 @@ public actor AssetPackManager {
                 self?.publish(.began(pack))  // Apple's "began" also means "resumed after being paused"
             }
             let store = self.store
-            let installed = try await NIOThreadPool.singleton.runIfActive {
-                try Self.install(archive: archive, pack: pack, store: store)
+            let installed: InstalledPack
+            do {
+                installed = try await NIOThreadPool.singleton.runIfActive {
+                    try Self.install(archive: archive, pack: pack, store: store)
+                }
+            } catch  where Self.isDiskFull(error) {
+                downloader.discard(pack)
+                throw AssetPackClientError(
+                    code: .io,
+                    message:
+                        "no space left on the device holding \(store.root) while installing pack \(pack.id); the "
+                        + "download and the extraction were removed and what was installed is kept. Fix: free space "
+                        + "and run again",
+                    assetPackID: pack.id,
+                    cause: error as? (any Error & Sendable)
+                )
             }
             downloader.discard(pack)
             var state = try store.loadState()
@@ -490,6 +504,15 @@ public actor AssetPackManager {
             publish(.failed(pack, wrapped))
             throw wrapped
         }
+    }
+
+    /// Whether `error` comes from a full disk, however deep in the chain of causes.
+    static func isDiskFull(_ error: any Error) -> Bool {
+        if let errno = error as? Errno { return errno == .noSpace }
+        if let status = error as? LibArchiveStatus { return status.errno == ENOSPC }
+        if let error = error as? AssetPackFormatError { return error.cause.map(isDiskFull) ?? false }
+        if let error = error as? AssetPackClientError { return error.cause.map(isDiskFull) ?? false }
+        return false
     }
 
     /// Extracts into a staging folder inside the app group, makes it durable, and moves it into place beside

@@ -62,7 +62,9 @@ struct PackDownloader: Sendable {
                 }
                 switch policy.decide(error, failures: failures, mismatches: mismatches) {
                 case .fail:
-                    if error.code == .sizeMismatch || error.code == .digestMismatch || error.code == .httpStatus {
+                    if error.code == .sizeMismatch || error.code == .digestMismatch || error.code == .httpStatus
+                        || (error.cause as? Errno) == .noSpace
+                    {
                         discard(pack)
                     }
                     var final = error
@@ -237,6 +239,16 @@ struct PackDownloader: Sendable {
             } catch let error as AssetPackClientError {
                 throw error
             } catch let error as Errno {
+                if error == .noSpace {
+                    throw AssetPackClientError(
+                        code: .io,
+                        message:
+                            "no space left on the device holding \(path) while downloading pack \(pack.id); the partial "
+                            + "download was removed and what was installed is kept. Fix: free space and run again",
+                        assetPackID: pack.id,
+                        cause: error
+                    )
+                }
                 throw AssetPackClientError.io("write", path, error)
             } catch {
                 throw AssetPackClientError(

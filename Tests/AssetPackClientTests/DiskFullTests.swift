@@ -1,0 +1,58 @@
+import AssetPackClient
+import AssetPackFormat
+import Foundation
+import SystemPackage
+import TestSupport
+import Testing
+
+/// Whether this machine lets the tests mount a small tmpfs (root with CAP_SYS_ADMIN, as on CI here).
+let canMountTmpfs: Bool = {
+    let probe = FileManager.default.temporaryDirectory.appendingPathComponent("ba-mount-probe-\(getpid())").path
+    try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: probe) }
+    guard
+        (try? runTool(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe]))?.status
+            == 0
+    else { return false }
+    _ = try? runTool(URL(fileURLWithPath: "/bin/umount"), [probe])
+    return true
+}()
+
+@Suite("A full disk", .enabled(if: canMountTmpfs, "needs root to mount a small tmpfs"))
+struct DiskFullTests {
+    @Test(arguments: [("320k", "while downloading"), ("1200k", "while installing")])
+    func diskFullGivesAClearErrorAndKeepsThePreviousVersion(_ size: String, _ phase: String) async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try scratch.write("Textures/big.bin", Scratch.noise(600_000, seed: 5))
+        let appGroup = scratch.root.appending("AppGroup")
+        try FileManager.default.createDirectory(atPath: appGroup.string, withIntermediateDirectories: true)
+        #expect(
+            try runTool(
+                URL(fileURLWithPath: "/bin/mount"),
+                ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", appGroup.string]
+            ).status == 0
+        )
+        defer { _ = try? runTool(URL(fileURLWithPath: "/bin/umount"), ["-l", appGroup.string]) }
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            let before = try manager.contents(at: "Levels/World1/level1.json")
+            let error = await #expect(throws: AssetPackClientError.self) {
+                try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Textures"))
+            }
+            #expect(error?.message.contains("no space left") == true, "\(error?.message ?? "")")
+            #expect(error?.message.contains(phase) == true, "\(error?.message ?? "")")
+            #expect(try manager.contents(at: "Levels/World1/level1.json") == before)
+            #expect(try manager.verify() == 3)
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: appGroup.appending(".ba-sync/staging").string)
+                    .isEmpty
+            )
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: appGroup.appending(".ba-sync/downloads").string)
+                    .isEmpty
+            )
+        }
+    }
+}
