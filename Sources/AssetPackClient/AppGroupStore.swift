@@ -99,11 +99,18 @@ public struct AppGroupStore: Sendable {
         }
     }
 
-    /// Removes what a crashed or killed run left behind: staging folders, and version folders that the
-    /// state does not name. Partial downloads are kept to resume.
+    /// Removes what a crashed or killed run left behind: staging folders, temporary files of atomic writes,
+    /// and version folders that the state does not name. Partial downloads are kept to resume.
     func recover(_ state: StoreState) {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: stagingFolder.string)) ?? [] {
             try? FileManager.default.removeItem(atPath: stagingFolder.appending(name).string)
+        }
+        // Temporary files of an atomic write that was killed before its rename (`.<name>.tmp-<pid>-<n>`).
+        for folder in [controlFolder, downloadsFolder] {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.string)) ?? []
+            where name.hasPrefix(".") && name.contains(".tmp-") {
+                try? FileManager.default.removeItem(atPath: folder.appending(name).string)
+            }
         }
         let live = Set(state.installed.values.flatMap { [$0.directory, $0.directory + ".index.json"] })
         for id in (try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [] {

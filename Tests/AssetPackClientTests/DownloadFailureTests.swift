@@ -180,3 +180,30 @@ struct DownloadFailureTests {
         #expect(error?.message.contains("127.0.0.1:\(port)/manifest") == true)
     }
 }
+
+@Suite("Recovery after a killed run")
+struct RecoveryTests {
+    @Test func leftoversOfAKilledRunAreRemovedWhenTheLockIsTaken() async throws {
+        let scratch = try Scratch()
+        let appGroup = scratch.root.appending("AppGroup")
+        _ = try AppGroupStore(root: appGroup)
+        try scratch.write("AppGroup/.ba-sync/.state.json.tmp-99-1", "{")
+        try scratch.write("AppGroup/.ba-sync/downloads/.Blobs.partial.json.tmp-99-2", "{")
+        try scratch.write("AppGroup/.ba-sync/staging/Blobs-1234/Blobs/a.bin", "half")
+        try scratch.write("AppGroup/AssetPacks/Ghost/1-abcdef/x.txt", "not in the state")
+        try scratch.write("AppGroup/.ba-sync/downloads/Blobs.partial", "kept to resume")
+        let manager = try AssetPackManager(server: URL(fileURLWithPath: "/dev/null"), appGroup: appGroup)
+        try await manager.withExclusiveControl {}
+        let control = try FileManager.default.contentsOfDirectory(atPath: appGroup.appending(".ba-sync").string)
+        #expect(!control.contains { $0.contains(".tmp-") })
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: appGroup.appending(".ba-sync/staging").string).isEmpty
+        )
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: appGroup.appending(".ba-sync/downloads").string) == [
+                "Blobs.partial"
+            ]
+        )
+        #expect(try FileManager.default.contentsOfDirectory(atPath: appGroup.appending("AssetPacks").string).isEmpty)
+    }
+}
