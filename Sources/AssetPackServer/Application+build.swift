@@ -24,6 +24,8 @@ public struct ServerConfiguration: Sendable {
     public var eventLog: @Sendable (String) -> Void
     /// The faults to inject; empty by default.
     public var faults: FaultPlan
+    /// How long a connection may take to send a complete request head.
+    public var requestHeadTimeout: TimeAmount
 
     /// Creates a configuration; the defaults serve plain HTTP on 127.0.0.1:8443 and watch every second.
     public init(
@@ -34,9 +36,11 @@ public struct ServerConfiguration: Sendable {
         watchInterval: Duration? = .seconds(1),
         requestLog: @escaping @Sendable (String) -> Void = { print($0) },
         eventLog: @escaping @Sendable (String) -> Void = { print($0) },
-        faults: FaultPlan = FaultPlan(seed: 0)
+        faults: FaultPlan = FaultPlan(seed: 0),
+        requestHeadTimeout: TimeAmount = .seconds(10)
     ) {
         self.faults = faults
+        self.requestHeadTimeout = requestHeadTimeout
         self.host = host
         self.port = port
         self.baseURL = baseURL
@@ -81,9 +85,16 @@ public func buildApplication(
     let router = buildRouter(catalog: catalog, configuration: configuration, scheme: scheme)
     var logger = Logger(label: "ba-mock")
     logger.logLevel = .warning
-    // A connection that sends or reads nothing for 30 s is closed (slow or stuck clients do not pile up);
-    // request heads are bounded by NIO's decoder (80 KiB of headers, 1000 fields).
-    let http1: HTTPServerBuilder = .http1(configuration: .init(idleTimeout: .seconds(30)))
+    // A connection that sends or reads nothing for 30 s is closed, and so is one whose request head takes
+    // longer than requestHeadTimeout (slow or stuck clients do not pile up); request heads are bounded by
+    // NIO's decoder (80 KiB of headers, 1000 fields).
+    let headTimeout = configuration.requestHeadTimeout
+    let http1: HTTPServerBuilder = .http1(
+        configuration: .init(
+            additionalChannelHandlers: [RequestHeadTimeoutHandler(timeout: headTimeout)],
+            idleTimeout: .seconds(30)
+        )
+    )
     let server: HTTPServerBuilder = try tls.map { try .tls(http1, tlsConfiguration: $0.configuration) } ?? http1
     var services: [any Service] = []
     if let interval = configuration.watchInterval {

@@ -30,6 +30,7 @@ public struct LiveServer: Sendable {
         pinnedVersions: [String: Int] = [:],
         jsonLog: Bool = false,
         faults: FaultPlan = FaultPlan(seed: 1),
+        requestHeadTimeout: TimeAmount = .seconds(10),
         _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
         let catalog = try PackCatalog(
@@ -49,7 +50,8 @@ public struct LiveServer: Sendable {
             watchInterval: nil,
             requestLog: { line in lines.append(line) },
             eventLog: { _ in },
-            faults: faults
+            faults: faults,
+            requestHeadTimeout: requestHeadTimeout
         )
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { url in
             continuation.yield(url)
