@@ -1,3 +1,4 @@
+import AssetPackFormat
 import Synchronization
 
 /// The faults `ba-mock` injects, decided request by request: rules from `--fault` and the control endpoint,
@@ -51,22 +52,4 @@ public final class FaultPlan: Sendable {
             return chosen
         }
     }
-}
-
-/// A small, fast, seedable generator (SplitMix64): the same seed gives the same faults.
-struct SplitMix64: Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A number in [0, 1).
-    mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }

@@ -12,20 +12,8 @@ import Testing
 struct FuzzTests {
     var iterations: Int { Int(ProcessInfo.processInfo.environment["BA_FUZZ_ITERATIONS"] ?? "") ?? 400 }
 
-    /// A deterministic generator, so that a failure names a seed to replay.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Flips, deletes, duplicates, inserts and truncates bytes.
-    static func mutate(_ input: [UInt8], _ random: inout Generator) -> [UInt8] {
+    static func mutate(_ input: [UInt8], _ random: inout SplitMix64) -> [UInt8] {
         var bytes = input
         let interesting: [[UInt8]] = [
             Array("\"".utf8), Array("{".utf8), Array("}".utf8), Array("[".utf8), Array(",".utf8), Array("//".utf8),
@@ -55,7 +43,7 @@ struct FuzzTests {
                 ManifestTemplate.text,
                 #"{"assetPackID": "A", "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation"]}}, "fileSelectors": [{"file": "x"}, {"directory": "y/z"}], "platforms": ["iOS"]}"#,
             ].map { Array($0.utf8) } + corpus("manifest")
-        var random = Generator(state: 0xBA5E)
+        var random = SplitMix64(seed: 0xBA5E)
         var parsed = 0
         for _ in 0..<iterations {
             let input = Self.mutate(seeds.randomElement(using: &random) ?? [], &random)
@@ -78,7 +66,7 @@ struct FuzzTests {
             #"{"assetPacks": [{"id": "P", "url": "assets/P", "version": 1, "downloadSize": 10, "downloadPolicy": {"onDemand": {}}, "host": {"thirdParty": {}}, "sha256": "\#(String(repeating: "a", count: 64))", "installSize": 10, "fileCount": 1, "compression": "zstd"}]}"#
                 .utf8
         )
-        var random = Generator(state: 0xD0C)
+        var random = SplitMix64(seed: 0xD0C)
         for _ in 0..<iterations {
             let input = Self.mutate(seed, &random)
             do {
@@ -104,7 +92,7 @@ struct FuzzTests {
             )
             seeds.append([UInt8](try scratch.read(path)))
         }
-        var random = Generator(state: 0xA4C)
+        var random = SplitMix64(seed: 0xA4C)
         let archive = scratch.root.appending("fuzz.pack")
         let iterations = max(20, self.iterations / 10)  // each case extracts: a tenth of the manifest count
         for index in 0..<iterations {
