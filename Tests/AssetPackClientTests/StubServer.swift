@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import Synchronization
+import TestSupport
 
 /// A deliberately misbehaving server for client tests: serves a given manifest and given pack bytes, honours
 /// single ranges, and can cut the first download of a pack after some bytes.
@@ -73,23 +74,9 @@ struct StubServer: Sendable {
             onServerRunning: { channel in continuation.yield("http://127.0.0.1:\(channel.localAddress?.port ?? 0)") },
             logger: Logger(label: "stub")
         )
-        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "stub"))
-        return try await withThrowingTaskGroup(of: T?.self) { tasks in
-            tasks.addTask {
-                try await group.run()
-                return nil
-            }
-            var iterator = urls.makeAsyncIterator()
-            guard let url = await iterator.next() else { throw CancellationError() }
+        return try await runServing(app, urls: urls) { url in
             base.withLock { $0 = url }
-            do {
-                let result = try await body(StubServer(url: url, log: log))
-                await group.triggerGracefulShutdown()
-                return result
-            } catch {
-                await group.triggerGracefulShutdown()
-                throw error
-            }
+            return try await body(StubServer(url: url, log: log))
         }
     }
 

@@ -56,24 +56,8 @@ public struct LiveServer: Sendable {
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { url in
             continuation.yield(url)
         }
-        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test"))
-        return try await withThrowingTaskGroup(of: T?.self) { tasks in
-            tasks.addTask {
-                try await group.run()
-                return nil
-            }
-            var iterator = urls.makeAsyncIterator()
-            guard let url = await iterator.next() else { throw CancellationError() }
-            let server = LiveServer(url: url, catalog: catalog, requestLines: lines)
-            do {
-                let result = try await body(server)
-                await group.triggerGracefulShutdown()
-                try await tasks.waitForAll()
-                return result
-            } catch {
-                await group.triggerGracefulShutdown()
-                throw error
-            }
+        return try await runServing(app, urls: urls) { url in
+            try await body(LiveServer(url: url, catalog: catalog, requestLines: lines))
         }
     }
 
@@ -128,4 +112,31 @@ extension Scratch {
 private func require<T>(_ value: T?) throws -> T {
     guard let value else { throw CancellationError() }
     return value
+}
+
+/// Runs `service` (a server) in a service group, waits for the first URL it reports on `urls`, runs `body`
+/// with it, then shuts the server down gracefully, whatever `body` did.
+public func runServing<T: Sendable>(
+    _ service: some Service,
+    urls: AsyncStream<String>,
+    _ body: @Sendable (String) async throws -> T
+) async throws -> T {
+    let group = ServiceGroup(services: [service], gracefulShutdownSignals: [], logger: Logger(label: "test"))
+    return try await withThrowingTaskGroup(of: T?.self) { tasks in
+        tasks.addTask {
+            try await group.run()
+            return nil
+        }
+        var iterator = urls.makeAsyncIterator()
+        guard let url = await iterator.next() else { throw CancellationError() }
+        do {
+            let result = try await body(url)
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+            return result
+        } catch {
+            await group.triggerGracefulShutdown()
+            throw error
+        }
+    }
 }
