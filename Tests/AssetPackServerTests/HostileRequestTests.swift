@@ -70,11 +70,14 @@ struct HostileRequestTests {
         try scratch.makeSampleFolder()
         try await LiveServer.with(folder: scratch.root, requestHeadTimeout: .seconds(1)) { server in
             let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
-            let start = ContinuousClock.now
-            let closedAfter = try await Task.detached { try Self.trickle(port: port, seconds: 6) }.value
+            // On a thread of its own: the socket calls block, and the test pool's threads are few.
+            let closedAfter: Double? = try await withCheckedThrowingContinuation { continuation in
+                Thread.detachNewThread {
+                    continuation.resume(with: Result { try Self.trickle(port: port, seconds: 6) })
+                }
+            }
             #expect(closedAfter != nil, "the server kept a trickling connection open for 6 s")
             #expect((closedAfter ?? 99) < 4)
-            #expect(ContinuousClock.now - start < .seconds(6))
             #expect(try await server.get("/manifest").status == 200)  // others are still served
         }
     }
