@@ -52,8 +52,8 @@ struct PackDownloader: Sendable {
         while true {
             try preparePartial(pack)
             do {
-                try await fetch(pack, into: path, progress: progress)
-                return try verify(pack, path)
+                let digest = try await fetch(pack, into: path, progress: progress)
+                return try verify(pack, path, digest: digest)
             } catch let error as AssetPackClientError {
                 if error.code == .sizeMismatch || error.code == .digestMismatch {
                     mismatches += 1
@@ -106,8 +106,10 @@ struct PackDownloader: Sendable {
         _ = unlink(infoFile(pack).string)
     }
 
+    /// Fetches what is missing of the archive into `path`, hashing as the bytes arrive (a resumed download
+    /// first hashes the bytes already on disk), and returns the whole file's SHA-256.
     private func fetch(_ pack: AssetPack, into path: FilePath, progress: @escaping @Sendable (DownloadProgress) -> Void)
-        async throws
+        async throws -> String
     {
         let fd: SystemPackage.FileDescriptor
         do {
@@ -127,7 +129,7 @@ struct PackDownloader: Sendable {
                 _ = ftruncate(fd.rawValue, 0)
                 offset = 0
             }
-            if offset == pack.downloadSize { return }
+            if offset == pack.downloadSize { return try FileDigest.sha256(of: path) }
             var request = HTTPClientRequest(url: pack.url.absoluteString)
             if offset > 0 {
                 request.headers.add(name: "Range", value: "bytes=\(offset)-")
@@ -197,11 +199,14 @@ struct PackDownloader: Sendable {
                 throw AssetPackClientError.io("seek in", path, error)
             }
             progress(DownloadProgress(completed: offset, total: pack.downloadSize))
+            let resumed = try hashPrefix(of: fd, length: offset, path: path)
             let watch = TransferWatch(written: offset)
             let (body, stallTimeout, total) = (response.body, self.stallTimeout, pack.downloadSize)
+            let digest: String?
             do {
-                try await withThrowingTaskGroup(of: Void.self) { group in
+                digest = try await withThrowingTaskGroup(of: String?.self) { group in
                     group.addTask {
+                        var hasher = resumed
                         for try await chunk in body {
                             let written = watch.written
                             if written + Int64(chunk.readableBytes) > total {
@@ -213,10 +218,14 @@ struct PackDownloader: Sendable {
                                     assetPackID: pack.id
                                 )
                             }
-                            try chunk.withUnsafeReadableBytes { bytes in _ = try fd.writeAll(bytes) }
+                            try chunk.withUnsafeReadableBytes { bytes in
+                                _ = try fd.writeAll(bytes)
+                                hasher.update(bufferPointer: bytes)
+                            }
                             watch.advance(by: Int64(chunk.readableBytes))
                             progress(DownloadProgress(completed: watch.written, total: total))
                         }
+                        return hasher.finalize().hexString
                     }
                     group.addTask {
                         // A stall: no byte for longer than the timeout. The read is cancelled and resumed later.
@@ -233,8 +242,9 @@ struct PackDownloader: Sendable {
                             }
                         }
                     }
-                    try await group.next()
+                    let first = try await group.next()
                     group.cancelAll()
+                    return first ?? nil
                 }
             } catch let error as AssetPackClientError {
                 throw error
@@ -268,11 +278,37 @@ struct PackDownloader: Sendable {
                     assetPackID: pack.id
                 )
             }
+            return try digest ?? FileDigest.sha256(of: path)
         }
     }
 
-    /// Checks the complete file's size and SHA-256 against the manifest.
-    private func verify(_ pack: AssetPack, _ path: FilePath) throws -> FilePath {
+    /// The SHA-256 state after the first `length` bytes of a partial file, read in 1 MiB chunks.
+    private func hashPrefix(of fd: SystemPackage.FileDescriptor, length: Int64, path: FilePath) throws -> SHA256 {
+        var hasher = SHA256()
+        guard length > 0 else { return hasher }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset: Int64 = 0
+        while offset < length {
+            let want = Int(min(Int64(buffer.count), length - offset))
+            let count: Int
+            do {
+                count = try fd.read(
+                    fromAbsoluteOffset: offset,
+                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want])
+                )
+            } catch {
+                throw AssetPackClientError.io("read", path, error)
+            }
+            if count == 0 { break }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            offset += Int64(count)
+        }
+        return hasher
+    }
+
+    /// Checks the complete file's size and its SHA-256 (computed as it arrived) against the manifest.
+    private func verify(_ pack: AssetPack, _ path: FilePath, digest: String) throws -> FilePath {
         let size = (try? FileManager.default.attributesOfItem(atPath: path.string)[.size] as? Int64) ?? -1
         guard size == pack.downloadSize else {
             throw AssetPackClientError(
@@ -282,7 +318,6 @@ struct PackDownloader: Sendable {
                 assetPackID: pack.id
             )
         }
-        let digest = try FileDigest.sha256(of: path)
         guard digest == pack.sha256 else {
             throw AssetPackClientError(
                 code: .digestMismatch,

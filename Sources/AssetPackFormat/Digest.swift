@@ -4,7 +4,7 @@ import SystemPackage
 
 extension Sequence where Element == UInt8 {
     /// Lower-case hexadecimal, as digests are written in manifests and indexes.
-    var hexString: String {
+    public var hexString: String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         for byte in self {
