@@ -236,8 +236,34 @@ public actor AssetPackManager {
     /// `status(relativeTo:)`): `outOfDate` when the local version differs from `pack`'s, `updateAvailable`
     /// when the server still publishes `pack`'s version and it differs from the local one.
     public func status(relativeTo pack: AssetPack) async throws -> AssetPack.Status {
+        status(relativeTo: pack, serverPacks: try await fetchManifest(), state: try store.loadState())
+    }
+
+    /// Every pack the server lists, or that is installed, with its status relative to what the server
+    /// publishes now: one manifest fetch for all of them (where `status(relativeTo:)` fetches per pack).
+    /// - Returns: Each pack (the server's description, or `nil` for an installed pack the server dropped),
+    ///   its installed record, and its status; sorted by ID.
+    public func statusOfAllAssetPacks() async throws -> [(
+        id: String, pack: AssetPack?, installed: InstalledPack?, status: AssetPack.Status
+    )] {
         let packs = try await fetchManifest()
-        let installed = try store.loadState().installed[pack.id]
+        let state = try store.loadState()
+        return Set(packs.keys).union(state.installed.keys).sorted().map { id in
+            let installed = state.installed[id]
+            guard let pack = packs[id] else {
+                var status = localStatus(ofAssetPackWithID: id)
+                status.insert(.obsolete)
+                status.remove(.upToDate)
+                return (id, nil, installed, status)
+            }
+            return (id, pack, installed, status(relativeTo: pack, serverPacks: packs, state: state))
+        }
+    }
+
+    private func status(relativeTo pack: AssetPack, serverPacks packs: [String: AssetPack], state: StoreState)
+        -> AssetPack.Status
+    {
+        let installed = state.installed[pack.id]
         var status: AssetPack.Status = []
         if downloading.contains(pack.id) { status.insert(.downloading) }
         if let installed {

@@ -10,11 +10,9 @@ struct List: AsyncParsableCommand {
 
     func run() async throws {
         let rows = try await options.run { manager in
-            var rows: [(AssetPack, InstalledPack?, AssetPack.Status)] = []
-            for pack in try await manager.allAssetPacks.sorted(by: { $0.id < $1.id }) {
-                rows.append((pack, manager.installedPack(withID: pack.id), try await manager.status(relativeTo: pack)))
+            try await manager.statusOfAllAssetPacks().compactMap { entry in
+                entry.pack.map { ($0, entry.installed, entry.status) }
             }
-            return rows
         }
         if options.json {
             Output.json(

@@ -19,7 +19,7 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         let id = self.id
         let rows = try await options.run { manager -> [[String: any Sendable]] in
-            let server = try? await manager.allAssetPacks
+            let server = try? await manager.statusOfAllAssetPacks()  // one manifest fetch; nil when offline
             var ids = Set(manager.installedPacks.map(\.id))
             if let id { ids = [id] }
             var rows: [[String: any Sendable]] = []
@@ -27,8 +27,8 @@ struct Status: AsyncParsableCommand {
                 let installed = manager.installedPack(withID: id)
                 var status = await manager.localStatus(ofAssetPackWithID: id)
                 if let server {
-                    if let pack = server.first(where: { $0.id == id }) {
-                        status = try await manager.status(relativeTo: pack)
+                    if let entry = server.first(where: { $0.id == id }), entry.pack != nil {
+                        status = entry.status
                     } else if installed != nil {
                         status.insert(.obsolete)
                     }
