@@ -6,19 +6,22 @@ ASSETS ?= Assets
 PORT ?= 8443
 TORTURE_RUNS ?= 4
 FUZZ_ITERATIONS ?= 20000
+BENCH_ROUNDS ?= 3
 
-# Debian packages the build, the tests and the demo need.
-APT_PACKAGES := libarchive-dev pkg-config nginx curl
+# Debian packages the build, the tests, the demo and the benchmarks need (bsdtar, wrk and GNU time are the
+# references and the meter of make bench, whose smoke run is part of make test).
+APT_PACKAGES := libarchive-dev pkg-config nginx curl libarchive-tools wrk time
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path)
 
-.PHONY: help deps build test torture fuzz demo serve lint format install clean
+.PHONY: help deps build test torture fuzz bench demo serve lint format install clean
 
 help:
 	@echo "make demo     install what is missing, build, serve $(ASSETS)/ on 127.0.0.1 and fetch from it"
 	@echo "make test     install what is missing, run every test"
 	@echo "make torture  every fault rule and random SIGKILLs of ba-sync, $(TORTURE_RUNS) runs each (a few minutes)"
+	@echo "make bench    release build, then ours side by side with bsdtar, nginx, curl, wrk, C and sha256sum (~10 min)"
 	@echo "make fuzz     the manifest parser and the archive reader on $(FUZZ_ITERATIONS) generated inputs each"
 	@echo "make serve    serve $(ASSETS)/ on http://127.0.0.1:$(PORT) until Ctrl-C"
 	@echo "make build    build (CONFIG=debug|release)"
@@ -50,6 +53,11 @@ torture: deps
 
 fuzz: deps
 	BA_FUZZ_ITERATIONS=$(FUZZ_ITERATIONS) $(SWIFT) test --filter FuzzTests
+
+# Release binaries against the reference tools; writes bench/results.md and bench/results.json.
+bench: deps
+	$(SWIFT) build -c release
+	bash scripts/bench.sh --rounds $(BENCH_ROUNDS) "$$($(SWIFT) build -c release --show-bin-path)"
 
 demo: build
 	@bash scripts/demo.sh "$(BIN)/ba-mock" "$(ASSETS)"

@@ -18,8 +18,8 @@ public struct ServerConfiguration: Sendable {
     public var jsonLog: Bool
     /// How often the folder is checked for changes; `nil` turns live updates off.
     public var watchInterval: Duration?
-    /// Receives one line per request.
-    public var requestLog: @Sendable (String) -> Void
+    /// Receives one line per request; `nil` logs nothing (and costs nothing per request).
+    public var requestLog: (@Sendable (String) -> Void)?
     /// Receives a line for each rebuild, removal or manifest problem found while serving.
     public var eventLog: @Sendable (String) -> Void
     /// The faults to inject; empty by default.
@@ -34,7 +34,7 @@ public struct ServerConfiguration: Sendable {
         baseURL: String? = nil,
         jsonLog: Bool = false,
         watchInterval: Duration? = .seconds(1),
-        requestLog: @escaping @Sendable (String) -> Void = { print($0) },
+        requestLog: (@Sendable (String) -> Void)? = { print($0) },
         eventLog: @escaping @Sendable (String) -> Void = { print($0) },
         faults: FaultPlan = FaultPlan(seed: 0),
         requestHeadTimeout: TimeAmount = .seconds(10)
@@ -57,7 +57,9 @@ func buildRouter(catalog: PackCatalog, configuration: ServerConfiguration, schem
     MockRequestContext
 > {
     let router = Router(context: MockRequestContext.self, options: .autoGenerateHeadEndpoints)
-    router.add(middleware: RequestLogMiddleware(json: configuration.jsonLog, write: configuration.requestLog))
+    if let requestLog = configuration.requestLog {
+        router.add(middleware: RequestLogMiddleware(json: configuration.jsonLog, write: requestLog))
+    }
     router.add(middleware: JSONErrorMiddleware())
     PackController(catalog: catalog, baseURL: configuration.baseURL, scheme: scheme, faults: configuration.faults)
         .addRoutes(to: router)

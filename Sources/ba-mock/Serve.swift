@@ -51,6 +51,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(help: "Write request lines as JSON objects, one per line.")
     var jsonLog = false
 
+    @Flag(help: "No request lines (for benchmarks and load tests); the URL, the pack table and errors still print.")
+    var quiet = false
+
     @Option(
         name: .customLong("fault"),
         help: ArgumentHelp(
@@ -72,6 +75,7 @@ struct Serve: AsyncParsableCommand {
         if tlsCert != nil && tlsSelfSigned {
             throw ValidationError("choose one of --tls-cert/--tls-key and --tls-self-signed")
         }
+        if quiet && jsonLog { throw ValidationError("choose one of --quiet and --json-log") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard watchInterval >= 0 else { throw ValidationError("--watch-interval must be 0 or more seconds") }
         _ = try PackVersionPin.parse(packVersions)
@@ -106,13 +110,14 @@ struct Serve: AsyncParsableCommand {
         if !plan.rules.isEmpty {
             Console.err("faults: \(plan.rules.map(\.description).joined(separator: "; ")) (seed \(plan.seed))")
         }
+        let requestLog: (@Sendable (String) -> Void)? = quiet ? nil : { @Sendable line in Console.out(line) }
         let configuration = ServerConfiguration(
             host: host,
             port: port,
             baseURL: baseURL,
             jsonLog: jsonLog,
             watchInterval: watchInterval > 0 ? .milliseconds(Int64(watchInterval * 1000)) : nil,
-            requestLog: { Console.out($0) },
+            requestLog: requestLog,
             eventLog: { Console.err($0) },
             faults: plan
         )

@@ -13,7 +13,7 @@ struct BASync: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             List.self, Sync.self, Ensure.self, CheckUpdates.self, Remove.self, Status.self, Cat.self, URLCommand.self,
-            Verify.self,
+            Verify.self, Bench.self,
         ]
     )
 

@@ -158,6 +158,12 @@ enum Output {
         json(object)
     }
 
+    /// Rewrites one status line on a terminal's stderr; `nil` clears it.
+    static func progress(_ line: String?) {
+        let text = "\r\u{1B}[K" + (line ?? "")
+        _ = try? FileDescriptor.standardError.writeAll(Array(text.utf8))
+    }
+
     /// Fixed-width columns.
     static func table(_ rows: [[String]]) {
         guard let first = rows.first else { return }

@@ -1,0 +1,144 @@
+import ArgumentParser
+import AssetPackClient
+import AssetPackFormat
+import Foundation
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure reads of installed files the three ways AssetPackManager offers (offline).",
+        discussion: """
+            Runs one case per method × pattern × cache state (× block size for random reads) and reports \
+            MB/s, operations/s and latency percentiles from a histogram of every operation.
+            Methods: contents (contents(at:), a memory mapping, every byte summed), descriptor \
+            (descriptor(for:), read/pread into a reused buffer), copy (contents(at:options: []), a copy in \
+            fresh memory).
+            Patterns: sequential (whole files), random (aligned blocks, uniform over the bytes), first-byte \
+            (open, first page, close), lookup (a path in the merged namespace, nothing opened).
+            Cold rounds drop the files' pages first (posix_fadvise DONTNEED, no root needed); warm cases \
+            read every file once, untimed, first.
+            Examples:
+              ba-sync bench --app-group /tmp/ag
+              ba-sync bench --app-group /tmp/ag --pack Level1 --method descriptor --pattern random --block 4k --threads 2 --json
+            """
+    )
+
+    @OptionGroup var options: ClientOptions
+
+    @Argument(help: "Namespace paths to read, e.g. Levels/World1/level.json; default: every installed file.")
+    var paths: [String] = []
+
+    @Option(help: "Read the files of this pack only.")
+    var pack: String?
+
+    @Option(
+        help: ArgumentHelp("Read methods, comma-separated: contents, descriptor, copy.", valueName: "list"),
+        transform: { try list($0, ReadBenchmark.Method.init(rawValue:), "method") }
+    )
+    var method: [ReadBenchmark.Method] = ReadBenchmark.Method.allCases
+
+    @Option(
+        help: ArgumentHelp(
+            "Patterns, comma-separated: sequential, random, first-byte, lookup.",
+            valueName: "list"
+        ),
+        transform: { try list($0, ReadBenchmark.Pattern.init(rawValue:), "pattern") }
+    )
+    var pattern: [ReadBenchmark.Pattern] = ReadBenchmark.Pattern.allCases
+
+    @Option(
+        help: ArgumentHelp("Cache states, comma-separated: warm, cold.", valueName: "list"),
+        transform: { try list($0, ReadBenchmark.Cache.init(rawValue:), "cache state") }
+    )
+    var cache: [ReadBenchmark.Cache] = ReadBenchmark.Cache.allCases
+
+    @Option(
+        help: ArgumentHelp(
+            "Block sizes of random reads, comma-separated, in bytes (k and m suffixes).",
+            valueName: "list"
+        ),
+        transform: { try list($0, byteCount, "block size") }
+    )
+    var block: [Int] = [4096, 65536]
+
+    @Option(help: "Threads reading at once.")
+    var threads = 1
+
+    @Option(help: "Seconds each case runs.")
+    var duration: Double = 1
+
+    @Option(help: "Operations per case instead of a duration (over all threads).")
+    var iterations: Int?
+
+    @Option(help: "Seed of the random block choice.")
+    var seed: UInt64 = 1
+
+    @Flag(help: "CSV on stdout (a header row, then a row per case).")
+    var csv = false
+
+    func validate() throws {
+        guard threads >= 1 else { throw ValidationError("--threads must be 1 or more") }
+        guard duration > 0 else { throw ValidationError("--duration must be more than 0 seconds") }
+        if let iterations, iterations < 1 { throw ValidationError("--iterations must be 1 or more") }
+        guard block.allSatisfy({ $0 >= 1 }) else { throw ValidationError("--block sizes must be 1 byte or more") }
+        guard !(csv && options.json) else { throw ValidationError("choose one of --csv and --json") }
+    }
+
+    func run() throws {
+        var settings = ReadBenchmark.Options()
+        settings.methods = method
+        settings.patterns = pattern
+        settings.caches = cache
+        settings.blockSizes = block
+        settings.threads = threads
+        settings.duration = .milliseconds(Int64(duration * 1000))
+        settings.iterations = iterations
+        settings.seed = seed
+        try options.offline { manager in
+            let benchmark = try ReadBenchmark(
+                manager: manager,
+                paths: paths.map { FilePath($0) },
+                assetPackID: pack,
+                options: settings
+            )
+            let showProgress = !options.json && !csv && isatty(STDERR_FILENO) == 1
+            let results = try benchmark.run { benchCase, index, count in
+                if showProgress { Output.progress("[\(index + 1)/\(count)] \(benchCase)") }
+            }
+            if showProgress { Output.progress(nil) }
+            let report = ReadBenchmark.Report(benchmark: benchmark, results: results)
+            if options.json {
+                Output.out(try report.json())
+            } else if csv {
+                for line in report.csvLines() { Output.out(line) }
+            } else {
+                Output.out("\(report.files) files, \(ByteFormat.string(Int64(report.bytes))), \(threads) thread(s)")
+                Output.table(report.tableRows())
+            }
+        }
+    }
+}
+
+/// `a,b,c` → values, or a usage error naming the bad item.
+private func list<T>(_ text: String, _ make: (String) -> T?, _ what: String) throws -> [T] {
+    let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+    guard !items.isEmpty else { throw ValidationError("empty \(what) list") }
+    return try items.map { item in
+        guard let value = make(item) else { throw ValidationError("unknown \(what) '\(item)'") }
+        return value
+    }
+}
+
+/// `4096`, `4k`, `64K`, `1m` → bytes.
+private func byteCount(_ text: String) -> Int? {
+    let lower = text.lowercased()
+    let multipliers: [Character: Int] = ["k": 1024, "m": 1 << 20, "g": 1 << 30]
+    if let last = lower.last, let multiplier = multipliers[last] {
+        return Int(lower.dropLast()).map { $0 * multiplier }
+    }
+    return Int(lower)
+}

@@ -1,0 +1,118 @@
+# Turns scripts/bench.sh records (step, set, tool, value, unit, peak RSS in KiB; tab-separated) into the
+# results table: medians per step, data set and tool, the ratio ours / reference, and the goal of each step.
+# Variables: date, machine, rounds, smoke, md (Markdown file), json (JSON file).
+
+function median(key,    n, i, j, v, tmp) {
+    n = count[key]
+    for (i = 1; i <= n; i++) tmp[i] = values[key, i] + 0
+    for (i = 2; i <= n; i++) {
+        v = tmp[i]
+        for (j = i - 1; j >= 1 && tmp[j] > v; j--) tmp[j + 1] = tmp[j]
+        tmp[j + 1] = v
+    }
+    if (n % 2) return tmp[(n + 1) / 2]
+    return (tmp[n / 2] + tmp[n / 2 + 1]) / 2
+}
+
+function rss_median(key,    n, i, j, v, tmp, m) {
+    m = 0
+    for (i = 1; i <= count[key]; i++) if (rss[key, i] != "") tmp[++m] = rss[key, i] + 0
+    if (m == 0) return ""
+    for (i = 2; i <= m; i++) {
+        v = tmp[i]
+        for (j = i - 1; j >= 1 && tmp[j] > v; j--) tmp[j + 1] = tmp[j]
+        tmp[j + 1] = v
+    }
+    return tmp[int((m + 1) / 2)]
+}
+
+function number(v) {
+    if (v >= 1000) return sprintf("%.0f", v)
+    if (v >= 100) return sprintf("%.1f", v)
+    return sprintf("%.2f", v)
+}
+
+function mib(kib) { return kib == "" ? "" : sprintf("%.0f", kib / 1024) }
+
+# The goal of a row: "op limit" on the ratio, or on the value itself for rows without a reference.
+function goal_of(step, set) {
+    if (step == "pack" && (set == "big" || set == "many" || set == "mixed")) return ">= 1.0"
+    if (step == "serve-1-stream") return ">= 0.9"
+    if (step == "serve-64k-32-connections") return ">= 0.5"
+    if (step == "ensure" && set == "big") return "<= 1.1"
+    if (step == "ensure" && set == "many") return "<= 1.3"
+    if (step == "read-contents-whole-warm") return ">= 0.9"
+    if (step == "read-descriptor-random-4k-warm") return ">= 0.8"
+    if (step == "lookup-p99") return "< 10"
+    if (step == "contents-call-p99-warm") return "< 50"
+    if (step ~ /^rss-/) return "< 65536"
+    return ""
+}
+
+function met(goal, v,    op, limit) {
+    if (goal == "") return ""
+    split(goal, parts, " ")
+    op = parts[1]; limit = parts[2] + 0
+    if (op == ">=") return v >= limit ? "yes" : "no"
+    if (op == "<=") return v <= limit ? "yes" : "no"
+    if (op == "<") return v < limit ? "yes" : "no"
+    return ""
+}
+
+function goal_text(step, goal) {
+    if (goal == "") return ""
+    if (step ~ /^rss-/) return "< 64 MiB"
+    if (step ~ /p99/) return "p99 " goal " µs"
+    return "ratio " goal
+}
+
+BEGIN { FS = "\t" }
+{
+    key = $1 SUBSEP $2 SUBSEP $3
+    if (!(key in count)) count[key] = 0
+    n = ++count[key]
+    values[key, n] = $4
+    rss[key, n] = $6
+    unit[$1, $2] = $5
+    if (!(($1, $2) in seen)) { seen[$1, $2] = 1; order[++rows] = $1 SUBSEP $2 }
+}
+END {
+    print "# make bench results\n" > md
+    printf "%s · %s · %s round(s)%s · medians; ratio = ours / reference (for times, lower is better)\n\n", \
+        date, machine, rounds, (smoke ? " · SMOKE RUN (tiny data)" : "") > md
+    print "| step | data | ours | reference | ratio | goal | met | peak RSS ours / ref (MiB) |" > md
+    print "|---|---|---|---|---|---|---|---|" > md
+    printf "{\"date\":\"%s\",\"machine\":\"%s\",\"rounds\":%d,\"smoke\":%s,\"rows\":[", date, machine, rounds, \
+        (smoke ? "true" : "false") > json
+    for (r = 1; r <= rows; r++) {
+        split(order[r], p, SUBSEP)
+        step = p[1]; set = p[2]; u = unit[step, set]
+        ours_key = step SUBSEP set SUBSEP "ours"; ref_key = step SUBSEP set SUBSEP "ref"
+        ours = (ours_key in count) ? median(ours_key) : ""
+        ref = (ref_key in count) ? median(ref_key) : ""
+        ratio = (ours != "" && ref != "" && ref > 0) ? ours / ref : ""
+        goal = goal_of(step, set)
+        checked = (ratio != "") ? ratio : ours
+        ok = (ours == "" ? "" : met(goal, checked))
+        rss_ours = mib((ours_key in count) ? rss_median(ours_key) : "")
+        rss_ref = mib((ref_key in count) ? rss_median(ref_key) : "")
+        shown_ours = (ours == "") ? "—" : (step ~ /^rss-/ ? mib(ours) " MiB" : number(ours) " " u)
+        shown_ref = (ref == "") ? "—" : number(ref) " " u
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", step, set, shown_ours, shown_ref, \
+            (ratio == "" ? "—" : sprintf("%.2f", ratio)), goal_text(step, goal), ok, \
+            ((rss_ours == "" && rss_ref == "") ? "" : (rss_ours == "" ? "—" : rss_ours) " / " (rss_ref == "" ? "—" : rss_ref)) > md
+        printf "%s{\"step\":\"%s\",\"set\":\"%s\",\"unit\":\"%s\",\"ours\":%s,\"reference\":%s,\"ratio\":%s,\"goal\":%s,\"met\":%s,\"oursPeakRSSKiB\":%s,\"referencePeakRSSKiB\":%s}", \
+            (r > 1 ? "," : ""), step, set, u, (ours == "" ? "null" : ours), (ref == "" ? "null" : ref), \
+            (ratio == "" ? "null" : sprintf("%.4f", ratio)), (goal == "" ? "null" : "\"" goal "\""), \
+            (ok == "" ? "null" : (ok == "yes" ? "true" : "false")), \
+            ((ours_key in count) && rss_median(ours_key) != "" ? rss_median(ours_key) : "null"), \
+            ((ref_key in count) && rss_median(ref_key) != "" ? rss_median(ref_key) : "null") > json
+    }
+    print "]}" > json
+    print "\nSteps: pack = ba-mock package vs bsdtar --zstd (level 3), input MB/s; serve-1-stream = one curl of the" > md
+    print "1 GiB pack from ba-mock vs nginx (sendfile); serve-64k-32-connections = wrk -t2 -c32, requests/s;" > md
+    print "ensure = ba-sync ensure vs curl | bsdtar -xf - && sync from the same nginx, wall seconds; read-* =" > md
+    print "ba-sync bench vs bench/benchtool.c (mmap + sum, pread); hash-installed = ba-sync verify vs sha256sum;" > md
+    print "lookup-p99 and contents-call-p99-warm = ba-sync bench percentiles; rss-* = peak RSS (VmHWM, time -v);" > md
+    print "sizeNk and filesN rows show how time grows with size and file count (one round)." > md
+}

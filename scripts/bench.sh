@@ -1,0 +1,345 @@
+#!/usr/bin/env bash
+# make bench: ba-mock and ba-sync side by side with the reference tools, on the same data in the same run.
+#
+#   scripts/bench.sh [--smoke] [--rounds N] [--out DIR] BIN_DIR
+#
+# BIN_DIR holds ba-mock and ba-sync (make bench passes the release build). Data sets are generated under a
+# temporary folder (BENCH_TMP, default: mktemp -d) and removed at the end. Each step runs ours and the
+# reference alternately (who goes first alternates too), --rounds times (default 3); the table shows
+# medians and ratios ours / reference and is written to OUT/results.md and OUT/results.json (default
+# OUT: bench/). --smoke: tiny data, one round, short durations (make test runs it so the script cannot rot).
+set -euo pipefail
+
+smoke=0
+rounds=3
+out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --smoke) smoke=1; rounds=1 ;;
+    --rounds) rounds=${2:?--rounds needs a number}; shift ;;
+    --out) out=${2:?--out needs a folder}; shift ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "bench.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
+    *) bin=$1 ;;
+  esac
+  shift
+done
+bin=${bin:?usage: bench.sh [--smoke] [--rounds N] [--out DIR] BIN_DIR}
+here=$(cd "$(dirname "$0")/.." && pwd)
+out=${out:-$here/bench}
+mock="$bin/ba-mock"
+sync="$bin/ba-sync"
+for tool in "$mock" "$sync"; do
+  [ -x "$tool" ] || { echo "bench.sh: $tool is missing: build first (make bench does)" >&2; exit 1; }
+done
+for tool in bsdtar curl nginx wrk /usr/bin/time sha256sum; do
+  command -v "$tool" >/dev/null || { echo "bench.sh: $tool is missing: run make deps" >&2; exit 1; }
+done
+cc=$(command -v cc || command -v clang || true)
+[ -n "$cc" ] || { echo "bench.sh: no C compiler (cc or clang) for bench/benchtool.c" >&2; exit 1; }
+
+work=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/ba-bench.XXXXXX")
+chmod 755 "$work"  # nginx workers run as another user when started by root
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+records="$work/records.tsv"
+: >"$records"
+log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
+
+tool="$work/benchtool"
+"$cc" -O3 -o "$tool" "$here/bench/benchtool.c" -lpthread
+
+# Sizes: the issue's data sets, or tiny ones for --smoke.
+if [ $smoke = 1 ]; then
+  big_count=4 big_size=$((256 << 10))
+  many_count=200 many_min=1024 many_max=$((64 << 10))
+  mixed_big=2 mixed_min=$((1 << 20)) mixed_max=$((2 << 20)) mixed_small=100
+  scale_sizes="65536 262144 1048576"
+  scale_counts="10 100 1000"
+  read_seconds=0.2 wrk_seconds=1
+else
+  big_count=4 big_size=$((256 << 20))
+  many_count=20000 many_min=1024 many_max=$((64 << 10))
+  mixed_big=3 mixed_min=$((20 << 20)) mixed_max=$((100 << 20)) mixed_small=3000
+  scale_sizes="$((64 << 20)) $((256 << 20)) $((1 << 30))"
+  scale_counts="1000 10000 100000"
+  read_seconds=2 wrk_seconds=5
+fi
+
+# --- helpers ---------------------------------------------------------------------------------------------
+
+now_ns() { date +%s%N; }
+
+# record STEP SET TOOL VALUE UNIT [RSS_KB]
+record() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "${6:-}" >>"$records"; }
+
+# timed SECONDS_VAR RSS_VAR cmd...: wall time in seconds and peak RSS in KiB of one command.
+timed() {
+  local -n seconds_ref=$1 rss_ref=$2
+  shift 2
+  local start end
+  start=$(now_ns)
+  /usr/bin/time -f %M -o "$work/rss" "$@" >"$work/cmd.out" 2>"$work/cmd.err" || {
+    echo "bench.sh: failed: $*" >&2
+    cat "$work/cmd.err" >&2
+    exit 1
+  }
+  end=$(now_ns)
+  seconds_ref=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')
+  rss_ref=$(tail -n 1 "$work/rss")
+}
+
+mbps() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.1f", (s > 0 ? b / s / 1e6 : 0) }'; }
+bytes_of() { find "$1" -type f -printf '%s\n' | awk '{ total += $1 } END { print total + 0 }'; }
+
+free_port() {
+  local port
+  while :; do
+    port=$((20000 + RANDOM % 30000))
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
+  done
+}
+
+# make_set NAME: the asset folder $work/sets/NAME with one pack NAME over its files/ folder.
+manifest() {
+  cat >"$work/sets/$1/$1.json" <<EOF
+{ "assetPackID": "$1", "downloadPolicy": { "onDemand": {} }, "fileSelectors": [ { "directory": "files" } ], "platforms": ["iOS"] }
+EOF
+}
+
+# serve_mock SET: starts ba-mock on the set; sets mock_url and mock_pid.
+serve_mock() {
+  "$mock" serve "$work/sets/$1" --port 0 --quiet >"$work/mock-$1.out" 2>"$work/mock-$1.err" &
+  mock_pid=$!
+  pids+=("$mock_pid")
+  for _ in $(seq 1 600); do
+    [ -s "$work/mock-$1.out" ] && break
+    kill -0 "$mock_pid" 2>/dev/null || { cat "$work/mock-$1.err" >&2; exit 1; }
+    sleep 0.1
+  done
+  mock_url=$(head -n 1 "$work/mock-$1.out")
+}
+
+stop() { kill -INT "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+# nginx with sendfile over the export tree of every set ($work/www/SET/{manifest,assets/ID}).
+start_nginx() {
+  nginx_port=$(free_port)
+  mkdir -p "$work/nginx"
+  cat >"$work/nginx/nginx.conf" <<EOF
+daemon off;
+worker_processes auto;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 100000;
+    default_type application/octet-stream;
+    client_body_temp_path $work/nginx/body;
+    proxy_temp_path $work/nginx/proxy;
+    fastcgi_temp_path $work/nginx/fastcgi;
+    uwsgi_temp_path $work/nginx/uwsgi;
+    scgi_temp_path $work/nginx/scgi;
+    server { listen 127.0.0.1:$nginx_port; root $work/www; }
+}
+EOF
+  nginx -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log" &
+  nginx_pid=$!
+  pids+=("$nginx_pid")
+  for _ in $(seq 1 100); do
+    curl -fsS -o /dev/null "http://127.0.0.1:$nginx_port/" 2>/dev/null && break
+    curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$nginx_port/" 2>/dev/null | grep -q 40 && break
+    sleep 0.1
+  done
+  nginx_url="http://127.0.0.1:$nginx_port"
+}
+
+# pack_step SET: ba-mock package vs bsdtar --zstd, same level (3), every round.
+pack_step() {
+  local set=$1 bytes seconds rss r
+  bytes=$(bytes_of "$work/sets/$set/files")
+  for r in $(seq 1 "$rounds"); do
+    for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
+      rm -f "$work/pack.out"
+      if [ "$who" = ours ]; then
+        timed seconds rss "$mock" package "$work/sets/$set/$set.json" --root "$work/sets/$set" \
+          --compression zstd --level 3 -o "$work/pack.out"
+      else
+        timed seconds rss bsdtar --zstd --options zstd:compression-level=3 -cf "$work/pack.out" \
+          -C "$work/sets/$set" files
+      fi
+      record "pack" "$set" "$who" "$(mbps "$bytes" "$seconds")" "MB/s" "$rss"
+    done
+  done
+  rm -f "$work/pack.out"
+}
+
+# export_set SET: the static tree nginx serves, and the pack file's path.
+export_set() {
+  "$mock" export "$work/sets/$1" --out "$work/www/$1" --base-url "$nginx_url/$1" >/dev/null 2>"$work/export.err" \
+    || { cat "$work/export.err" >&2; exit 1; }
+}
+
+# ensure_step SET [LABEL]: ba-sync ensure vs curl | bsdtar -xf - && sync, both from nginx, fresh folders.
+ensure_step() {
+  local set=$1 label=${2:-ensure} seconds rss r dir
+  for r in $(seq 1 "$rounds"); do
+    for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
+      dir="$work/client-$who-$r"
+      if [ "$who" = ours ]; then
+        timed seconds rss "$sync" --server "$nginx_url/$set" --app-group "$dir" ensure "$set"
+      else
+        mkdir -p "$dir"
+        timed seconds rss bash -c 'set -o pipefail; curl -fsS "$1" | bsdtar -xf - -C "$2" && sync' _ \
+          "$nginx_url/$set/assets/$set" "$dir"
+      fi
+      record "$label" "$set" "$who" "$seconds" "s" "$rss"
+    done
+    # Keep the last round's app group for the read steps; delete the rest (both sides alike).
+    if [ "$r" -lt "$rounds" ]; then rm -rf "$work/client-ours-$r" "$work/client-ref-$r"; fi
+  done
+  rm -rf "$work/app-$set"
+  mv "$work/client-ours-$rounds" "$work/app-$set"
+  rm -rf "$work/client-ref-$rounds"
+}
+
+# bench_csv ARGS...: one ba-sync bench case; prints its CSV row.
+bench_csv() { "$sync" bench --csv "$@" | tail -n 1; }
+csv_field() { echo "$1" | cut -d, -f"$2"; }  # 9 MB/s, 10 ops/s, 13 p99 µs
+
+# --- data ------------------------------------------------------------------------------------------------
+log "data sets in $work (smoke=$smoke, rounds=$rounds)"
+mkdir -p "$work/sets" "$work/www"
+"$tool" random "$work/sets/big/files" "$big_count" "$big_size"
+manifest big
+mkdir -p "$work/sets/many/files"
+"$tool" many "$work/sets/many/files" "$many_count" "$many_min" "$many_max" 7
+manifest many
+mkdir -p "$work/sets/mixed/files"
+"$tool" mixed "$work/sets/mixed/files" "$mixed_big" "$mixed_min" "$mixed_max" "$mixed_small" 11
+manifest mixed
+"$tool" random "$work/sets/small/files" 1 $((60 << 10))
+manifest small
+for set in big many mixed small; do log "  $set: $(find "$work/sets/$set/files" -type f | wc -l) files, $(bytes_of "$work/sets/$set/files") bytes"; done
+
+# --- build -----------------------------------------------------------------------------------------------
+for set in big many mixed; do
+  log "pack $set"
+  pack_step "$set"
+done
+
+# --- serve -----------------------------------------------------------------------------------------------
+start_nginx
+for set in big many mixed small; do export_set "$set"; done
+log "serve big, one stream"
+serve_mock big
+big_pack_bytes=$(stat -c %s "$work/www/big/assets/big")
+for r in $(seq 1 "$rounds"); do
+  for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
+    url=$([ "$who" = ours ] && echo "$mock_url/assets/big" || echo "$nginx_url/big/assets/big")
+    curl -fsS -o /dev/null "$url"  # the pages of the pack are warm for both
+    seconds=$(curl -fsS -o /dev/null -w '%{time_total}' "$url")
+    record "serve-1-stream" "big" "$who" "$(mbps "$big_pack_bytes" "$seconds")" "MB/s"
+  done
+done
+log "serve big to 8 clients at once (peak RSS)"
+for _ in 1 2 3 4 5 6 7 8; do curl -fsS -o /dev/null "$mock_url/assets/big" & done
+wait_curls() { for job in $(jobs -p); do [ "$job" = "$mock_pid" ] || [ "$job" = "$nginx_pid" ] || wait "$job"; done; }
+wait_curls
+record "rss-serve-8-clients" "big" "ours" "$(awk '/VmHWM/ { print $2 }' "/proc/$mock_pid/status")" "KiB"
+stop "$mock_pid"
+
+log "serve a $(stat -c %s "$work/www/small/assets/small")-byte pack, 32 connections (wrk)"
+serve_mock small
+for r in $(seq 1 "$rounds"); do
+  for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
+    url=$([ "$who" = ours ] && echo "$mock_url/assets/small" || echo "$nginx_url/small/assets/small")
+    rps=$(wrk -t2 -c32 -d"${wrk_seconds}s" "$url" | awk '/^Requests\/sec:/ { print $2 }')
+    record "serve-64k-32-connections" "small" "$who" "$rps" "req/s"
+  done
+done
+stop "$mock_pid"
+
+# --- download and install -----------------------------------------------------------------------------------
+for set in big many mixed; do
+  log "ensure $set"
+  ensure_step "$set"
+done
+
+# --- reads -----------------------------------------------------------------------------------------------
+mapfile -t big_files < <(find "$work/app-big/AssetPacks" -type f -name 'file-*.bin' | sort)
+log "reads of the installed big set (${#big_files[@]} files)"
+for r in $(seq 1 "$rounds"); do
+  row=$(bench_csv --app-group "$work/app-big" --method contents --pattern sequential --cache warm --duration "$read_seconds")
+  record "read-contents-whole-warm" "big" "ours" "$(csv_field "$row" 9)" "MB/s"
+  line=$("$tool" mmap "$read_seconds" "${big_files[@]}")
+  record "read-contents-whole-warm" "big" "ref" "$(echo "$line" | awk -F'[:,}]' '{ printf "%.1f", $4 / $6 / 1e6 }')" "MB/s"
+  row=$(bench_csv --app-group "$work/app-big" --method descriptor --pattern random --block 4k --cache warm --duration "$read_seconds")
+  record "read-descriptor-random-4k-warm" "big" "ours" "$(csv_field "$row" 10)" "ops/s"
+  line=$("$tool" pread "$read_seconds" 4096 1 "${big_files[@]}")
+  record "read-descriptor-random-4k-warm" "big" "ref" "$(echo "$line" | awk -F'[:,}]' '{ printf "%.1f", $2 / $6 }')" "ops/s"
+done
+log "contents(at:) calls on the installed many set"
+row=$(bench_csv --app-group "$work/app-many" --method contents --pattern first-byte --cache warm --duration "$read_seconds")
+record "contents-call-p99-warm" "many" "ours" "$(csv_field "$row" 13)" "µs"
+
+log "hash the installed big set: ba-sync verify vs sha256sum"
+for r in $(seq 1 "$rounds"); do
+  for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
+    cat "${big_files[@]}" >/dev/null
+    if [ "$who" = ours ]; then
+      timed seconds rss "$sync" --app-group "$work/app-big" verify big
+    else
+      timed seconds rss sha256sum "${big_files[@]}"
+    fi
+    record "hash-installed" "big" "$who" "$(mbps "$((big_count * big_size))" "$seconds")" "MB/s"
+  done
+done
+
+# --- scaling ---------------------------------------------------------------------------------------------
+rounds_saved=$rounds
+rounds=1
+for size in $scale_sizes; do
+  set="size$((size >> 10))k"
+  log "scaling: one file of $size bytes"
+  "$tool" random "$work/sets/$set/files" 1 "$size"
+  manifest "$set"
+  pack_step "$set"
+  export_set "$set"
+  ensure_step "$set"
+  rm -rf "$work/sets/$set" "$work/www/$set" "$work/app-$set"
+done
+for count in $scale_counts; do
+  set="files$count"
+  log "scaling: $count files of 1-4 KiB"
+  mkdir -p "$work/sets/$set/files"
+  "$tool" many "$work/sets/$set/files" "$count" 1024 4096 3
+  manifest "$set"
+  pack_step "$set"
+  export_set "$set"
+  ensure_step "$set"
+  row=$(bench_csv --app-group "$work/app-$set" --pattern lookup --duration "$read_seconds")
+  record "lookup-p99" "$set" "ours" "$(csv_field "$row" 13)" "µs"
+  rm -rf "$work/sets/$set" "$work/www/$set" "$work/app-$set"
+done
+rounds=$rounds_saved
+
+# Peak RSS of packing and ensuring 1 GiB: from the scaling runs of the 1 GiB file (the largest size).
+top="size$(( ${scale_sizes##* } >> 10 ))k"
+awk -F'\t' -v set="$top" '$2 == set && $3 == "ours" && ($1 == "pack" || $1 == "ensure") { print $1 "\t" $6 }' "$records" |
+  while IFS=$'\t' read -r step rss; do record "rss-$step" "$top" "ours" "$rss" "KiB"; done
+
+# --- report ----------------------------------------------------------------------------------------------
+mkdir -p "$out"
+machine="$(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -sr)"
+awk -F'\t' -v date="$(date -u +%Y-%m-%dT%H:%MZ)" -v machine="$machine" -v rounds="$rounds" -v smoke="$smoke" \
+  -v md="$out/results.md" -v json="$out/results.json" -f "$here/bench/report.awk" "$records"
+cat "$out/results.md"
