@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
 # make bench: ba-mock and ba-sync side by side with the reference tools, on the same data in the same run.
 #
-#   scripts/bench.sh [--smoke] [--rounds N] [--out DIR] BIN_DIR
+#   scripts/bench.sh [--smoke] [--rounds N] [--only STEPS] [--out DIR] BIN_DIR
 #
 # BIN_DIR holds ba-mock and ba-sync (make bench passes the release build). Data sets are generated under a
 # temporary folder (BENCH_TMP, default: mktemp -d) and removed at the end. Each step runs ours and the
 # reference alternately (who goes first alternates too), --rounds times (default 3); the table shows
 # medians and ratios ours / reference and is written to OUT/results.md and OUT/results.json (default
 # OUT: bench/). --smoke: tiny data, one round, short durations (make test runs it so the script cannot rot).
+# --only: a comma-separated subset of pack,serve,ensure,reads,scaling (reads need ensure, which it implies).
 set -euo pipefail
 
 smoke=0
 rounds=3
+only=pack,serve,ensure,reads,scaling
 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) smoke=1; rounds=1 ;;
     --rounds) rounds=${2:?--rounds needs a number}; shift ;;
     --out) out=${2:?--out needs a folder}; shift ;;
+    --only) only=${2:?--only needs a list}; shift ;;
     -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
     *) bin=$1 ;;
@@ -49,6 +52,8 @@ cleanup() {
 trap cleanup EXIT
 records="$work/records.tsv"
 : >"$records"
+want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+want reads && only="$only,ensure"
 log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
 
 tool="$work/benchtool"
@@ -231,14 +236,17 @@ manifest small
 for set in big many mixed small; do log "  $set: $(find "$work/sets/$set/files" -type f | wc -l) files, $(bytes_of "$work/sets/$set/files") bytes"; done
 
 # --- build -----------------------------------------------------------------------------------------------
-for set in big many mixed; do
-  log "pack $set"
-  pack_step "$set"
-done
+if want pack; then
+  for set in big many mixed; do
+    log "pack $set"
+    pack_step "$set"
+  done
+fi
 
 # --- serve -----------------------------------------------------------------------------------------------
 start_nginx
 for set in big many mixed small; do export_set "$set"; done
+if want serve; then
 log "serve big, one stream"
 serve_mock big
 big_pack_bytes=$(stat -c %s "$work/www/big/assets/big")
@@ -267,14 +275,18 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 stop "$mock_pid"
+fi
 
 # --- download and install -----------------------------------------------------------------------------------
-for set in big many mixed; do
-  log "ensure $set"
-  ensure_step "$set"
-done
+if want ensure; then
+  for set in big many mixed; do
+    log "ensure $set"
+    ensure_step "$set"
+  done
+fi
 
 # --- reads -----------------------------------------------------------------------------------------------
+if want reads; then
 mapfile -t big_files < <(find "$work/app-big/AssetPacks" -type f -name 'file-*.bin' | sort)
 log "reads of the installed big set (${#big_files[@]} files)"
 for r in $(seq 1 "$rounds"); do
@@ -303,8 +315,10 @@ for r in $(seq 1 "$rounds"); do
     record "hash-installed" "big" "$who" "$(mbps "$((big_count * big_size))" "$seconds")" "MB/s"
   done
 done
+fi
 
 # --- scaling ---------------------------------------------------------------------------------------------
+if want scaling; then
 rounds_saved=$rounds
 rounds=1
 for size in $scale_sizes; do
@@ -331,6 +345,7 @@ for count in $scale_counts; do
   rm -rf "$work/sets/$set" "$work/www/$set" "$work/app-$set"
 done
 rounds=$rounds_saved
+fi
 
 # Peak RSS of packing and ensuring 1 GiB: from the scaling runs of the 1 GiB file (the largest size).
 top="size$(( ${scale_sizes##* } >> 10 ))k"

@@ -64,6 +64,7 @@ public actor AssetPackManager {
     private let downloader: PackDownloader
     private let retryPolicy: RetryPolicy
     private let maxConcurrentDownloads: Int
+    private let resumableDownloads: Bool
     private let onLockWait: @Sendable (Int32?) -> Void
     private var lock: AppGroupLock?
     private var lockHolders = 0
@@ -80,6 +81,10 @@ public actor AssetPackManager {
     ///   - retryPolicy: How failed downloads are retried (resuming each time).
     ///   - timeout: The deadline of one HTTP request, body included.
     ///   - stallTimeout: How long a download may receive nothing before it is cut and resumed.
+    ///   - resumableDownloads: Download each archive into a file first, so that a process killed mid-download
+    ///     resumes in a later run, then install from it. By default an archive is extracted as it arrives
+    ///     and never written whole (about half the disk writes); a cut connection still resumes within the
+    ///     run, and a partial file left by a resumable run is resumed either way.
     ///   - onLockWait: Called with the holder's PID when another process holds the app group.
     /// - Throws: ``AssetPackClientError`` with code `.io` when the app group cannot be created.
     public init(
@@ -90,8 +95,10 @@ public actor AssetPackManager {
         retryPolicy: RetryPolicy = RetryPolicy(),
         timeout: TimeAmount = .minutes(30),
         stallTimeout: Duration = .seconds(30),
+        resumableDownloads: Bool = false,
         onLockWait: @escaping @Sendable (Int32?) -> Void = { _ in }
     ) throws {
+        self.resumableDownloads = resumableDownloads
         self.server = server
         self.store = try AppGroupStore(root: appGroup)
         self.client = client
@@ -481,19 +488,16 @@ public actor AssetPackManager {
         defer { downloading.remove(pack.id) }
         publish(.began(pack))
         do {
-            let archive = try await downloader.download(pack) { [weak self] progress in
-                self?.publish(.downloading(pack, progress))
-            } paused: { [weak self] in
-                self?.publish(.paused(pack))
-                self?.publish(.began(pack))  // Apple's "began" also means "resumed after being paused"
-            }
-            let store = self.store
             let installed: InstalledPack
             do {
-                installed = try await NIOThreadPool.singleton.runIfActive {
-                    try Self.install(archive: archive, pack: pack, store: store)
+                if resumableDownloads || downloader.hasPartial(of: pack) {
+                    installed = try await downloadThenInstall(pack)
+                } else {
+                    installed = try await installWhileDownloading(pack)
                 }
-            } catch  where Self.isDiskFull(error) {
+            } catch
+                where Self.isDiskFull(error) && (error as? AssetPackClientError)?.message.hasPrefix("no space") != true
+            {
                 downloader.discard(pack)
                 throw AssetPackClientError(
                     code: .io,
@@ -505,7 +509,6 @@ public actor AssetPackManager {
                     cause: error as? (any Error & Sendable)
                 )
             }
-            downloader.discard(pack)
             var state = try store.loadState()
             let previous = state.installed[pack.id]
             state.installed[pack.id] = installed
@@ -532,6 +535,103 @@ public actor AssetPackManager {
         }
     }
 
+    /// Downloads the archive into a partial file (resumable by a later run), then installs from it.
+    private func downloadThenInstall(_ pack: AssetPack) async throws -> InstalledPack {
+        let archive = try await downloader.download(pack) { [weak self] progress in
+            self?.publish(.downloading(pack, progress))
+        } paused: { [weak self] in
+            self?.publish(.paused(pack))
+            self?.publish(.began(pack))  // Apple's "began" also means "resumed after being paused"
+        }
+        let store = self.store
+        let installed = try await NIOThreadPool.singleton.runIfActive {
+            let staging = try Self.makeStaging(pack, store: store)
+            do {
+                let index = try Self.extract(pack) {
+                    try PackReader.extract(archive, into: staging, limit: pack.installSize)
+                }
+                return try Self.commit(staging, index: index, pack: pack, store: store)
+            } catch {
+                try? FileManager.default.removeItem(atPath: staging.string)
+                throw error
+            }
+        }
+        downloader.discard(pack)
+        return installed
+    }
+
+    /// Extracts the archive as it arrives (on a thread of its own, fed by the download), and moves it into
+    /// place only once the whole download's size and digest match the manifest. The archive never touches
+    /// the disk; a cut connection resumes with a range into the same extraction. A mismatch starts over with
+    /// a new staging folder; an extraction that fails lets the download finish, so that its digest tells a
+    /// damaged transfer (fetched again) from a damaged pack (reported).
+    private func installWhileDownloading(_ pack: AssetPack) async throws -> InstalledPack {
+        let store = self.store
+        var mismatches = 0
+        while true {
+            let staging = try Self.makeStaging(pack, store: store)
+            let feed = ByteFeed()
+            let extraction = Task {
+                try await runOnThreadOfItsOwn {
+                    do {
+                        return try Self.extract(pack) {
+                            try PackReader.extract(
+                                streamNamed: pack.url.absoluteString,
+                                into: staging,
+                                limit: pack.installSize,
+                                reading: feed.next
+                            )
+                        }
+                    } catch {
+                        // A damaged archive: let the download finish for its digest. Anything else (a full
+                        // disk): stop the download now.
+                        let corrupt = (error as? AssetPackClientError)?.code == .corruptPack && !Self.isDiskFull(error)
+                        feed.abandon(drain: corrupt)
+                        throw error
+                    }
+                }
+            }
+            let removeStaging = { try? FileManager.default.removeItem(atPath: staging.string) }
+            do {
+                try await downloader.stream(pack, into: feed) { [weak self] progress in
+                    self?.publish(.downloading(pack, progress))
+                } paused: { [weak self] in
+                    self?.publish(.paused(pack))
+                    self?.publish(.began(pack))
+                }
+                feed.finish()
+            } catch {
+                feed.fail(error)
+                let extracted = await extraction.result
+                removeStaging()
+                if error is ExtractionStopped, case .failure(let cause) = extracted { throw cause }
+                if let error = error as? AssetPackClientError,
+                    error.code == .sizeMismatch || error.code == .digestMismatch
+                {
+                    mismatches += 1
+                    if retryPolicy.decide(error, failures: 0, mismatches: mismatches) == .refetch {
+                        publish(.paused(pack))
+                        publish(.began(pack))
+                        continue
+                    }
+                    var final = error
+                    final.message += " (after \(mismatches) attempts)"
+                    throw final
+                }
+                throw error
+            }
+            do {
+                let index = try await extraction.value
+                return try await NIOThreadPool.singleton.runIfActive {
+                    try Self.commit(staging, index: index, pack: pack, store: store)
+                }
+            } catch {
+                removeStaging()
+                throw error
+            }
+        }
+    }
+
     /// Whether `error` comes from a full disk, however deep in the chain of causes.
     static func isDiskFull(_ error: any Error) -> Bool {
         if let errno = error as? Errno { return errno == .noSpace }
@@ -541,20 +641,22 @@ public actor AssetPackManager {
         return false
     }
 
-    /// Extracts into a staging folder inside the app group, makes it durable, and moves it into place beside
-    /// any installed version. Nothing outside the staging folder changes until the final rename.
-    private static func install(archive: FilePath, pack: AssetPack, store: AppGroupStore) throws -> InstalledPack {
+    /// A new, empty staging folder inside the app group (so the final rename stays on one file system).
+    private static func makeStaging(_ pack: AssetPack, store: AppGroupStore) throws -> FilePath {
         let staging = store.stagingFolder.appending("\(pack.id)-\(UUID().uuidString)")
         do {
             try FileManager.default.createDirectory(atPath: staging.string, withIntermediateDirectories: true)
         } catch {
             throw AssetPackClientError.io("create", staging, error)
         }
-        var moved = false
-        defer { if !moved { try? FileManager.default.removeItem(atPath: staging.string) } }
+        return staging
+    }
+
+    /// Runs an extraction and says what went wrong in the client's terms; checks the index names the pack.
+    private static func extract(_ pack: AssetPack, _ body: () throws -> PackIndex) throws -> PackIndex {
         let index: PackIndex
         do {
-            index = try PackReader.extract(archive, into: staging, limit: pack.installSize)
+            index = try body()
         } catch let error as AssetPackFormatError {
             throw AssetPackClientError(
                 code: error.code == .io ? .io : .corruptPack,
@@ -571,6 +673,15 @@ public actor AssetPackManager {
                 assetPackID: pack.id
             )
         }
+        return index
+    }
+
+    /// Makes an extracted staging folder durable and moves it into place beside any installed version.
+    /// Nothing outside the staging folder changes until the final rename; the caller removes the staging
+    /// folder if this throws.
+    private static func commit(_ staging: FilePath, index: PackIndex, pack: AssetPack, store: AppGroupStore) throws
+        -> InstalledPack
+    {
         let relative = "AssetPacks/\(pack.id)/\(pack.version)-\(pack.sha256.prefix(12))"
         let destination = store.root.appending(relative)
         let folder = destination.removingLastComponent()
@@ -590,7 +701,6 @@ public actor AssetPackManager {
         guard rename(staging.string, destination.string) == 0 else {
             throw AssetPackClientError.io("move the installed pack to", destination, Errno(rawValue: errno))
         }
-        moved = true
         AtomicFile.syncDirectory(folder)
         return InstalledPack(
             id: pack.id,

@@ -308,7 +308,7 @@ public struct ReadBenchmark: Sendable {
             let counter = Counter()
             let outcomes = Mutex<[Swift.Result<ThreadOutcome, any Error>]>([])
             let started = now()
-            try runThreads(threads) { thread in
+            runOnThreadsOfTheirOwn(threads) { thread in
                 let outcome = Swift.Result {
                     try plan.work(
                         thread: thread,
@@ -615,22 +615,6 @@ private struct RoundPlan: Sendable {
             throw AssetPackClientError.io("read", target.file, error)
         }
     }
-}
-
-/// Runs `body` on `count` threads of their own (blocking reads do not belong on the concurrency pool) and
-/// waits for them.
-private func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) throws {
-    let group = DispatchGroup()
-    for index in 0..<count {
-        group.enter()
-        let thread = Thread {
-            body(index)
-            group.leave()
-        }
-        thread.stackSize = 1 << 20
-        thread.start()
-    }
-    group.wait()
 }
 
 /// Sums the bytes as 64-bit words, so that every byte is loaded (and the compiler vectorises the loop).

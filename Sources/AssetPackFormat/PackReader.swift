@@ -19,7 +19,7 @@ public enum PackReader {
                     return try decodeIndex(reader, header: header)
                 }
             }
-            throw missingIndex(archive)
+            throw missingIndex(archive.string)
         }
     }
 
@@ -29,7 +29,7 @@ public enum PackReader {
     /// - Returns: The verified index.
     /// - Throws: ``AssetPackFormatError`` with code `.corruptPack` naming the first mismatch.
     public static func verify(at archive: FilePath) throws -> PackIndex {
-        try scan(archive, destination: nil, limit: nil)
+        try scan(archive.string, destination: nil, limit: nil) { try withArchiveReader(at: archive, $0) }
     }
 
     /// Extracts a pack's files into `destination` (without the `Contents/` prefix) and verifies them.
@@ -47,15 +47,41 @@ public enum PackReader {
     public static func extract(_ archive: FilePath, into destination: FilePath, limit: Int64? = nil) throws
         -> PackIndex
     {
-        try scan(archive, destination: destination, limit: limit)
+        try scan(archive.string, destination: destination, limit: limit) { try withArchiveReader(at: archive, $0) }
     }
 
-    private static func scan(_ archive: FilePath, destination: FilePath?, limit: Int64?) throws -> PackIndex {
+    /// Extracts a pack that arrives as a stream of blocks (a download in progress), exactly as
+    /// ``extract(_:into:limit:)`` extracts a file: the archive is never written to disk whole.
+    /// - Parameters:
+    ///   - name: The archive's URL, for messages.
+    ///   - destination: An existing, empty folder.
+    ///   - limit: The most bytes of file content to write (the declared install size), or `nil`.
+    ///   - next: Hands out the archive's bytes in order: a block valid until the next call, empty at the end.
+    ///     An error it throws ends the extraction and is rethrown as it is.
+    /// - Returns: The verified index.
+    /// - Throws: ``AssetPackFormatError`` with code `.corruptPack`, `.archive` or `.io`, or `next`'s error.
+    public static func extract(
+        streamNamed name: String,
+        into destination: FilePath,
+        limit: Int64? = nil,
+        reading next: @escaping () throws -> UnsafeRawBufferPointer
+    ) throws -> PackIndex {
+        try scan(name, destination: destination, limit: limit) {
+            try withArchiveReader(streaming: next, name: name, $0)
+        }
+    }
+
+    private static func scan(
+        _ archive: String,
+        destination: FilePath?,
+        limit: Int64?,
+        open: ((ArchiveReader) throws -> Void) throws -> Void
+    ) throws -> PackIndex {
         let root = destination.map { $0.lexicallyNormalized() }
         var seen: [String: (size: Int64, sha256: String)] = [:]
         var written: Int64 = 0
         var index: PackIndex?
-        try withArchiveReader(at: archive) { reader in
+        try open { reader in
             try withDiskWriter { disk in
                 while let header = try reader.next() {
                     if header.name == PackPath.indexEntryName {
@@ -125,7 +151,7 @@ public enum PackReader {
     }
 
     /// Validates an entry and returns its path in the namespace (without `Contents/`).
-    private static func entryPath(_ header: ArchiveEntryHeader, archive: FilePath) throws -> String {
+    private static func entryPath(_ header: ArchiveEntryHeader, archive: String) throws -> String {
         if header.hardlink != nil {
             throw corrupt(archive, "holds a hard link (\(header.name)); packs hold regular files only")
         }
@@ -183,11 +209,11 @@ public enum PackReader {
         return index
     }
 
-    private static func missingIndex(_ archive: FilePath) -> AssetPackFormatError {
+    private static func missingIndex(_ archive: String) -> AssetPackFormatError {
         corrupt(archive, "has no \(PackPath.indexEntryName) entry; it was not built by ba-mock, or it is truncated")
     }
 
-    private static func corrupt(_ archive: FilePath, _ problem: String) -> AssetPackFormatError {
+    private static func corrupt(_ archive: String, _ problem: String) -> AssetPackFormatError {
         AssetPackFormatError(code: .corruptPack, message: "pack \(archive) \(problem)")
     }
 }

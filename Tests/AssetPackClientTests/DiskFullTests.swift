@@ -20,8 +20,14 @@ let canMountTmpfs: Bool = {
 
 @Suite("A full disk", .enabled(if: canMountTmpfs, "needs root to mount a small tmpfs"))
 struct DiskFullTests {
-    @Test(arguments: [("320k", "while downloading"), ("1200k", "while installing")])
-    func diskFullGivesAClearErrorAndKeepsThePreviousVersion(_ size: String, _ phase: String) async throws {
+    /// A resumable download fills the disk with the archive first, or later with the extraction; a streamed
+    /// one (the default) writes only the extraction.
+    @Test(arguments: [
+        ("320k", true, "while downloading"), ("1200k", true, "while installing"), ("320k", false, "while installing"),
+    ])
+    func diskFullGivesAClearErrorAndKeepsThePreviousVersion(_ size: String, _ resumable: Bool, _ phase: String)
+        async throws
+    {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
         try scratch.write("Textures/big.bin", Scratch.noise(600_000, seed: 5))
@@ -35,7 +41,11 @@ struct DiskFullTests {
         )
         defer { _ = try? runTool(URL(fileURLWithPath: "/bin/umount"), ["-l", appGroup.string]) }
         try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: appGroup,
+                resumableDownloads: resumable
+            )
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
             let before = try manager.contents(at: "Levels/World1/level1.json")
             let error = await #expect(throws: AssetPackClientError.self) {

@@ -18,7 +18,8 @@ struct ArchiveEntryHeader {
 /// ``withArchiveReader(at:_:)``.
 struct ArchiveReader {
     fileprivate let archive: OpaquePointer
-    let path: FilePath
+    /// The archive's path or URL, for messages.
+    let path: String
 
     /// The next entry's header, or `nil` at the end of the archive.
     func next() throws -> ArchiveEntryHeader? {
@@ -81,7 +82,64 @@ func withArchiveReader<T>(at path: FilePath, _ body: (ArchiveReader) throws -> T
     }
     return try fd.closeAfter {
         try check(archive_read_open_fd(archive, fd.rawValue, 1 << 20), archive, "\(path) is not a pack archive")
-        return try body(ArchiveReader(archive: archive, path: path))
+        return try body(ArchiveReader(archive: archive, path: path.string))
+    }
+}
+
+/// Where a streaming reader gets its bytes: the next block, valid until the next call; empty at the end.
+typealias ArchiveByteSource = () throws -> UnsafeRawBufferPointer
+
+/// Holds the byte source of a streaming reader, and the error it threw (libarchive only sees -1).
+private final class StreamSource {
+    let next: ArchiveByteSource
+    var error: (any Error)?
+
+    init(_ next: @escaping ArchiveByteSource) { self.next = next }
+}
+
+/// Opens a tar archive that arrives as a stream of blocks (a download), for the same streaming reads as
+/// ``withArchiveReader(at:_:)``. An error thrown by `source` is rethrown as it is.
+/// - Parameters:
+///   - name: The archive's URL or name, for messages.
+///   - source: Hands out the archive's bytes in order.
+func withArchiveReader<T>(
+    streaming source: @escaping ArchiveByteSource,
+    name: String,
+    _ body: (ArchiveReader) throws -> T
+) throws -> T {
+    guard let archive = archive_read_new() else {
+        throw AssetPackFormatError(code: .archive, message: "libarchive could not allocate a reader")
+    }
+    defer { archive_read_free(archive) }
+    try check(archive_read_support_filter_all(archive), archive, "filters")
+    try check(archive_read_support_format_tar(archive), archive, "tar format")
+    let stream = StreamSource(source)
+    let context = Unmanaged.passRetained(stream)
+    defer { context.release() }
+    do {
+        let status = archive_read_open(
+            archive,
+            context.toOpaque(),
+            nil,
+            { _, client, buffer in
+                guard let client else { return -1 }
+                let stream = Unmanaged<StreamSource>.fromOpaque(client).takeUnretainedValue()
+                do {
+                    let block = try stream.next()
+                    buffer?.pointee = block.baseAddress
+                    return block.count
+                } catch {
+                    stream.error = error
+                    return -1
+                }
+            },
+            nil
+        )
+        try check(status, archive, "\(name) is not a pack archive")
+        return try body(ArchiveReader(archive: archive, path: name))
+    } catch {
+        if let cause = stream.error { throw cause }
+        throw error
     }
 }
 
