@@ -14,7 +14,7 @@ struct PackController<Context: RequestContext> {
     /// `http` or `https`, for derived base URLs.
     let scheme: String
     let faults: FaultPlan
-    let fileIO = FileIO(threadPool: .singleton)
+    let smallPacks = SmallPackCache()
 
     func addRoutes(to router: Router<Context>) {
         router.get("/manifest", use: manifest)
@@ -108,12 +108,12 @@ struct PackController<Context: RequestContext> {
         }
         switch range {
         case .full:
-            let body = try await fileIO.loadFile(path: pack.archive.string, range: 0...Int(size - 1), context: context)
+            let body = try await body(of: pack, range: 0...Int(size - 1), context: context)
             return Response(status: .ok, headers: headers, body: Self.misbehave(body, plan, firstByte: 0))
         case .partial(let bytes):
             headers[.contentRange] = "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(size)"
-            let body = try await fileIO.loadFile(
-                path: pack.archive.string,
+            let body = try await body(
+                of: pack,
                 range: Int(bytes.lowerBound)...Int(bytes.upperBound),
                 context: context
             )
@@ -131,6 +131,15 @@ struct PackController<Context: RequestContext> {
                 contentRange: "bytes */\(size)"
             )
         }
+    }
+
+    /// The bytes of `range`: from memory for a small pack, streamed from its file otherwise.
+    private func body(of pack: ServedPack, range: ClosedRange<Int>, context: Context) async throws -> ResponseBody {
+        guard pack.downloadSize <= SmallPackCache.largestPack else {
+            return FileBody.make(path: pack.archive, range: range)
+        }
+        let bytes = try await smallPacks.bytes(of: pack)
+        return ResponseBody(byteBuffer: bytes.getSlice(at: range.lowerBound, length: range.count) ?? ByteBuffer())
     }
 
     /// Wraps a body in the faults of `plan`; offsets in the plan are pack offsets, `firstByte` is where the

@@ -89,6 +89,7 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        limitAllocatorRetention()
         let assetFolder = AssetFolder(root: folder)
         let catalog = try PackCatalog(
             folder: assetFolder,

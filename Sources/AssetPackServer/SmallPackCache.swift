@@ -1,0 +1,48 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+import SystemPackage
+
+/// Keeps the bytes of small packs in memory, by digest, so that serving one costs no file I/O: a
+/// request for a 64 KiB pack would otherwise spend more time hopping to the thread pool to open, read and
+/// close the file than sending it. Archives are immutable (a new version is a new file and digest), so an
+/// entry never goes stale; the cache is emptied when it would pass its budget.
+final class SmallPackCache: Sendable {
+    /// Packs up to this size are kept.
+    static let largestPack: Int64 = 1 << 20
+    /// The most bytes kept at once.
+    static let budget = 32 << 20
+
+    private let entries = Mutex<(packs: [String: ByteBuffer], bytes: Int)>(([:], 0))
+
+    /// The whole archive of `pack`, read once.
+    func bytes(of pack: ServedPack) async throws -> ByteBuffer {
+        if let cached = entries.withLock({ $0.packs[pack.sha256] }) { return cached }
+        let path = pack.archive
+        let bytes = try await NIOThreadPool.singleton.runIfActive {
+            let fd = try FileDescriptor.open(path, .readOnly, retryOnInterrupt: true)
+            return try fd.closeAfter {
+                var buffer = ByteBuffer()
+                buffer.reserveCapacity(Int(pack.downloadSize))
+                var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+                while true {
+                    let count = try chunk.withUnsafeMutableBytes { try fd.read(into: $0, retryOnInterrupt: true) }
+                    if count == 0 { return buffer }
+                    buffer.writeBytes(chunk[0..<count])
+                }
+            }
+        }
+        guard Int64(bytes.readableBytes) == pack.downloadSize else {
+            throw AssetPackServerError(
+                code: .state,
+                message: "pack \(pack.id) at \(path) has \(bytes.readableBytes) bytes, not \(pack.downloadSize)"
+            )
+        }
+        entries.withLock { entries in
+            if entries.bytes + bytes.readableBytes > Self.budget { entries = ([:], 0) }
+            entries.packs[pack.sha256] = bytes
+            entries.bytes += bytes.readableBytes
+        }
+        return bytes
+    }
+}
