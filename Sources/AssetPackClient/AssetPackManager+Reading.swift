@@ -27,21 +27,21 @@ extension AssetPackManager {
         let file = try installedFile(path, assetPackID)
         if !options.contains(.mappedIfSafe) && !options.contains(.alwaysMapped) {
             do {
-                return try Data(contentsOf: URL(fileURLWithPath: file.string))
+                return try Data(contentsOf: URL(fileURLWithPath: file))
             } catch {
-                throw AssetPackClientError.io("read", file, error)
+                throw AssetPackClientError.io("read", FilePath(file), error)
             }
         }
         let fd = try open(file)
         defer { try? fd.close() }
         var info = stat()
         guard fstat(fd.rawValue, &info) == 0 else {
-            throw AssetPackClientError.io("stat", file, Errno(rawValue: errno))
+            throw AssetPackClientError.io("stat", FilePath(file), Errno(rawValue: errno))
         }
         let size = Int(info.st_size)
         if size == 0 { return Data() }  // mmap cannot map zero bytes
         guard let base = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd.rawValue, 0), base != MAP_FAILED else {
-            throw AssetPackClientError.io("map", file, Errno(rawValue: errno))
+            throw AssetPackClientError.io("map", FilePath(file), Errno(rawValue: errno))
         }
         return Data(
             bytesNoCopy: base,
@@ -83,7 +83,7 @@ extension AssetPackManager {
 
     /// Which installed pack a path resolves to, if any.
     public nonisolated func assetPackID(containing path: FilePath) throws -> String? {
-        try currentNamespace().resolve(try namespacePath(path), in: nil, root: store.root)?.pack.id
+        try currentNamespace().holder(of: try namespacePath(path), in: nil)?.id
     }
 
     /// Re-hashes installed files against their pack's index.
@@ -139,19 +139,20 @@ extension AssetPackManager {
         return checked
     }
 
-    private nonisolated func installedFile(_ path: FilePath, _ assetPackID: String?) throws -> FilePath {
+    private nonisolated func installedFile(_ path: FilePath, _ assetPackID: String?) throws -> String {
         let relative = try namespacePath(path)
-        guard let (_, file) = try currentNamespace().resolve(relative, in: assetPackID, root: store.root) else {
+        guard let (_, file) = try currentNamespace().locate(relative, in: assetPackID) else {
             throw fileNotFound(path, in: assetPackID)
         }
         return file
     }
 
-    private nonisolated func open(_ file: FilePath) throws -> FileDescriptor {
-        do {
-            return try FileDescriptor.open(file, .readOnly, retryOnInterrupt: true)
-        } catch {
-            throw AssetPackClientError.io("open", file, error)
+    private nonisolated func open(_ file: String) throws -> FileDescriptor {
+        while true {
+            let fd = Glibc.open(file, O_RDONLY | O_CLOEXEC)
+            if fd >= 0 { return FileDescriptor(rawValue: fd) }
+            if errno == EINTR { continue }
+            throw AssetPackClientError.io("open", FilePath(file), Errno(rawValue: errno))
         }
     }
 

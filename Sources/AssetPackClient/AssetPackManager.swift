@@ -70,6 +70,8 @@ public actor AssetPackManager {
     private var lockHolders = 0
     private var downloading: Set<String> = []
     private nonisolated let namespace = Mutex<Namespace?>(nil)
+    /// The state file's path, made once: every read checks it.
+    private nonisolated let stateFilePath: String
     private nonisolated let subscribers = Mutex<[UUID: (String?, AsyncStream<DownloadStatusUpdate>.Continuation)]>([:])
 
     /// Opens an app group against a server.
@@ -101,6 +103,7 @@ public actor AssetPackManager {
         self.resumableDownloads = resumableDownloads
         self.server = server
         self.store = try AppGroupStore(root: appGroup)
+        self.stateFilePath = store.stateFile.string
         self.client = client
         self.downloader = PackDownloader(
             client: client,
@@ -718,7 +721,7 @@ public actor AssetPackManager {
 
     /// The merged namespace at the current state, rebuilt only when the state file changed.
     nonisolated func currentNamespace() throws -> Namespace {
-        let identity = Namespace.identity(of: store.stateFile)
+        let identity = Namespace.identity(of: stateFilePath)
         if let cached = namespace.withLock({ $0 }), cached.stateIdentity == identity { return cached }
         let fresh = try Namespace(store: store, state: try store.loadState(), stateIdentity: identity)
         namespace.withLock { $0 = fresh }

@@ -20,6 +20,9 @@ final class Namespace: Sendable {
     let files: [String: [String]]
     /// Folder path → IDs of the packs with something below it, in rule order.
     let folders: [String: [String]]
+    /// Pack ID → its installed folder as a string ending in `/`, so that a lookup builds a file's path by
+    /// concatenation (`FilePath.appending` normalises as it goes and cost more than the rest of a lookup).
+    private let packRoots: [String: String]
 
     init(store: AppGroupStore, state: StoreState, stateIdentity: [Int64]) throws {
         self.stateIdentity = stateIdentity
@@ -53,11 +56,24 @@ final class Namespace: Sendable {
             }
         }
         self.files = files
+        self.packRoots = state.installed.mapValues { store.root.appending($0.directory).string + "/" }
         self.folders = folders.mapValues { $0.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
     }
 
     /// The installed file for `path`, or `nil`.
     func resolve(_ path: String, in packID: String?, root: FilePath) -> (pack: InstalledPack, file: FilePath)? {
+        guard let (pack, file) = locate(path, in: packID) else { return nil }
+        return (pack, FilePath(file))
+    }
+
+    /// The pack that holds `path` by the collision rule (or `packID`), and the installed file's path.
+    func locate(_ path: String, in packID: String?) -> (pack: InstalledPack, file: String)? {
+        guard let pack = holder(of: path, in: packID), let root = packRoots[pack.id] else { return nil }
+        return (pack, root + path)
+    }
+
+    /// The pack that holds `path` by the collision rule (or `packID`), without building any path.
+    func holder(of path: String, in packID: String?) -> InstalledPack? {
         guard let holders = files[path] else { return nil }
         let id: String
         if let packID {
@@ -67,14 +83,13 @@ final class Namespace: Sendable {
             guard let first = holders.first else { return nil }
             id = first
         }
-        guard let pack = installed[id] else { return nil }
-        return (pack, root.appending(pack.directory).appending(path))
+        return installed[id]
     }
 
     /// The identity of a state file: changes with every atomic rewrite (a new inode each time).
-    static func identity(of file: FilePath) -> [Int64] {
+    static func identity(of file: String) -> [Int64] {
         var info = stat()
-        guard stat(file.string, &info) == 0 else { return [] }
+        guard stat(file, &info) == 0 else { return [] }
         return [Int64(info.st_ino), Int64(info.st_ctim.tv_sec), Int64(info.st_ctim.tv_nsec), Int64(info.st_size)]
     }
 }

@@ -13,7 +13,7 @@ import SystemPackage
 ///
 /// A benchmark runs one case per combination of read method, pattern, block size and cache state. Each case
 /// runs in rounds: a round reads every selected file once (sequential, first byte, lookup) or draws
-/// `max(1024, files)` random blocks per thread. A cold round first drops the files' pages from the page cache
+/// `max(16384, files)` random blocks per thread. A cold round first drops the files' pages from the page cache
 /// with `posix_fadvise(POSIX_FADV_DONTNEED)` (no root needed; pages mapped by another process stay); a warm
 /// case first reads every file once, untimed. Latencies go into an HDR histogram per thread (nanoseconds,
 /// 3 significant digits), merged at the end.
@@ -292,45 +292,42 @@ public struct ReadBenchmark: Sendable {
         let threads = max(1, benchCase.threads)
         let plan = try RoundPlan(benchmark: self, benchCase: benchCase)
         if benchCase.cache == .warm { try warm() }
-        var histogram = Histogram<UInt64>(
-            lowestDiscernibleValue: 1,
-            highestTrackableValue: 3_600_000_000_000,
-            numberOfSignificantValueDigits: .three
-        )
-        var operations = 0
-        var bytes = 0
+        // Each thread's buffer, histogram and random generator live across rounds, made and touched
+        // before anything is timed.
+        let workers = (0..<threads).map { Worker(thread: $0, block: benchCase.block, seed: options.seed) }
         var elapsed: UInt64 = 0
-        var sink: UInt64 = 0
         repeat {
             if benchCase.cache == .cold { try dropPages() }
             let handles = try plan.open()
             let roundOperations = min(remaining, plan.operationsPerRound * threads)
             let counter = Counter()
-            let outcomes = Mutex<[Swift.Result<ThreadOutcome, any Error>]>([])
-            let started = now()
-            runOnThreadsOfTheirOwn(threads) { thread in
-                let outcome = Swift.Result {
-                    try plan.work(
-                        thread: thread,
+            if threads == 1 {
+                // On the calling thread: with a second thread merely waiting, every munmap of a
+                // contents(at:) mapping paid a TLB-shootdown IPI to the other core.
+                plan.work(workers[0], handles: handles, counter: counter, limit: roundOperations, deadline: deadline)
+            } else {
+                runOnThreadsOfTheirOwn(threads) { thread in
+                    plan.work(
+                        workers[thread],
                         handles: handles,
                         counter: counter,
                         limit: roundOperations,
                         deadline: deadline
                     )
                 }
-                outcomes.withLock { $0.append(outcome) }
             }
-            elapsed += now() - started
             handles.close()
-            for outcome in outcomes.withLock({ $0 }) {
-                let thread = try outcome.get()
-                histogram.add(thread.histogram)
-                operations += thread.operations
-                bytes += thread.bytes
-                sink ^= thread.sink
-            }
+            for worker in workers { if let error = worker.error { throw error } }
+            // The round's time runs from the first operation to the last: thread start-up is not timed.
+            let busy = workers.filter { $0.roundEnd > 0 }
+            if let start = busy.map(\.roundStart).min(), let end = busy.map(\.roundEnd).max() { elapsed += end - start }
             remaining -= roundOperations
         } while remaining > 0 && now() < deadline
+        var histogram = workers[0].histogram
+        for worker in workers.dropFirst() { histogram.add(worker.histogram) }
+        let operations = workers.reduce(0) { $0 + $1.operations }
+        let bytes = workers.reduce(0) { $0 + $1.bytes }
+        let sink = workers.reduce(UInt64(0)) { $0 ^ $1.sink }
         ReadBenchmark.keep(sink)
         let micro = { (value: UInt64) in Double(value) / 1000 }
         return Result(
@@ -386,12 +383,32 @@ public struct ReadBenchmark: Sendable {
 
 // MARK: - Rounds
 
-/// What one thread did in one round.
-private struct ThreadOutcome: Sendable {
-    var histogram: Histogram<UInt64>
+/// One thread's state across the rounds of a case; only its own thread touches it during a round.
+private final class Worker: @unchecked Sendable {
+    var histogram = Histogram<UInt64>(
+        lowestDiscernibleValue: 1,
+        highestTrackableValue: 3_600_000_000_000,
+        numberOfSignificantValueDigits: .three
+    )
     var operations = 0
     var bytes = 0
     var sink: UInt64 = 0
+    var random: SplitMix64
+    let buffer: UnsafeMutableRawBufferPointer
+    /// When this thread's first and last operation of the current round began and ended.
+    var roundStart: UInt64 = 0
+    var roundEnd: UInt64 = 0
+    var error: (any Error)?
+    let threadIndex: Int
+
+    init(thread: Int, block: Int?, seed: UInt64) {
+        threadIndex = thread
+        random = SplitMix64(seed: seed &+ UInt64(thread) &* 0x9E37_79B9)
+        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1 << 20, block ?? 0), alignment: 4096)
+        buffer.initializeMemory(as: UInt8.self, repeating: 0)  // fault the pages in now, not while timed
+    }
+
+    deinit { buffer.deallocate() }
 }
 
 /// Hands out operation numbers to the threads of a round.
@@ -430,7 +447,7 @@ private struct RoundPlan: Sendable {
                 total += $0.size / block
                 return total
             }
-            operationsPerRound = max(1024, targets.count)
+            operationsPerRound = max(16384, targets.count)
         } else {
             targets = benchmark.targets
             blockEnds = []
@@ -456,56 +473,53 @@ private struct RoundPlan: Sendable {
         return handles
     }
 
-    func work(thread: Int, handles: RoundHandles, counter: Counter, limit: Int, deadline: UInt64) throws
-        -> ThreadOutcome
-    {
-        var outcome = ThreadOutcome(
-            histogram: Histogram<UInt64>(
-                lowestDiscernibleValue: 1,
-                highestTrackableValue: 3_600_000_000_000,
-                numberOfSignificantValueDigits: .three
-            )
-        )
-        let buffer = UnsafeMutableRawBufferPointer.allocate(
-            byteCount: max(1 << 20, benchCase.block ?? 0),
-            alignment: 4096
-        )
-        defer { buffer.deallocate() }
-        buffer.initializeMemory(as: UInt8.self, repeating: 0)
-        var random = SplitMix64(seed: benchmark.options.seed &+ UInt64(thread) &* 0x9E37_79B9)
+    func work(_ worker: Worker, handles: RoundHandles, counter: Counter, limit: Int, deadline: UInt64) {
+        worker.roundStart = 0
+        worker.roundEnd = 0
         let manager = benchmark.managerForReads
+        let buffer = worker.buffer
         // Each thread starts at its own place in the file list, so threads do not read the same file at once.
-        let start = targets.count * thread / max(1, benchCase.threads)
-        while true {
-            let number = counter.take()
-            if number >= limit { break }
-            let began = now()
-            var bytes = 0
-            switch benchCase.pattern {
-            case .lookup:
-                let target = targets[(start + number) % targets.count]
-                if try manager.assetPackID(containing: FilePath(target.path)) == nil {
-                    throw AssetPackClientError(
-                        code: .fileNotFound,
-                        message: "\(target.path) vanished during the benchmark"
+        let start = targets.count * worker.threadIndex / max(1, benchCase.threads)
+        do {
+            while true {
+                let number = counter.take()
+                if number >= limit { break }
+                let began = now()
+                if worker.roundStart == 0 { worker.roundStart = began }
+                var bytes = 0
+                switch benchCase.pattern {
+                case .lookup:
+                    let target = targets[(start + number) % targets.count]
+                    if try manager.assetPackID(containing: FilePath(target.path)) == nil {
+                        throw AssetPackClientError(
+                            code: .fileNotFound,
+                            message: "\(target.path) vanished during the benchmark"
+                        )
+                    }
+                case .sequential:
+                    let target = targets[(start + number) % targets.count]
+                    bytes = try readWhole(target, manager: manager, buffer: buffer, sink: &worker.sink)
+                case .firstByte:
+                    let target = targets[(start + number) % targets.count]
+                    bytes = try readFirstPage(target, manager: manager, buffer: buffer, sink: &worker.sink)
+                case .random:
+                    bytes = try readRandomBlock(
+                        handles: handles,
+                        random: &worker.random,
+                        buffer: buffer,
+                        sink: &worker.sink
                     )
                 }
-            case .sequential:
-                let target = targets[(start + number) % targets.count]
-                bytes = try readWhole(target, manager: manager, buffer: buffer, sink: &outcome.sink)
-            case .firstByte:
-                let target = targets[(start + number) % targets.count]
-                bytes = try readFirstPage(target, manager: manager, buffer: buffer, sink: &outcome.sink)
-            case .random:
-                bytes = try readRandomBlock(handles: handles, random: &random, buffer: buffer, sink: &outcome.sink)
+                let ended = now()
+                worker.roundEnd = ended
+                worker.histogram.record(max(1, ended - began))
+                worker.operations += 1
+                worker.bytes += bytes
+                if ended >= deadline { break }
             }
-            let took = now() - began
-            _ = outcome.histogram.record(max(1, took))
-            outcome.operations += 1
-            outcome.bytes += bytes
-            if now() >= deadline { break }
+        } catch {
+            worker.error = error
         }
-        return outcome
     }
 
     private func readWhole(
