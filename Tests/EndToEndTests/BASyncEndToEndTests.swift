@@ -140,4 +140,106 @@ struct BASyncEndToEndTests {
         #expect(noServer.status == 64)
         #expect(noServer.stderr.contains("BA_SYNC_SERVER"))
     }
+
+    @Test func benchMeasuresInstalledFilesAsTableJSONAndCSV() throws {
+        let scratch = try Scratch()
+        let (server, url, _) = try startServer(scratch)
+        defer { server.interrupt() }
+        let appGroup = scratch.root.appending("AppGroup")
+        let ensured = try run(["ensure", "Levels", "Tutorial"], url: url, appGroup: appGroup)
+        #expect(ensured.status == 0, "\(ensured.stderr)")
+
+        let json = try run(
+            ["bench", "--pack", "Levels", "--iterations", "35", "--block", "4k", "--json"],
+            url: url,
+            appGroup: appGroup
+        )
+        #expect(json.status == 0, "\(json.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let results = try #require(report["results"] as? [[String: Any]])
+        #expect(report["files"] as? Int == 35)
+        // 3 methods x (sequential, random 4 KiB, first-byte) x (warm, cold) + the namespace lookup.
+        #expect(results.count == 19)
+        for result in results {
+            #expect(result["operations"] as? Int == 35, "\(result)")
+            let latency = try #require(result["latencyMicroseconds"] as? [String: Double])
+            #expect((latency["p50"] ?? 0) > 0)
+            #expect((latency["p50"] ?? 0) <= (latency["p99"] ?? 0))
+            #expect((latency["p99"] ?? 0) <= (latency["max"] ?? 0))
+        }
+        let sequential = try #require(
+            results.first { $0["method"] as? String == "contents" && $0["pattern"] as? String == "sequential" }
+        )
+        // 35 whole-file reads over the pack's 35 files: every byte once.
+        #expect(sequential["bytes"] as? Int == report["bytes"] as? Int)
+
+        let csv = try run(
+            [
+                "bench", "Levels/World1/world.json", "--method", "descriptor", "--pattern", "random", "--block", "32",
+                "--cache", "cold", "--iterations", "10", "--csv",
+            ],
+            url: url,
+            appGroup: appGroup
+        )
+        #expect(csv.status == 0, "\(csv.stderr)")
+        let rows = csv.stdout.split(separator: "\n")
+        #expect(rows.count == 2)
+        #expect(rows.first?.hasPrefix("method,pattern,cache,block,threads,operations,bytes") == true)
+        #expect(rows.last?.hasPrefix("descriptor,random,cold,32,1,10,320,") == true)
+
+        let table = try run(["bench", "--pattern", "lookup", "--iterations", "20"], url: url, appGroup: appGroup)
+        #expect(table.status == 0, "\(table.stderr)")
+        #expect(table.stdout.contains("p99 µs"))
+        #expect(table.stdout.contains("namespace lookup"))
+
+        let badMethod = try run(["bench", "--method", "mmap"], url: url, appGroup: appGroup)
+        #expect(badMethod.status == 64)
+        #expect(badMethod.stderr.contains("unknown method 'mmap'"))
+        let notInstalled = try run(["bench", "--pack", "HighResTextures"], url: url, appGroup: appGroup)
+        #expect(notInstalled.status == 1)
+        #expect(notInstalled.stderr.contains("pack HighResTextures is not installed"))
+    }
+
+    /// `make bench`'s script on tiny data, one round, with the debug build: it must keep running and
+    /// writing its table (the real run is `make bench`, minutes long).
+    @Test func benchScriptSmokeRunWritesTheTable() throws {
+        for tool in ["/usr/bin/bsdtar", "/usr/bin/wrk", "/usr/bin/time", "/usr/sbin/nginx"] {
+            guard FileManager.default.isExecutableFile(atPath: tool) else {
+                Issue.record("\(tool) is not installed: run `make deps`")
+                return
+            }
+        }
+        let scratch = try Scratch()
+        let out = scratch.root.appending("out")
+        let script = repositoryRoot().appendingPathComponent("scripts/bench.sh").path
+        let result = try runTool(
+            URL(fileURLWithPath: "/bin/bash"),
+            [script, "--smoke", "--out", out.string, sync.deletingLastPathComponent().path],
+            timeout: 600
+        )
+        #expect(result.status == 0, "\(result.stderr)")
+        let markdown = try String(contentsOfFile: out.appending("results.md").string, encoding: .utf8)
+        for step in [
+            "| pack | big |", "| pack | many |", "| pack | mixed |", "| serve-1-stream | big |",
+            "| serve-64k-32-connections | small |", "| ensure | big |", "| ensure | many |",
+            "| read-contents-whole-warm | big |", "| read-descriptor-random-4k-warm | big |",
+            "| contents-call-p99-warm | many |", "| hash-installed | big |", "| lookup-p99 | files1000 |",
+            "| rss-serve-8-clients | big |", "| rss-pack |", "| rss-ensure |",
+        ] {
+            #expect(markdown.contains(step), "no row \(step) in:\n\(markdown)")
+        }
+        #expect(result.stdout.contains("SMOKE RUN"))
+        let json = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: out.appending("results.json").string))
+            )
+                as? [String: Any]
+        )
+        let rows = try #require(json["rows"] as? [[String: Any]])
+        #expect(rows.count >= 25)
+        for row in rows where row["step"] as? String == "pack" {
+            #expect((row["ours"] as? Double ?? 0) > 0, "\(row)")
+            #expect((row["reference"] as? Double ?? 0) > 0, "\(row)")
+        }
+    }
 }
