@@ -73,7 +73,7 @@ else
   mixed_big=3 mixed_min=$((20 << 20)) mixed_max=$((100 << 20)) mixed_small=3000
   scale_sizes="$((64 << 20)) $((256 << 20)) $((1 << 30))"
   scale_counts="1000 10000 100000"
-  read_seconds=2 wrk_seconds=5
+  read_seconds=1 wrk_seconds=3
 fi
 
 # --- helpers ---------------------------------------------------------------------------------------------
