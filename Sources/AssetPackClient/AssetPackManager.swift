@@ -577,7 +577,7 @@ public actor AssetPackManager {
             let extraction = Task {
                 try await runOnThreadOfItsOwn {
                     do {
-                        return try Self.extract(pack) {
+                        let index = try Self.extract(pack) {
                             try PackReader.extract(
                                 streamNamed: pack.url.absoluteString,
                                 into: staging,
@@ -585,6 +585,10 @@ public actor AssetPackManager {
                                 reading: feed.next
                             )
                         }
+                        // libarchive may stop at the tar end marker: take what follows too, so the download is
+                        // never left waiting on a full feed (its digest covers those bytes all the same).
+                        while try feed.next().count > 0 {}
+                        return index
                     } catch {
                         // A damaged archive: let the download finish for its digest. Anything else (a full
                         // disk): stop the download now.

@@ -19,6 +19,7 @@ final class ByteFeed: @unchecked Sendable {
     private var abandoned = false
     private var abandonError: (any Error)?
     private var producer: CheckedContinuation<Void, any Error>?
+    private var producerCancelled = false
     /// The block the consumer is reading; kept alive until it asks for the next one.
     private var current: ByteBuffer?
 
@@ -32,9 +33,24 @@ final class ByteFeed: @unchecked Sendable {
     /// - Throws: ``ExtractionStopped`` if the consumer gave up and asked for the download to stop.
     func push(_ chunk: ByteBuffer) async throws {
         guard try enqueue(chunk) else { return }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            wait(continuation)
+        // Cancellable, so that a stall watchdog (which cancels the download) can always end the wait.
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                wait(continuation)
+            }
+        } onCancel: {
+            cancelWait()
         }
+    }
+
+    /// Ends a producer's wait with `CancellationError`, now or as soon as it starts waiting.
+    private func cancelWait() {
+        condition.lock()
+        producerCancelled = true
+        let waiting = producer
+        producer = nil
+        condition.unlock()
+        waiting?.resume(throwing: CancellationError())
     }
 
     /// Queues a chunk; returns whether the feed is now full.
@@ -57,6 +73,9 @@ final class ByteFeed: @unchecked Sendable {
         defer { condition.unlock() }
         if abandoned {
             if let abandonError { continuation.resume(throwing: abandonError) } else { continuation.resume() }
+        } else if producerCancelled {
+            producerCancelled = false
+            continuation.resume(throwing: CancellationError())
         } else if queued <= capacity / 2 {
             continuation.resume()
         } else {

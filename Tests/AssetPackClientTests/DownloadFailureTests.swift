@@ -10,7 +10,8 @@ import Testing
 @Suite("Downloads that go wrong")
 struct DownloadFailureTests {
     /// A real pack archive of some incompressible files.
-    func makePack(_ scratch: Scratch, size: Int = 600_000) throws -> (Data, Int64) {
+    func makePack(_ scratch: Scratch, size: Int = 600_000, compression: PackCompression = .zstd) throws -> (Data, Int64)
+    {
         try scratch.write("Assets/Blobs/a.bin", Scratch.noise(size, seed: 11))
         try scratch.write("Assets/Blobs/b.txt", "hello\n")
         try scratch.write(
@@ -20,7 +21,7 @@ struct DownloadFailureTests {
         let parsed = try PackagingManifest.load(from: scratch.root.appending("Assets/Blobs.json"))
         let source = try PackSource.resolve(parsed, root: scratch.root.appending("Assets"))
         let output = scratch.root.appending("Blobs.pack")
-        let built = try PackBuilder.build(source, to: output)
+        let built = try PackBuilder.build(source, to: output, options: PackBuildOptions(compression: compression))
         return (try scratch.read(output), built.installSize)
     }
 
@@ -49,6 +50,26 @@ struct DownloadFailureTests {
             let start = Int(resume.dropFirst("GET Blobs range=bytes=".count).prefix { $0 != "-" }) ?? 0
             #expect(start > 0 && start <= 200_000)
             #expect(resume.hasSuffix("if-range=\"\(FileDigest.sha256(of: bytes))\""))
+        }
+    }
+
+    /// Zero blocks after a plain tar's end marker, which libarchive does not read, are still taken from the
+    /// download, so it never waits on a full feed; the digest covers them, so this archive installs.
+    @Test func bytesAfterTheArchiveEndDoNotStallAStreamedInstall() async throws {
+        let scratch = try Scratch()
+        let (pack, installSize) = try makePack(scratch, compression: .none)
+        let bytes = pack + Data(count: 12 << 20)  // more than the 8 MiB the feed holds
+        let manifest = StubServer.manifest(id: "Blobs", bytes: bytes, installSize: installSize)
+        try await StubServer.with(manifest: manifest, packs: ["Blobs": bytes]) { server in
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: scratch.root.appending("AppGroup"),
+                retryPolicy: RetryPolicy(retries: 0),
+                stallTimeout: .seconds(3)
+            )
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Blobs"))
+            #expect(try manager.contents(at: "Blobs/b.txt") == Data("hello\n".utf8))
+            #expect(server.log.lines.count == 1)
         }
     }
 
