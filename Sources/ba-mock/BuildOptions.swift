@@ -14,7 +14,10 @@ struct BuildOptions: ParsableArguments {
     )
     var level: Int?
 
-    @Option(help: "Compression threads for zstd and xz; the archive is the same for any count. (default: all cores)")
+    @Option(
+        help:
+            "Compression threads for zstd and xz (2 or more help only compressible files and take about 65 MiB more memory); the archive is the same for any count. (default: 1)"
+    )
     var threads: Int?
 
     var packOptions: PackBuildOptions {

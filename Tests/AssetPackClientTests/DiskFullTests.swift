@@ -5,19 +5,6 @@ import SystemPackage
 import TestSupport
 import Testing
 
-/// Whether this machine lets the tests mount a small tmpfs (root with CAP_SYS_ADMIN, as on CI here).
-let canMountTmpfs: Bool = {
-    let probe = FileManager.default.temporaryDirectory.appendingPathComponent("ba-mount-probe-\(getpid())").path
-    try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: probe) }
-    guard
-        (try? runTool(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe]))?.status
-            == 0
-    else { return false }
-    _ = try? runTool(URL(fileURLWithPath: "/bin/umount"), [probe])
-    return true
-}()
-
 @Suite("A full disk", .enabled(if: canMountTmpfs, "needs root to mount a small tmpfs"))
 struct DiskFullTests {
     /// A resumable download fills the disk with the archive first, or later with the extraction; a streamed

@@ -130,4 +130,35 @@ struct PackBuilderTests {
         #expect(error?.code == .changedWhilePacking)
         #expect(error?.message.contains("Levels/World2/level1.json") == true)
     }
+
+    /// The output is written by a thread of its own: a write that fails there (a full disk) still fails the
+    /// build with the cause, and leaves nothing behind.
+    @Test(.enabled(if: canMountTmpfs, "needs root to mount a small tmpfs"), arguments: [1, 2])
+    func fullDiskFailsTheBuildAndLeavesNothing(threads: Int) throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try scratch.write("Textures/big.bin", Scratch.noise(3_000_000, seed: 9))
+        try scratch.write(
+            "Textures.json",
+            #"{"assetPackID": "Textures", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "Textures"}], "platforms": ["iOS"]}"#
+        )
+        let textures = try source(scratch, manifest: "Textures.json")
+        let out = scratch.root.appending("out")
+        try FileManager.default.createDirectory(atPath: out.string, withIntermediateDirectories: true)
+        #expect(
+            try runTool(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=1m", "tmpfs", out.string])
+                .status == 0
+        )
+        defer { _ = try? runTool(URL(fileURLWithPath: "/bin/umount"), ["-l", out.string]) }
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try PackBuilder.build(
+                textures,
+                to: out.appending("Textures.pack"),
+                options: PackBuildOptions(threads: threads)
+            )
+        }
+        #expect(error?.code == .io, "\(String(describing: error))")
+        #expect(error?.message.contains("No space left") == true, "\(error?.message ?? "")")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.string).isEmpty)
+    }
 }

@@ -141,3 +141,17 @@ public func freeLoopbackPort() throws -> Int {
     }
     return Int(UInt16(bigEndian: address.sin_port))
 }
+
+/// Whether this machine lets the tests mount a small tmpfs (root with CAP_SYS_ADMIN, as on CI here), to fill
+/// a disk on purpose.
+public let canMountTmpfs: Bool = {
+    let probe = FileManager.default.temporaryDirectory.appendingPathComponent("ba-mount-probe-\(getpid())").path
+    try? FileManager.default.createDirectory(atPath: probe, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: probe) }
+    guard
+        (try? runTool(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=64k", "tmpfs", probe]))?.status
+            == 0
+    else { return false }
+    _ = try? runTool(URL(fileURLWithPath: "/bin/umount"), [probe])
+    return true
+}()

@@ -1,27 +1,147 @@
 import CLibArchive
 import Crypto
+import Foundation
 import SystemPackage
 
-/// Receives the compressed bytes libarchive produces: writes them to the output and hashes them on the way,
-/// so the archive's digest costs no second pass.
-private final class ArchiveSink {
-    let fd: FileDescriptor
-    var hasher = SHA256()
-    var written: Int64 = 0
-    var failure: Errno?
+/// Receives the compressed bytes libarchive produces and hands them to a thread of its own that hashes
+/// and writes them, so the archive's digest costs no second pass and neither it nor the `write` calls hold
+/// up the thread that reads, hashes and compresses the input. (Packing 512 MiB of incompressible files,
+/// that thread was 84% of the profile and the other core mostly idle; hashing and writing the output was
+/// 30% of it.)
+///
+/// Bytes are gathered into 1 MiB buffers; four of them circulate, so at most 4 MiB wait.
+private final class ArchiveSink: @unchecked Sendable {
+    private static let bufferSize = 1 << 20
+    private static let bufferCount = 4
 
-    init(fd: FileDescriptor) { self.fd = fd }
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var free: [UnsafeMutableRawBufferPointer] = []
+    private var full: [(buffer: UnsafeMutableRawBufferPointer, count: Int)] = []
+    private var ended = false
+    private var writerDone = false
+    private var writeFailure: Errno?
 
-    func write(_ bytes: UnsafeRawBufferPointer) -> Int {
-        do {
-            _ = try fd.writeAll(bytes)
-        } catch {
-            failure = (error as? Errno) ?? .ioError
-            return -1
+    // Only the producer (libarchive's callback) touches these.
+    private var current: UnsafeMutableRawBufferPointer?
+    private var filled = 0
+    private var all: [UnsafeMutableRawBufferPointer] = []
+
+    // Only the writer thread touches these until it is done.
+    private var hasher = SHA256()
+    private var written: Int64 = 0
+    private let fd: FileDescriptor
+
+    init(fd: FileDescriptor) {
+        self.fd = fd
+        for _ in 0..<Self.bufferCount {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.bufferSize, alignment: 4096)
+            all.append(buffer)
+            free.append(buffer)
         }
-        hasher.update(bufferPointer: bytes)
-        written += Int64(bytes.count)
+        let thread = Thread { [self] in drain() }
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    deinit {
+        for buffer in all { buffer.deallocate() }
+    }
+
+    /// The first write error, once the writer met one.
+    var failure: Errno? {
+        condition.lock()
+        defer { condition.unlock() }
+        return writeFailure
+    }
+
+    /// libarchive's write callback: takes the bytes, or returns -1 once a write has failed.
+    func write(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var offset = 0
+        while offset < bytes.count {
+            if current == nil {
+                condition.lock()
+                while free.isEmpty && writeFailure == nil { condition.wait() }
+                if writeFailure != nil {
+                    condition.unlock()
+                    return -1
+                }
+                current = free.removeLast()
+                condition.unlock()
+                filled = 0
+            }
+            guard let buffer = current else { return -1 }
+            let count = min(bytes.count - offset, buffer.count - filled)
+            UnsafeMutableRawBufferPointer(rebasing: buffer[filled..<filled + count])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))
+            filled += count
+            offset += count
+            if filled == buffer.count { handOver() }
+        }
         return bytes.count
+    }
+
+    /// Sends the buffer being filled to the writer.
+    private func handOver() {
+        guard let buffer = current else { return }
+        current = nil
+        condition.lock()
+        full.append((buffer, filled))
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Flushes what is left and waits for the writer: the archive's SHA-256 and size, or the write error.
+    func finish() -> Swift.Result<(sha256: String, size: Int64), Errno> {
+        if current != nil { handOver() }
+        condition.lock()
+        ended = true
+        condition.broadcast()
+        while !writerDone { condition.wait() }
+        let failure = writeFailure
+        condition.unlock()
+        if let failure { return .failure(failure) }
+        return .success((hasher.finalize().hexString, written))
+    }
+
+    /// Stops the writer without waiting for the rest (the archive failed anyway).
+    func abandon() {
+        condition.lock()
+        ended = true
+        writeFailure = writeFailure ?? .canceled
+        condition.broadcast()
+        while !writerDone { condition.wait() }
+        condition.unlock()
+    }
+
+    /// The writer thread: hashes and writes full buffers in order until the end.
+    private func drain() {
+        while true {
+            condition.lock()
+            while full.isEmpty && !ended && writeFailure == nil { condition.wait() }
+            if writeFailure != nil || full.isEmpty {
+                writerDone = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            let (buffer, count) = full.removeFirst()
+            condition.unlock()
+            let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            var failed: Errno?
+            do {
+                _ = try fd.writeAll(bytes)
+                hasher.update(bufferPointer: bytes)
+                written += Int64(count)
+            } catch {
+                failed = (error as? Errno) ?? .ioError
+            }
+            condition.lock()
+            if let failed, writeFailure == nil { writeFailure = failed }
+            free.append(buffer)
+            condition.broadcast()
+            condition.unlock()
+        }
     }
 }
 
@@ -91,9 +211,10 @@ func withArchiveWriter<T>(
     var finished = false
     defer {
         // Freeing an archive that was not closed flushes it through the callback: mark it failed first,
-        // and keep the sink alive until libarchive is done with it.
+        // and keep the sink alive until libarchive is done with it; then stop its writer.
         if !finished { archive_write_fail(archive) }
         archive_write_free(archive)
+        if !finished { sink.abandon() }
         withExtendedLifetime(sink) {}
     }
     guard let entry = archive_entry_new() else {
@@ -149,11 +270,13 @@ func withArchiveWriter<T>(
         let result = try body(ArchiveWriter(archive: archive, entry: entry))
         let closed = archive_write_close(archive)
         finished = true
-        if let failure = sink.failure {
+        switch sink.finish() {
+        case .failure(let failure):
             throw AssetPackFormatError(code: .io, message: "cannot write the pack: \(failure)", cause: failure)
+        case .success(let (sha256, size)):
+            try check(closed, archive, "cannot finish the archive")
+            return (result, sha256, size)
         }
-        try check(closed, archive, "cannot finish the archive")
-        return (result, sink.hasher.finalize().hexString, sink.written)
     } catch let error as AssetPackFormatError where sink.failure != nil && error.code == .archive {
         let failure = sink.failure ?? .ioError
         throw AssetPackFormatError(code: .io, message: "cannot write the pack: \(failure)", cause: failure)
