@@ -99,6 +99,19 @@ static void fill_text(unsigned char *buffer, size_t size, uint64_t *state, int j
     }
 }
 
+/* A file of `size` incompressible bytes, written through `buffer` (`chunk` bytes). */
+static void write_random_file(const char *path, size_t size, unsigned char *buffer, size_t chunk, uint64_t *state) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) die("create", path);
+    for (size_t done = 0; done < size;) {
+        size_t n = size - done < chunk ? size - done : chunk;
+        fill_random(buffer, n, state);
+        if (write(fd, buffer, n) != (ssize_t)n) die("write", path);
+        done += n;
+    }
+    if (close(fd) != 0) die("close", path);
+}
+
 static int gen_random(char **argv) {
     const char *dir = argv[0];
     long count = atol(argv[1]);
@@ -110,15 +123,7 @@ static int gen_random(char **argv) {
     char path[4096];
     for (long f = 0; f < count; f++) {
         snprintf(path, sizeof path, "%s/file-%04ld.bin", dir, f);
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0) die("create", path);
-        for (size_t done = 0; done < bytes;) {
-            size_t n = bytes - done < chunk ? bytes - done : chunk;
-            fill_random(buffer, n, &state);
-            if (write(fd, buffer, n) != (ssize_t)n) die("write", path);
-            done += n;
-        }
-        close(fd);
+        write_random_file(path, bytes, buffer, chunk, &state);
     }
     free(buffer);
     return 0;
@@ -159,15 +164,7 @@ static int gen_mixed(char **argv) {
     for (long f = 0; f < big; f++) {
         size_t size = big == 1 ? big_min : big_min + (big_max - big_min) * (size_t)f / (size_t)(big - 1);
         snprintf(path, sizeof path, "%s/Binaries/blob-%02ld.bin", dir, f);
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0) die("create", path);
-        for (size_t done = 0; done < size;) {
-            size_t n = size - done < chunk ? size - done : chunk;
-            fill_random(buffer, n, &state);
-            if (write(fd, buffer, n) != (ssize_t)n) die("write", path);
-            done += n;
-        }
-        close(fd);
+        write_random_file(path, size, buffer, chunk, &state);
     }
     for (long f = 0; f < small; f++) {
         if (f % 200 == 0) {
