@@ -21,7 +21,7 @@ help:
 	@echo "make demo     install what is missing, build, serve $(ASSETS)/ on 127.0.0.1 and fetch from it"
 	@echo "make test     install what is missing, run every test"
 	@echo "make torture  every fault rule and random SIGKILLs of ba-sync, $(TORTURE_RUNS) runs each (a few minutes)"
-	@echo "make bench    release build, then ours side by side with bsdtar, nginx, curl, wrk, C and sha256sum (~10 min)"
+	@echo "make bench    release build, then ours side by side with bsdtar, nginx, curl, wrk, C and sha256sum (~13 min)"
 	@echo "make fuzz     the manifest parser and the archive reader on $(FUZZ_ITERATIONS) generated inputs each"
 	@echo "make serve    serve $(ASSETS)/ on http://127.0.0.1:$(PORT) until Ctrl-C"
 	@echo "make build    build (CONFIG=debug|release)"

@@ -83,11 +83,7 @@ struct PackDownloader: Sendable {
 
     /// Keeps a partial file only if it is of this very archive.
     private func preparePartial(_ pack: AssetPack) throws {
-        let info = try? JSONDecoder().decode(
-            PartialInfo.self,
-            from: Data(contentsOf: URL(fileURLWithPath: infoFile(pack).string))
-        )
-        if info?.sha256 != pack.sha256 || info?.downloadSize != pack.downloadSize {
+        if !partialInfoMatches(pack) {
             discard(pack)
             let data = try JSONEncoder().encode(
                 PartialInfo(sha256: pack.sha256, downloadSize: pack.downloadSize, url: pack.url.absoluteString)
@@ -102,13 +98,17 @@ struct PackDownloader: Sendable {
 
     /// Whether a partial download of this very archive is on disk, left by an earlier run.
     func hasPartial(of pack: AssetPack) -> Bool {
+        var status = stat()
+        return partialInfoMatches(pack) && stat(partialFile(pack).string, &status) == 0 && status.st_size > 0
+    }
+
+    /// Whether the partial file's description names this very archive (digest and size).
+    private func partialInfoMatches(_ pack: AssetPack) -> Bool {
         let info = try? JSONDecoder().decode(
             PartialInfo.self,
             from: Data(contentsOf: URL(fileURLWithPath: infoFile(pack).string))
         )
-        var status = stat()
         return info?.sha256 == pack.sha256 && info?.downloadSize == pack.downloadSize
-            && stat(partialFile(pack).string, &status) == 0 && status.st_size > 0
     }
 
     /// Removes a partial download and its description.

@@ -169,7 +169,7 @@ public struct ReadBenchmark: Sendable {
     /// The files read, in namespace order.
     public let targets: [Target]
     public let options: Options
-    private let manager: AssetPackManager
+    fileprivate let manager: AssetPackManager
 
     /// Selects the files to read.
     /// - Parameters:
@@ -373,8 +373,6 @@ public struct ReadBenchmark: Sendable {
         }
     }
 
-    fileprivate var managerForReads: AssetPackManager { manager }
-
     @inline(never)
     private static func keep(_ value: UInt64) {
         if value == 0x5eed_5eed_5eed_5eed { print("") }
@@ -461,7 +459,7 @@ private struct RoundPlan: Sendable {
         do {
             for target in targets {
                 if benchCase.method == .contents {
-                    handles.mappings.append(try benchmark.managerForReads.contents(at: FilePath(target.path)))
+                    handles.mappings.append(try benchmark.manager.contents(at: FilePath(target.path)))
                 } else {
                     handles.descriptors.append(try benchmark.openFile(target.file))
                 }
@@ -476,7 +474,7 @@ private struct RoundPlan: Sendable {
     func work(_ worker: Worker, handles: RoundHandles, counter: Counter, limit: Int, deadline: UInt64) {
         worker.roundStart = 0
         worker.roundEnd = 0
-        let manager = benchmark.managerForReads
+        let manager = benchmark.manager
         let buffer = worker.buffer
         // Each thread starts at its own place in the file list, so threads do not read the same file at once.
         let start = targets.count * worker.threadIndex / max(1, benchCase.threads)
@@ -529,12 +527,8 @@ private struct RoundPlan: Sendable {
         sink: inout UInt64
     ) throws -> Int {
         switch benchCase.method {
-        case .contents, .none:
-            let data = try manager.contents(at: FilePath(target.path))
-            data.withUnsafeBytes { sink &+= checksum($0) }
-            return data.count
-        case .copy:
-            let data = try manager.contents(at: FilePath(target.path), options: [])
+        case .contents, .copy, .none:
+            let data = try wholeFile(target, manager: manager)
             data.withUnsafeBytes { sink &+= checksum($0) }
             return data.count
         case .descriptor:
@@ -550,6 +544,14 @@ private struct RoundPlan: Sendable {
         }
     }
 
+    /// `contents(at:)` of the target: mapped, or a copy for the `copy` method.
+    private func wholeFile(_ target: ReadBenchmark.Target, manager: AssetPackManager) throws -> Data {
+        try manager.contents(
+            at: FilePath(target.path),
+            options: benchCase.method == .copy ? [] : .mappedIfSafe
+        )
+    }
+
     private func readFirstPage(
         _ target: ReadBenchmark.Target,
         manager: AssetPackManager,
@@ -557,15 +559,11 @@ private struct RoundPlan: Sendable {
         sink: inout UInt64
     ) throws -> Int {
         switch benchCase.method {
-        case .contents, .none:
-            let data = try manager.contents(at: FilePath(target.path))
-            if let first = data.first { sink &+= UInt64(first) }
-            return min(1, data.count)
-        case .copy:
+        case .contents, .copy, .none:
             // A copying read has no cheaper way to the first byte than the copy of the whole file.
-            let data = try manager.contents(at: FilePath(target.path), options: [])
+            let data = try wholeFile(target, manager: manager)
             if let first = data.first { sink &+= UInt64(first) }
-            return data.count
+            return benchCase.method == .copy ? data.count : min(1, data.count)
         case .descriptor:
             let fd = try manager.descriptor(for: FilePath(target.path))
             defer { try? fd.close() }

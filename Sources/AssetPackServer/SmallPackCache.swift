@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -20,17 +21,7 @@ final class SmallPackCache: Sendable {
         if let cached = entries.withLock({ $0.packs[pack.sha256] }) { return cached }
         let path = pack.archive
         let bytes = try await NIOThreadPool.singleton.runIfActive {
-            let fd = try FileDescriptor.open(path, .readOnly, retryOnInterrupt: true)
-            return try fd.closeAfter {
-                var buffer = ByteBuffer()
-                buffer.reserveCapacity(Int(pack.downloadSize))
-                var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-                while true {
-                    let count = try chunk.withUnsafeMutableBytes { try fd.read(into: $0, retryOnInterrupt: true) }
-                    if count == 0 { return buffer }
-                    buffer.writeBytes(chunk[0..<count])
-                }
-            }
+            ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: path.string)))
         }
         guard Int64(bytes.readableBytes) == pack.downloadSize else {
             throw AssetPackServerError(
