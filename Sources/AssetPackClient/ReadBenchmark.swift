@@ -287,7 +287,8 @@ public struct ReadBenchmark: Sendable {
 
     /// Runs one case.
     public func run(_ benchCase: Case) throws -> Result {
-        let deadline = options.iterations == nil ? now() + UInt64(nanoseconds(options.duration)) : UInt64.max
+        // The duration is timed time: warm-up reads and page drops do not use it up.
+        let budget = options.iterations == nil ? UInt64(nanoseconds(options.duration)) : UInt64.max
         var remaining = options.iterations ?? Int.max
         let threads = max(1, benchCase.threads)
         let plan = try RoundPlan(benchmark: self, benchCase: benchCase)
@@ -298,6 +299,7 @@ public struct ReadBenchmark: Sendable {
         var elapsed: UInt64 = 0
         repeat {
             if benchCase.cache == .cold { try dropPages() }
+            let deadline = budget == UInt64.max ? UInt64.max : now() + (budget - elapsed)
             let handles = try plan.open()
             let roundOperations = min(remaining, plan.operationsPerRound * threads)
             let counter = Counter()
@@ -322,7 +324,7 @@ public struct ReadBenchmark: Sendable {
             let busy = workers.filter { $0.roundEnd > 0 }
             if let start = busy.map(\.roundStart).min(), let end = busy.map(\.roundEnd).max() { elapsed += end - start }
             remaining -= roundOperations
-        } while remaining > 0 && now() < deadline
+        } while remaining > 0 && elapsed < budget
         var histogram = workers[0].histogram
         for worker in workers.dropFirst() { histogram.add(worker.histogram) }
         let operations = workers.reduce(0) { $0 + $1.operations }

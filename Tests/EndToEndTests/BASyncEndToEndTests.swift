@@ -192,6 +192,25 @@ struct BASyncEndToEndTests {
         #expect(table.stdout.contains("p99 µs"))
         #expect(table.stdout.contains("namespace lookup"))
 
+        // --duration is time spent reading: warm-up reads and page drops come on top of it.
+        let timed = try run(
+            [
+                "bench", "--pack", "Levels", "--method", "contents", "--pattern", "first-byte", "--duration", "0.05",
+                "--json",
+            ],
+            url: url,
+            appGroup: appGroup
+        )
+        #expect(timed.status == 0, "\(timed.stderr)")
+        let timedReport = try #require(
+            try JSONSerialization.jsonObject(with: Data(timed.stdout.utf8)) as? [String: Any]
+        )
+        let timedResults = try #require(timedReport["results"] as? [[String: Any]])
+        #expect(timedResults.count == 2)
+        for result in timedResults {
+            #expect((result["seconds"] as? Double ?? 0) >= 0.05, "\(result)")
+        }
+
         let badMethod = try run(["bench", "--method", "mmap"], url: url, appGroup: appGroup)
         #expect(badMethod.status == 64)
         #expect(badMethod.stderr.contains("unknown method 'mmap'"))
