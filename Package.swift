@@ -1,4 +1,6 @@
 // swift-tools-version: 6.2
+// Linux only (Debian with Swift 6.3): the code uses Linux calls (syncfs, mallopt, posix_fadvise), so no other
+// platform is claimed.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -8,13 +10,13 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "ba-mock",
-    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "ba-mock", targets: ["ba-mock"]),
         .executable(name: "ba-sync", targets: ["ba-sync"]),
         .library(name: "AssetPackFormat", targets: ["AssetPackFormat"]),
         .library(name: "AssetPackServer", targets: ["AssetPackServer"]),
         .library(name: "AssetPackClient", targets: ["AssetPackClient"]),
+        .library(name: "AssetPackBench", targets: ["AssetPackBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -42,6 +44,7 @@ let package = Package(
             dependencies: [
                 "CLibArchive",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: swiftSettings
@@ -77,13 +80,34 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "AssetPackBench",
+            dependencies: [
+                "AssetPackClient",
+                "AssetPackFormat",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "AssetPackCLI",
+            dependencies: [
+                "AssetPackClient",
+                "AssetPackServer",
+                "AssetPackFormat",
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "ba-sync",
             dependencies: [
+                "AssetPackCLI",
+                "AssetPackBench",
                 "AssetPackClient",
                 "AssetPackFormat",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -96,6 +120,7 @@ let package = Package(
         .executableTarget(
             name: "ba-mock",
             dependencies: [
+                "AssetPackCLI",
                 "AssetPackServer",
                 "AssetPackFormat",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -156,6 +181,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AssetPackCLITests",
+            dependencies: ["AssetPackCLI", "TestSupport", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import AssetPackFormat
 import Foundation
+import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
@@ -16,7 +17,7 @@ public struct InstalledPack: Sendable, Hashable, Codable {
     public var sha256: String
     /// Its download policy.
     public var downloadPolicy: DownloadPolicy
-    /// The version folder, relative to the app group (`AssetPacks/<id>/<version>-<digest>`).
+    /// The version folder, relative to the app group (`AssetPacks/<id>/<version>-<digest>-<install>`).
     public var directory: String
     /// The bytes its files take.
     public var installSize: Int64
@@ -40,21 +41,41 @@ struct StoreState: Sendable, Codable {
 ///
 /// ```
 /// AppGroup/
-///   AssetPacks/<id>/<version>-<digest>/...       installed files (one folder per version, immutable)
-///   AssetPacks/<id>/<version>-<digest>.index.json the pack's index: the merged namespace is built from these
+///   AssetPacks/<id>/<version>-<digest>-<install>/...       installed files (one folder per install, never reused)
+///   AssetPacks/<id>/<version>-<digest>-<install>.index.json the pack's index: the merged namespace is built from these
 ///   .ba-sync/state.json                           installed packs (written by temp file, fsync, rename)
 ///   .ba-sync/lock                                 held while a process changes anything
 ///   .ba-sync/downloads/<id>.partial[.json]        a download in progress, kept to resume
 ///   .ba-sync/staging/                             extractions in progress, removed on recovery
 /// ```
+///
+/// Every method blocks (file I/O): async code calls them through ``BlockingIO``.
 public struct AppGroupStore: Sendable {
     /// The app-group directory.
     public let root: FilePath
+    private let stateFile: StateFile<StoreState>
+    /// Serialises read-modify-write of the state between the tasks of one process (other processes are
+    /// kept out by the app group's lock).
+    private let updates = SharedMutex()
+
+    /// A handle on an app-group directory; nothing is created or read.
+    public init(root: FilePath) {
+        self.root = root
+        self.stateFile = StateFile(root.appending(".ba-sync/state.json"))
+    }
+
+    var controlFolder: FilePath { root.appending(".ba-sync") }
+    var packsFolder: FilePath { root.appending("AssetPacks") }
+    var downloadsFolder: FilePath { controlFolder.appending("downloads") }
+    var stagingFolder: FilePath { controlFolder.appending("staging") }
+    var stateFilePath: FilePath { stateFile.path }
+    var lockFile: FilePath { controlFolder.appending("lock") }
+
+    func indexFile(for pack: InstalledPack) -> FilePath { root.appending(pack.directory + ".index.json") }
 
     /// Creates the store's folders if needed.
     /// - Throws: ``AssetPackClientError`` with code `.io`.
-    public init(root: FilePath) throws {
-        self.root = root
+    func createFolders() throws {
         for folder in [packsFolder, downloadsFolder, stagingFolder] {
             do {
                 try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
@@ -64,44 +85,58 @@ public struct AppGroupStore: Sendable {
         }
     }
 
-    var controlFolder: FilePath { root.appending(".ba-sync") }
-    var packsFolder: FilePath { root.appending("AssetPacks") }
-    var downloadsFolder: FilePath { controlFolder.appending("downloads") }
-    var stagingFolder: FilePath { controlFolder.appending("staging") }
-    var stateFile: FilePath { controlFolder.appending("state.json") }
-    var lockFile: FilePath { controlFolder.appending("lock") }
-
-    func indexFile(for pack: InstalledPack) -> FilePath { root.appending(pack.directory + ".index.json") }
-
+    /// The state, empty when nothing was ever installed.
+    /// - Throws: ``AssetPackClientError`` with code `.io` when the state file is damaged.
     func loadState() throws -> StoreState {
-        guard let data = FileManager.default.contents(atPath: stateFile.string) else { return StoreState() }
         do {
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .iso8601
-            return try decoder.decode(StoreState.self, from: data)
-        } catch {
+            return try stateFile.load() ?? StoreState()
+        } catch let error as AssetPackFormatError {
             throw AssetPackClientError(
                 code: .io,
-                message: "\(stateFile) is damaged. Fix: delete the app group's .ba-sync folder and sync again",
+                message:
+                    "\(stateFile.path) is damaged (\(error.message)). Fix: delete the app group's .ba-sync folder "
+                    + "and sync again",
                 cause: error
             )
         }
     }
 
-    func saveState(_ state: StoreState) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        encoder.dateEncodingStrategy = .iso8601
-        do {
-            try AtomicFile.write(try encoder.encode(state), to: stateFile)
-        } catch let error as AssetPackFormatError {
-            throw AssetPackClientError(code: .io, message: error.message, cause: error)
+    /// Loads the state, lets `change` edit it, and saves it atomically if it returned normally; the tasks
+    /// of this process take turns.
+    /// - Returns: What `change` returns.
+    /// - Throws: What `change` throws (nothing is saved), or ``AssetPackClientError`` with code `.io`.
+    @discardableResult
+    func update<T>(_ change: (inout StoreState) throws -> T) throws -> T {
+        try updates.withLock {
+            var state = try loadState()
+            let result = try change(&state)
+            do {
+                try stateFile.save(state)
+            } catch let error as AssetPackFormatError {
+                throw AssetPackClientError(code: .io, message: error.message, cause: error)
+            }
+            return result
         }
+    }
+
+    /// Removes an installed version's folder and index (after the state stopped naming them).
+    func removeVersion(_ pack: InstalledPack) {
+        try? FileManager.default.removeItem(atPath: root.appending(pack.directory).string)
+        _ = unlink(indexFile(for: pack).string)
+    }
+
+    /// Removes a pack that is no longer installed: its version folder and index, and its folder under
+    /// `AssetPacks/`.
+    func removePack(_ pack: InstalledPack) {
+        removeVersion(pack)
+        try? FileManager.default.removeItem(atPath: packsFolder.appending(pack.id).string)
     }
 
     /// Removes what a crashed or killed run left behind: staging folders, temporary files of atomic writes,
     /// and version folders that the state does not name. Partial downloads are kept to resume.
-    func recover(_ state: StoreState) {
+    /// - Throws: ``AssetPackClientError`` when the state cannot be read.
+    func recover() throws {
+        let state = try loadState()
         for name in (try? FileManager.default.contentsOfDirectory(atPath: stagingFolder.string)) ?? [] {
             try? FileManager.default.removeItem(atPath: stagingFolder.appending(name).string)
         }
@@ -124,49 +159,11 @@ public struct AppGroupStore: Sendable {
     }
 }
 
-/// The app group's exclusive lock (the counterpart of Apple's `withExclusiveControl`): an `flock` on
-/// `.ba-sync/lock`, held by one process at a time while it changes anything. The holder's PID is written
-/// into the file so that a waiting process can say who it waits for.
-final class AppGroupLock: Sendable {
-    private let fd: FileDescriptor
+/// A lock shared by copies of a value type (the store is copied into every task that uses it).
+final class SharedMutex: Sendable {
+    private let mutex = Mutex(())
 
-    private init(fd: FileDescriptor) { self.fd = fd }
-
-    /// Takes the lock, waiting for another holder; `onWait` is called once with its PID before waiting.
-    static func acquire(_ store: AppGroupStore, onWait: @Sendable (Int32?) -> Void) async throws -> AppGroupLock {
-        let path = store.lockFile
-        let fd: FileDescriptor
-        do {
-            fd = try FileDescriptor.open(
-                path,
-                .readWrite,
-                options: [.create],
-                permissions: [.ownerReadWrite, .groupRead]
-            )
-        } catch {
-            throw AssetPackClientError.io("open the lock", path, error)
-        }
-        if flock(fd.rawValue, LOCK_EX | LOCK_NB) != 0 {
-            let holder = (try? String(contentsOfFile: path.string, encoding: .utf8))
-                .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-            onWait(holder)
-            let raw = fd.rawValue
-            let status = await withCheckedContinuation { continuation in
-                Thread.detachNewThread { continuation.resume(returning: flock(raw, LOCK_EX)) }
-            }
-            if status != 0 {
-                try? fd.close()
-                throw AssetPackClientError.io("lock", path, Errno(rawValue: errno))
-            }
-        }
-        _ = ftruncate(fd.rawValue, 0)
-        _ = try? fd.writeAll(toAbsoluteOffset: 0, Array("\(getpid())\n".utf8))
-        return AppGroupLock(fd: fd)
-    }
-
-    func release() {
-        _ = ftruncate(fd.rawValue, 0)
-        _ = flock(fd.rawValue, LOCK_UN)
-        try? fd.close()
+    func withLock<T>(_ body: () throws -> T) throws -> T {
+        try mutex.withLock { _ in try body() }
     }
 }

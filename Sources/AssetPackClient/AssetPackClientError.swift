@@ -32,6 +32,8 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         case invalidPath
         /// Verification found installed files that differ from the pack's index.
         case verificationFailed
+        /// Another process held the app group's lock for longer than the lock timeout.
+        case lockTimeout
     }
 
     /// What kind of failure this is.
@@ -60,6 +62,19 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         return "\(message) (\(cause))"
     }
 
+    /// Whether the bytes received were wrong (size, digest, or an archive that does not extract): the
+    /// download starts over rather than resuming.
+    var isIntegrityFailure: Bool { code == .sizeMismatch || code == .digestMismatch || code == .corruptPack }
+
+    /// Whether `error` comes from a full disk, however deep in the chain of causes.
+    static func isDiskFull(_ error: any Error) -> Bool {
+        if let errno = error as? Errno { return errno == .noSpace }
+        if let status = error as? LibArchiveStatus { return status.errno == Errno.noSpace.rawValue }
+        if let error = error as? AssetPackFormatError { return error.cause.map(isDiskFull) ?? false }
+        if let error = error as? AssetPackClientError { return error.cause.map(isDiskFull) ?? false }
+        return false
+    }
+
     static func notFound(_ id: String, server: String) -> Self {
         .init(
             code: .assetPackNotFound,
@@ -68,7 +83,8 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         )
     }
 
-    static func io(_ what: String, _ path: FilePath, _ error: any Error & Sendable) -> Self {
+    /// A file in the app group could not be read or written: "cannot \(what) \(path): \(error)".
+    public static func io(_ what: String, _ path: FilePath, _ error: any Error & Sendable) -> Self {
         .init(code: .io, message: "cannot \(what) \(path): \(error)", cause: error)
     }
 }

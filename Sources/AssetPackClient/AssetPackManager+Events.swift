@@ -33,11 +33,12 @@ extension AssetPackManager {
     public func sync(event: InstallationEvent) async throws -> SyncReport {
         try await withExclusiveControl {
             var report = SyncReport()
-            let packs = try await fetchManifest()
-            let before = Dictionary(uniqueKeysWithValues: installedPacks.map { ($0.id, $0.version) })
+            let packs = try await self.manifests.fetch()
+            let store = self.store
+            let before = try await BlockingIO.run { try store.loadState().installed.mapValues(\.version) }
             if event != .install {
                 do {
-                    let (_, removed) = try await checkForUpdates()
+                    let (_, removed) = try await self.checkForUpdates()
                     report.removed = removed.sorted()
                 } catch let error as AssetPackClientError {
                     report.failures[error.assetPackID ?? "update"] = error
@@ -52,7 +53,7 @@ extension AssetPackManager {
                         return !essential
                     }
                     do {
-                        try await ensureLocalAvailability(of: Set(group), requireLatestVersions: event == .update)
+                        try await self.ensureLocalAvailability(of: Set(group), requireLatestVersions: event == .update)
                     } catch let error as LocalAvailabilityError {
                         for (pack, failure) in error.failures {
                             report.failures[pack.id] = failure
@@ -61,7 +62,7 @@ extension AssetPackManager {
                     }
                 }
             }
-            let after = Dictionary(uniqueKeysWithValues: installedPacks.map { ($0.id, $0.version) })
+            let after = try await BlockingIO.run { try store.loadState().installed.mapValues(\.version) }
             for (id, version) in after.sorted(by: { $0.key < $1.key }) {
                 if before[id] != version { report.installed.append(id) } else { report.alreadyLocal.append(id) }
             }

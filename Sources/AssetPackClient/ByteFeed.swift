@@ -6,9 +6,9 @@ import NIOCore
 /// never written to disk whole.
 ///
 /// At most `capacity` bytes wait in between: a full feed suspends the producer (the network reads slow down,
-/// TCP pushes back) until the consumer has taken half. If the consumer gives up (a corrupt archive), the
-/// feed either drops what arrives from then on, so the download can finish and its digest can tell a
-/// damaged transfer from a damaged pack, or makes the producer fail at once.
+/// TCP pushes back) until the consumer has taken half. If the consumer gives up (a corrupt archive, a full
+/// disk), the producer's next push fails at once: nothing is read from the network for a consumer that is
+/// gone.
 final class ByteFeed: @unchecked Sendable {
     // Guarded by `condition`.
     private let condition = NSCondition()
@@ -17,7 +17,6 @@ final class ByteFeed: @unchecked Sendable {
     private var finished = false
     private var failure: (any Error)?
     private var abandoned = false
-    private var abandonError: (any Error)?
     private var producer: CheckedContinuation<Void, any Error>?
     private var producerCancelled = false
     /// The block the consumer is reading; kept alive until it asks for the next one.
@@ -30,7 +29,7 @@ final class ByteFeed: @unchecked Sendable {
     // MARK: Producer
 
     /// Queues a chunk; suspends while the feed is full.
-    /// - Throws: ``ExtractionStopped`` if the consumer gave up and asked for the download to stop.
+    /// - Throws: ``ConsumerStopped`` if the consumer gave up.
     func push(_ chunk: ByteBuffer) async throws {
         guard try enqueue(chunk) else { return }
         // Cancellable, so that a stall watchdog (which cancels the download) can always end the wait.
@@ -57,10 +56,7 @@ final class ByteFeed: @unchecked Sendable {
     private func enqueue(_ chunk: ByteBuffer) throws -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        if abandoned {
-            if let abandonError { throw abandonError }
-            return false  // draining: the download finishes for its digest, the bytes go nowhere
-        }
+        if abandoned { throw ConsumerStopped() }
         chunks.append(chunk)
         queued += chunk.readableBytes
         condition.signal()
@@ -72,7 +68,7 @@ final class ByteFeed: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         if abandoned {
-            if let abandonError { continuation.resume(throwing: abandonError) } else { continuation.resume() }
+            continuation.resume(throwing: ConsumerStopped())
         } else if producerCancelled {
             producerCancelled = false
             continuation.resume(throwing: CancellationError())
@@ -123,21 +119,20 @@ final class ByteFeed: @unchecked Sendable {
         return chunk.withUnsafeReadableBytes { $0 }
     }
 
-    /// The consumer stops reading. With `drain`, whatever arrives later is dropped and the producer goes on;
-    /// otherwise the producer's next push throws ``ExtractionStopped``.
-    func abandon(drain: Bool) {
-        let error = ExtractionStopped()
+    /// The consumer stops reading: the producer's next push (or its current wait) throws ``ConsumerStopped``.
+    func abandon() {
         condition.lock()
         abandoned = true
-        abandonError = drain ? nil : error
         chunks.removeAll()
         queued = 0
         current = nil
         let waiting = producer
         producer = nil
         condition.unlock()
-        if let waiting {
-            if drain { waiting.resume() } else { waiting.resume(throwing: error) }
-        }
+        waiting?.resume(throwing: ConsumerStopped())
     }
 }
+
+/// Thrown into a download's producer when the consumer of its bytes gave up; the consumer's own error says
+/// why.
+struct ConsumerStopped: Error, Sendable {}

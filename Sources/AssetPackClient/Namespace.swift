@@ -33,10 +33,7 @@ final class Namespace: Sendable {
             let file = store.indexFile(for: pack)
             let index: PackIndex
             do {
-                index = try JSONDecoder().decode(
-                    PackIndex.self,
-                    from: Data(contentsOf: URL(fileURLWithPath: file.string))
-                )
+                index = try PackIndex.load(from: file)
             } catch {
                 throw AssetPackClientError(
                     code: .io,
@@ -58,12 +55,6 @@ final class Namespace: Sendable {
         self.files = files
         self.packRoots = state.installed.mapValues { store.root.appending($0.directory).string + "/" }
         self.folders = folders.mapValues { $0.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
-    }
-
-    /// The installed file for `path`, or `nil`.
-    func resolve(_ path: String, in packID: String?, root: FilePath) -> (pack: InstalledPack, file: FilePath)? {
-        guard let (pack, file) = locate(path, in: packID) else { return nil }
-        return (pack, FilePath(file))
     }
 
     /// The pack that holds `path` by the collision rule (or `packID`), and the installed file's path.

@@ -36,7 +36,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// Classifies `error`, the `failures`-th transient failure (or `mismatches`-th mismatch) of a download.
     func decide(_ error: AssetPackClientError, failures: Int, mismatches: Int) -> Decision {
         switch error.code {
-        case .sizeMismatch, .digestMismatch:
+        case .sizeMismatch, .digestMismatch, .corruptPack:
             return mismatches <= integrityRetries ? .refetch : .fail
         case .network:
             break
@@ -50,6 +50,46 @@ public struct RetryPolicy: Sendable, Hashable {
         let exponent = min(failures - 1, 30)
         let backoff = min(baseDelay * (1 << exponent), maximumDelay)
         return .retry(after: backoff * Double.random(in: 0.5...1.0))  // jitter: clients do not retry in step
+    }
+
+    /// Runs `attempt` until it succeeds or the policy gives up: the one retry loop of the client (the
+    /// manifest fetch and every download use it).
+    ///
+    /// After a transient failure the loop waits (backoff with jitter, or `Retry-After`) and calls `attempt`
+    /// again, which resumes from what it kept; after a size or digest mismatch it calls `attempt` again at
+    /// once, which must start over (the attempt itself discards what it had, as it knows what that is).
+    /// - Parameters:
+    ///   - attempt: One try.
+    ///   - onRetry: Told about each failure that will be retried, with the decision, before the wait.
+    /// - Returns: What the successful attempt returned.
+    /// - Throws: The last ``AssetPackClientError`` (its message says how many attempts were made), any other
+    ///   error at once, or `CancellationError` when cancelled during a wait.
+    func run<T: Sendable>(
+        _ attempt: () async throws -> T,
+        onRetry: (AssetPackClientError, Decision) -> Void = { _, _ in }
+    ) async throws -> T {
+        var failures = 0
+        var mismatches = 0
+        while true {
+            do {
+                return try await attempt()
+            } catch let error as AssetPackClientError {
+                if error.isIntegrityFailure { mismatches += 1 } else { failures += 1 }
+                let decision = decide(error, failures: failures, mismatches: mismatches)
+                switch decision {
+                case .fail:
+                    var final = error
+                    let attempts = failures + mismatches
+                    if attempts > 1 { final.message += " (after \(attempts) attempts)" }
+                    throw final
+                case .refetch:
+                    onRetry(error, decision)
+                case .retry(let delay):
+                    onRetry(error, decision)
+                    try await Task.sleep(for: delay)
+                }
+            }
+        }
     }
 
     /// Parses a `Retry-After` value: seconds, or an HTTP date.

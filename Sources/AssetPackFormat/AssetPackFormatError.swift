@@ -27,6 +27,8 @@ public struct AssetPackFormatError: Error, Sendable, CustomStringConvertible {
         case changedWhilePacking
         /// An option is out of range (a compression level, a thread count).
         case invalidOption
+        /// A state file does not decode: damaged, or written by a version this one does not understand.
+        case invalidState
     }
 
     /// What kind of failure this is.

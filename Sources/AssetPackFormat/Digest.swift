@@ -23,21 +23,20 @@ public enum FileDigest {
     /// - Throws: ``AssetPackFormatError`` with code `.io` when the file cannot be read.
     public static func sha256(of path: FilePath) throws -> String {
         do {
-            let fd = try FileDescriptor.open(path, .readOnly)
-            return try fd.closeAfter {
-                var hasher = SHA256()
-                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-                defer { buffer.deallocate() }
-                while true {
-                    let count = try fd.read(into: buffer, retryOnInterrupt: true)
-                    if count == 0 { break }
-                    hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-                }
-                return hasher.finalize().hexString
-            }
+            let fd = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec])
+            return try fd.closeAfter { try hasher(of: fd).finalize().hexString }
         } catch let errno as Errno {
             throw AssetPackFormatError.io("hash", path, errno)
         }
+    }
+
+    /// The SHA-256 state after the first `length` bytes of an open file (all of it by default), so that a
+    /// resumed download continues the hash of the bytes it already has.
+    /// - Throws: `Errno` when the file cannot be read.
+    public static func hasher(of fd: FileDescriptor, upTo length: Int64 = .max) throws -> SHA256 {
+        var hasher = SHA256()
+        try fd.forEachChunk(upTo: length) { hasher.update(bufferPointer: $0) }
+        return hasher
     }
 
     /// The lower-case hex SHA-256 of some bytes.

@@ -158,9 +158,7 @@ public enum PackBuilder {
             fileCount: rows.count,
             files: rows
         )
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        let json = try encoder.encode(index)
+        let json = try index.encoded()
         try writer.addFile(named: PackPath.indexEntryName, size: Int64(json.count)) { append in
             try json.withUnsafeBytes { try append($0) }
         }

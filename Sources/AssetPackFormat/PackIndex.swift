@@ -1,3 +1,6 @@
+import Foundation
+import SystemPackage
+
 /// The index entry stored at the end of every pack archive: what the pack holds, file by file.
 public struct PackIndex: Sendable, Hashable, Codable {
     /// One file of the pack.
@@ -34,4 +37,62 @@ public struct PackIndex: Sendable, Hashable, Codable {
 
     /// The layout version this code writes.
     public static let currentFormatVersion = 1
+}
+
+extension PackIndex {
+    /// Decodes an index (the `Index.json` of an archive, or the copy an install keeps) and checks its
+    /// layout version.
+    /// - Parameters:
+    ///   - data: The JSON.
+    ///   - source: Where it came from, for messages.
+    /// - Throws: ``AssetPackFormatError`` with code `.corruptPack`.
+    public static func decode(_ data: Data, source: String) throws -> PackIndex {
+        let index: PackIndex
+        do {
+            index = try JSONDecoder().decode(PackIndex.self, from: data)
+        } catch {
+            throw AssetPackFormatError(
+                code: .corruptPack,
+                message: "\(source) has an index that does not decode: \(error)",
+                cause: error
+            )
+        }
+        guard index.formatVersion == currentFormatVersion else {
+            throw AssetPackFormatError(
+                code: .corruptPack,
+                message:
+                    "\(source) has index format \(index.formatVersion); this tool reads format \(currentFormatVersion)"
+            )
+        }
+        return index
+    }
+
+    /// Reads an index file (the copy an install keeps beside the pack's folder).
+    /// - Throws: ``AssetPackFormatError`` with code `.io` (unreadable) or `.corruptPack`.
+    public static func load(from file: FilePath) throws -> PackIndex {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: file.string))
+        } catch {
+            throw AssetPackFormatError(code: .io, message: "cannot read the pack index \(file): \(error)")
+        }
+        return try decode(data, source: file.string)
+    }
+
+    /// The index as JSON, as packs store it: sorted keys, so the same files always give the same bytes.
+    public func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        do {
+            return try encoder.encode(self)
+        } catch {
+            throw AssetPackFormatError(code: .io, message: "cannot encode the index of pack \(assetPackID): \(error)")
+        }
+    }
+
+    /// Writes the index to `file` atomically.
+    /// - Throws: ``AssetPackFormatError`` with code `.io`.
+    public func write(to file: FilePath) throws {
+        try AtomicFile.write(try encoded(), to: file)
+    }
 }

@@ -193,20 +193,7 @@ public enum PackReader {
             }
             bytes.append(contentsOf: block)
         }
-        let index: PackIndex
-        do {
-            index = try JSONDecoder().decode(PackIndex.self, from: Data(bytes))
-        } catch {
-            throw AssetPackFormatError(
-                code: .corruptPack,
-                message: "\(reader.path) has an index that does not decode: \(error)",
-                cause: error
-            )
-        }
-        guard index.formatVersion == PackIndex.currentFormatVersion else {
-            throw corrupt(reader.path, "has index format \(index.formatVersion); this tool reads format 1")
-        }
-        return index
+        return try PackIndex.decode(Data(bytes), source: reader.path)
     }
 
     private static func missingIndex(_ archive: String) -> AssetPackFormatError {

@@ -18,9 +18,10 @@ public struct ServerConfiguration: Sendable {
     public var jsonLog: Bool
     /// How often the folder is checked for changes; `nil` turns live updates off.
     public var watchInterval: Duration?
-    /// Receives one line per request; `nil` logs nothing (and costs nothing per request).
+    /// Receives one line per request; `nil` (the default) logs nothing and costs nothing per request. It is
+    /// called on the request's task: it must not block (a command hands the line to a queue).
     public var requestLog: (@Sendable (String) -> Void)?
-    /// Receives a line for each rebuild, removal or manifest problem found while serving.
+    /// Receives a line for each rebuild, removal or manifest problem found while serving (default: nowhere).
     public var eventLog: @Sendable (String) -> Void
     /// The faults to inject; empty by default.
     public var faults: FaultPlan
@@ -34,8 +35,8 @@ public struct ServerConfiguration: Sendable {
         baseURL: String? = nil,
         jsonLog: Bool = false,
         watchInterval: Duration? = .seconds(1),
-        requestLog: (@Sendable (String) -> Void)? = { print($0) },
-        eventLog: @escaping @Sendable (String) -> Void = { print($0) },
+        requestLog: (@Sendable (String) -> Void)? = nil,
+        eventLog: @escaping @Sendable (String) -> Void = { _ in },
         faults: FaultPlan = FaultPlan(seed: 0),
         requestHeadTimeout: TimeAmount = .seconds(10)
     ) {

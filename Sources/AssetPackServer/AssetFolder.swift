@@ -13,6 +13,8 @@ public struct AssetFolder: Sendable {
         public var problems: [AssetPackFormatError]
         /// Warnings: manifest warnings plus paths that two packs share.
         public var warnings: [String]
+        /// Every manifest file found, valid or not.
+        public var manifestFiles: Set<String> = []
     }
 
     /// The folder.
@@ -79,7 +81,12 @@ public struct AssetFolder: Sendable {
         sources.sort { $0.manifest.assetPackID < $1.manifest.assetPackID }
         for source in sources { warnings.append(contentsOf: source.warnings) }
         warnings.append(contentsOf: Self.collisions(sources))
-        return Scan(sources: sources, problems: problems, warnings: warnings)
+        return Scan(
+            sources: sources,
+            problems: problems,
+            warnings: warnings,
+            manifestFiles: Set(manifests.map { root.appending($0).string })
+        )
     }
 
     /// Warnings for paths that more than one pack holds: they collide in the merged namespace.

@@ -60,14 +60,8 @@ public enum Exporter {
         }
         try input.closeAfter {
             try AtomicFile.write(to: destination) { output in
-                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-                defer { buffer.deallocate() }
                 do {
-                    while true {
-                        let count = try input.read(into: buffer, retryOnInterrupt: true)
-                        if count == 0 { break }
-                        _ = try output.writeAll(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-                    }
+                    try input.forEachChunk { _ = try output.writeAll($0) }
                 } catch let errno as Errno {
                     throw AssetPackFormatError(code: .io, message: "cannot copy \(source) to \(destination): \(errno)")
                 }

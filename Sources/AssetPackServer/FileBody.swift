@@ -1,3 +1,4 @@
+import AssetPackFormat
 import Hummingbird
 import NIOCore
 import NIOPosix
@@ -19,8 +20,7 @@ enum FileBody {
     /// The body for `range` of the file at `path`.
     static func make(path: FilePath, range: ClosedRange<Int>) -> ResponseBody {
         ResponseBody(contentLength: range.count) { writer in
-            let pool = NIOThreadPool.singleton
-            let fd = try await pool.runIfActive {
+            let fd = try await BlockingIO.run {
                 try SystemPackage.FileDescriptor.open(path, .readOnly, retryOnInterrupt: true)
             }
             defer { try? fd.close() }
@@ -32,7 +32,7 @@ enum FileBody {
                 turn ^= 1
                 let want = min(chunkLength, range.upperBound - offset + 1)
                 let start = offset
-                try await pool.runIfActive { try slot.fill(from: fd, at: start, count: want, path: path) }
+                try await BlockingIO.run { try slot.fill(from: fd, at: start, count: want, path: path) }
                 try await writer.write(slot.buffer)
                 offset += want
             }
@@ -66,22 +66,3 @@ enum FileBody {
         }
     }
 }
-
-#if canImport(Glibc)
-    /// glibc's `mallopt` (from malloc.h, which the Glibc module does not export).
-    @_silgen_name("mallopt")
-    private func mallopt(_ parameter: Int32, _ value: Int32) -> Int32
-    private let M_TRIM_THRESHOLD: Int32 = -1
-
-    /// Keeps glibc from holding on to freed response buffers: by default it raises its mmap threshold after
-    /// the first large buffers are freed, and from then on keeps up to twice that in every thread's arena.
-    /// Serving a 1 GiB pack to 8 clients at once then peaked at 160-380 MiB for about 20 MiB live; with a
-    /// fixed trim threshold (which also fixes the mmap threshold) it peaks at about 60 MiB, at the same speed
-    /// (`make bench`, rss-serve-8-clients). Process-wide, so the server's command calls it once at start.
-    public func limitAllocatorRetention() {
-        _ = mallopt(M_TRIM_THRESHOLD, 4 << 20)
-    }
-#else
-    /// Nothing to tune outside glibc.
-    public func limitAllocatorRetention() {}
-#endif

@@ -33,11 +33,12 @@ struct MockState: Sendable, Codable {
     /// Records by pack ID.
     var packs: [String: Record] = [:]
 
+    /// Reads the state file; an empty state when there is none yet.
+    /// - Throws: ``AssetPackServerError`` with code `.state` when the file does not decode.
     static func load(from file: FilePath) throws -> MockState {
-        guard let data = FileManager.default.contents(atPath: file.string) else { return MockState() }
         do {
-            return try decoder.decode(MockState.self, from: data)
-        } catch {
+            return try StateFile<MockState>(file).load() ?? MockState()
+        } catch let error as AssetPackFormatError {
             throw AssetPackServerError(
                 code: .state,
                 message:
@@ -48,16 +49,9 @@ struct MockState: Sendable, Codable {
         }
     }
 
+    /// Writes the state file atomically.
+    /// - Throws: ``AssetPackFormatError`` with code `.io`.
     func save(to file: FilePath) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        encoder.dateEncodingStrategy = .iso8601
-        try AtomicFile.write(try encoder.encode(self), to: file)
-    }
-
-    private static var decoder: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        return decoder
+        try StateFile<MockState>(file).save(self)
     }
 }

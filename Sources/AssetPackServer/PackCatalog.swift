@@ -1,6 +1,5 @@
 import AssetPackFormat
 import Foundation
-import NIOPosix
 import Synchronization
 import SystemPackage
 
@@ -48,6 +47,10 @@ public actor PackCatalog {
     /// Packs marked obsolete through the control endpoint: not published until unmarked.
     private var hidden: Set<String> = []
     private var previous: [String: ServedPack] = [:]
+    /// The refresh under way, if any.
+    private var refreshing: Task<CatalogReport, any Error>?
+    /// Whether the first refresh ran (it sweeps archives left by an earlier run).
+    private var started = false
 
     /// The packs published right now.
     public nonisolated var snapshot: CatalogSnapshot { current.withLock { $0 } }
@@ -85,10 +88,31 @@ public actor PackCatalog {
     /// - Throws: ``AssetPackServerError`` when the folder itself cannot be read or the state not saved.
     @discardableResult
     public func refresh() async throws -> CatalogReport {
-        let folder = self.folder
-        let scan = try await NIOThreadPool.singleton.runIfActive { try folder.scan() }
+        // One refresh at a time (the watcher's and a caller's would build the same pack into one file).
+        while let running = refreshing { _ = try? await running.value }
+        let task = Task { try await self.scanAndBuild() }
+        refreshing = task
+        let result = await task.result
+        refreshing = nil
+        return try result.get()
+    }
+
+    private func scanAndBuild() async throws -> CatalogReport {
+        let (folder, packsFolder) = (self.folder, self.packsFolder)
+        let (scan, archives) = try await BlockingIO.run {
+            let scan = try folder.scan()
+            try Self.createFolder(packsFolder)
+            return (scan, Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? []))
+        }
+        if !started {
+            // At start-up: anything in packs/ that no record names is left from an earlier run.
+            started = true
+            let referenced = Set(state.packs.values.filter { !$0.removed }.map(\.archive))
+            for name in archives where !referenced.contains(name) {
+                superseded.append((packsFolder.appending(name), .now - retention))
+            }
+        }
         var report = CatalogReport(problems: scan.problems, warnings: scan.warnings)
-        try createStateFolders()
         var changed = false
         var present = Set<String>()
         for source in scan.sources {
@@ -96,8 +120,7 @@ public actor PackCatalog {
             present.insert(id)
             let fingerprint = source.fingerprint(options: options)
             let previous = state.packs[id]
-            if let previous, previous.fingerprint == fingerprint, !previous.removed,
-                FileManager.default.fileExists(atPath: packsFolder.appending(previous.archive).string)
+            if let previous, previous.fingerprint == fingerprint, !previous.removed, archives.contains(previous.archive)
             {
                 continue
             }
@@ -120,16 +143,19 @@ public actor PackCatalog {
         for (id, record) in state.packs where !record.removed && !present.contains(id) {
             // A manifest that is still there but no longer valid keeps its last good version published while
             // it is being fixed; one that is gone, or now names another pack, unpublishes the pack.
-            let stillThere = FileManager.default.fileExists(atPath: record.manifestFile)
+            let stillThere = scan.manifestFiles.contains(record.manifestFile)
             if stillThere && !validFiles.contains(record.manifestFile) { continue }
             state.packs[id]?.removed = true
             superseded.append((packsFolder.appending(record.archive), .now))
             report.removed.append(id)
             changed = true
         }
-        if changed { try state.save(to: folder.stateFolder.appending("state.json")) }
+        if changed {
+            let (state, file) = (self.state, folder.stateFolder.appending("state.json"))
+            try await BlockingIO.run { try state.save(to: file) }
+        }
         publish()
-        removeExpiredArchives()
+        await removeExpiredArchives()
         return report
     }
 
@@ -211,16 +237,17 @@ public actor PackCatalog {
         let packsFolder = self.packsFolder
         let building = packsFolder.appending("\(id).building")
         log("building \(id): \(source.files.count) files, \(ByteFormat.string(source.installSize))")
-        let built = try await NIOThreadPool.singleton.runIfActive {
-            try PackBuilder.build(source, to: building, options: options)
-        }
-        let name = "\(id)-\(built.sha256.prefix(16)).pack"
-        if rename(building.string, packsFolder.appending(name).string) != 0 {
-            throw AssetPackFormatError(
-                code: .io,
-                message: "cannot move the built pack into \(packsFolder)",
-                cause: Errno(rawValue: errno)
-            )
+        let (built, name) = try await BlockingIO.run {
+            let built = try PackBuilder.build(source, to: building, options: options)
+            let name = "\(id)-\(built.sha256.prefix(16)).pack"
+            if rename(building.string, packsFolder.appending(name).string) != 0 {
+                throw AssetPackFormatError(
+                    code: .io,
+                    message: "cannot move the built pack into \(packsFolder)",
+                    cause: Errno(rawValue: errno)
+                )
+            }
+            return (built, name)
         }
         let sameContent = previous?.sha256 == built.sha256
         return MockState.Record(
@@ -268,35 +295,56 @@ public actor PackCatalog {
         current.withLock { $0 = snapshot }
     }
 
-    private func createStateFolders() throws {
+    private static func createFolder(_ folder: FilePath) throws {
         do {
-            try FileManager.default.createDirectory(atPath: packsFolder.string, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
         } catch {
             throw AssetPackServerError(
                 code: .state,
-                message: "cannot create \(packsFolder). Fix: make the asset folder writable",
+                message: "cannot create \(folder). Fix: make the asset folder writable",
                 cause: error
             )
         }
-        if superseded.isEmpty, state.packs.isEmpty == false {
-            // At start-up: anything in packs/ that no record names is left from an earlier run.
-            let referenced = Set(state.packs.values.filter { !$0.removed }.map(\.archive))
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? []
-            where !referenced.contains(name) {
-                superseded.append((packsFolder.appending(name), .now - retention))
-            }
-        }
     }
 
-    /// Deletes superseded archives once no download that began before the swap can still need them.
-    private func removeExpiredArchives() {
+    /// Deletes superseded archives once no download that began before the swap can still need them (on the
+    /// thread pool: unlinking a GiB archive takes a while).
+    private func removeExpiredArchives() async {
         let live = Set(current.withLock { $0.packs.map(\.archive) })
         let now = ContinuousClock.now
+        var expired: [FilePath] = []
         superseded.removeAll { item in
             if live.contains(item.archive) { return true }
             guard now - item.since >= retention else { return false }
-            _ = unlink(item.archive.string)
+            expired.append(item.archive)
             return true
         }
+        guard !expired.isEmpty else { return }
+        let paths = expired
+        _ = try? await BlockingIO.run { for path in paths { _ = unlink(path.string) } }
+    }
+}
+
+/// `--pack-version ID=N` values: versions to publish whatever the content, like `ba-serve
+/// --asset-pack-versions`.
+public enum PackVersionPins {
+    /// Parses `ID=N` values.
+    /// - Returns: The versions by pack ID.
+    /// - Throws: ``AssetPackServerError`` with code `.invalidOption` naming the bad value.
+    public static func parse(_ values: [String]) throws -> [String: Int] {
+        var pins: [String: Int] = [:]
+        for value in values {
+            let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, AssetPackID.problem(with: parts[0]) == nil, let version = Int(parts[1]),
+                version >= 0
+            else {
+                throw AssetPackServerError(
+                    code: .invalidOption,
+                    message: "--pack-version takes ID=N with a pack ID and a whole number, e.g. Levels=7 (got \(value))"
+                )
+            }
+            pins[parts[0]] = version
+        }
+        return pins
     }
 }

@@ -1,6 +1,6 @@
+import AssetPackFormat
 import Foundation
 import NIOCore
-import NIOPosix
 import Synchronization
 import SystemPackage
 
@@ -20,7 +20,7 @@ final class SmallPackCache: Sendable {
     func bytes(of pack: ServedPack) async throws -> ByteBuffer {
         if let cached = entries.withLock({ $0.packs[pack.sha256] }) { return cached }
         let path = pack.archive
-        let bytes = try await NIOThreadPool.singleton.runIfActive {
+        let bytes = try await BlockingIO.run {
             ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: path.string)))
         }
         guard Int64(bytes.readableBytes) == pack.downloadSize else {

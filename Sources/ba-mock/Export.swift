@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackFormat
 import AssetPackServer
 import Foundation
@@ -38,7 +39,7 @@ struct Export: AsyncParsableCommand {
         let catalog = try PackCatalog(
             folder: AssetFolder(root: folder),
             options: build.packOptions,
-            pinnedVersions: try PackVersionPin.parse(packVersions),
+            pinnedVersions: try PackVersionPins.parse(packVersions),
             log: { Console.err($0) }
         )
         for warning in try await catalog.load() { Console.err("warning: \(warning)") }

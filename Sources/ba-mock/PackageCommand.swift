@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackFormat
 import AssetPackServer
 import Foundation
@@ -41,10 +42,10 @@ struct PackageCommand: ParsableCommand {
             let percent = Int(done * 100 / max(total, 1))
             if percent != lastShown {
                 lastShown = percent
-                Console.progress("\rpacking \(source.manifest.assetPackID): \(percent)%")
+                Console.statusLine("packing \(source.manifest.assetPackID): \(percent)%")
             }
         }
-        if showProgress { Console.err("") }
+        if showProgress { Console.statusLine(nil) }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackFormat
 import AssetPackServer
 import Hummingbird
@@ -78,7 +79,11 @@ struct Serve: AsyncParsableCommand {
         if quiet && jsonLog { throw ValidationError("choose one of --quiet and --json-log") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard watchInterval >= 0 else { throw ValidationError("--watch-interval must be 0 or more seconds") }
-        _ = try PackVersionPin.parse(packVersions)
+        do {
+            _ = try PackVersionPins.parse(packVersions)
+        } catch let error as AssetPackServerError {
+            throw ValidationError(error.message)
+        }
         for fault in faults {
             do {
                 _ = try FaultRule(parsing: fault)
@@ -89,15 +94,17 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        limitAllocatorRetention()
+        ProcessTuning.limitAllocatorRetention()
         let assetFolder = AssetFolder(root: folder)
+        let events = OutputQueue(.standardError, what: "messages")
+        defer { events.flush() }  // what was queued is written before an error (or the end) is printed
         let catalog = try PackCatalog(
             folder: assetFolder,
             options: build.packOptions,
-            pinnedVersions: try PackVersionPin.parse(packVersions),
-            log: { Console.err($0) }
+            pinnedVersions: try PackVersionPins.parse(packVersions),
+            log: { events.writeLine($0) }
         )
-        for warning in try await catalog.load() { Console.err("warning: \(warning)") }
+        for warning in try await catalog.load() { events.writeLine("warning: \(warning)") }
         let tlsMode: TLSMode =
             if let tlsCert, let tlsKey { .files(certificate: tlsCert, key: tlsKey) } else if tlsSelfSigned {
                 .selfSigned
@@ -109,9 +116,12 @@ struct Serve: AsyncParsableCommand {
             seed: seed ?? UInt64.random(in: 0...UInt64.max)
         )
         if !plan.rules.isEmpty {
-            Console.err("faults: \(plan.rules.map(\.description).joined(separator: "; ")) (seed \(plan.seed))")
+            events.writeLine("faults: \(plan.rules.map(\.description).joined(separator: "; ")) (seed \(plan.seed))")
         }
-        let requestLog: (@Sendable (String) -> Void)? = quiet ? nil : { @Sendable line in Console.out(line) }
+        // Request lines go through a queue drained by a thread of its own: a slow reader of stdout drops
+        // lines (and says how many), it never slows serving.
+        let requestLines = OutputQueue(.standardOutput, what: "request lines")
+        let requestLog: (@Sendable (String) -> Void)? = quiet ? nil : { @Sendable in requestLines.writeLine($0) }
         let configuration = ServerConfiguration(
             host: host,
             port: port,
@@ -119,7 +129,7 @@ struct Serve: AsyncParsableCommand {
             jsonLog: jsonLog,
             watchInterval: watchInterval > 0 ? .milliseconds(Int64(watchInterval * 1000)) : nil,
             requestLog: requestLog,
-            eventLog: { Console.err($0) },
+            eventLog: { events.writeLine($0) },
             faults: plan
         )
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { url in
@@ -128,30 +138,14 @@ struct Serve: AsyncParsableCommand {
                 Console.out(PackTable.render(catalog.snapshot))
                 Console.out("manifest: \(url)/manifest")
             }
-            if let ca = tls?.caFile { Console.err("TLS: trust the CA in \(ca) (e.g. curl --cacert \(ca))") }
-            Console.err("serving \(folder) at \(url); Ctrl-C stops")
+            if let ca = tls?.caFile { events.writeLine("TLS: trust the CA in \(ca) (e.g. curl --cacert \(ca))") }
+            events.writeLine("serving \(folder) at \(url); Ctrl-C stops")
         }
         do {
             try await app.runService()
+            requestLines.flush()
         } catch {
             throw AssetPackServerError.listening(error, host: host, port: port)
         }
-    }
-}
-
-/// `--pack-version ID=N` values.
-enum PackVersionPin {
-    static func parse(_ values: [String]) throws -> [String: Int] {
-        var pins: [String: Int] = [:]
-        for value in values {
-            let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, AssetPackID.problem(with: parts[0]) == nil, let version = Int(parts[1]),
-                version >= 0
-            else {
-                throw ValidationError("--pack-version takes ID=N with a pack ID and a whole number, e.g. Levels=7")
-            }
-            pins[parts[0]] = version
-        }
-        return pins
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackFormat
 import AssetPackServer
 import SystemPackage

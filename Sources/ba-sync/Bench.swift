@@ -1,4 +1,6 @@
 import ArgumentParser
+import AssetPackBench
+import AssetPackCLI
 import AssetPackClient
 import AssetPackFormat
 import Foundation
@@ -98,26 +100,26 @@ struct Bench: AsyncParsableCommand {
         settings.duration = .milliseconds(Int64(duration * 1000))
         settings.iterations = iterations
         settings.seed = seed
-        try options.offline { manager in
+        try options.offline { reader in
             let benchmark = try ReadBenchmark(
-                manager: manager,
+                reader: reader,
                 paths: paths.map { FilePath($0) },
                 assetPackID: pack,
                 options: settings
             )
             let showProgress = !options.json && !csv && isatty(STDERR_FILENO) == 1
             let results = try benchmark.run { benchCase, index, count in
-                if showProgress { Output.progress("[\(index + 1)/\(count)] \(benchCase)") }
+                if showProgress { Console.statusLine("[\(index + 1)/\(count)] \(benchCase)") }
             }
-            if showProgress { Output.progress(nil) }
+            if showProgress { Console.statusLine(nil) }
             let report = ReadBenchmark.Report(benchmark: benchmark, results: results)
             if options.json {
-                Output.out(try report.json())
+                Console.out(try report.json())
             } else if csv {
-                for line in report.csvLines() { Output.out(line) }
+                for line in report.csvLines() { Console.out(line) }
             } else {
-                Output.out("\(report.files) files, \(ByteFormat.string(Int64(report.bytes))), \(threads) thread(s)")
-                Output.table(report.tableRows())
+                Console.out("\(report.files) files, \(ByteFormat.string(Int64(report.bytes))), \(threads) thread(s)")
+                Console.table(report.tableRows())
             }
         }
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackClient
 import Foundation
 import SystemPackage
@@ -17,8 +18,8 @@ struct Cat: AsyncParsableCommand {
     var pack: String?
 
     func run() throws {
-        try options.offline { manager in
-            let data = try manager.contents(at: FilePath(path), searchingInAssetPackWithID: pack)
+        try options.offline { reader in
+            let data = try reader.contents(at: FilePath(path), searchingInAssetPackWithID: pack)
             try data.withUnsafeBytes { _ = try FileDescriptor.standardOutput.writeAll($0) }
         }
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackClient
 
 struct CheckUpdates: AsyncParsableCommand {
@@ -12,10 +13,10 @@ struct CheckUpdates: AsyncParsableCommand {
     func run() async throws {
         let (updated, removed) = try await options.run { manager in try await manager.checkForUpdates() }
         if options.json {
-            Output.json(["updatingIDs": updated.sorted(), "removedIDs": removed.sorted()])
+            Console.json(["updatingIDs": updated.sorted(), "removedIDs": removed.sorted()])
         } else {
-            Output.out("updated: \(updated.isEmpty ? "none" : updated.sorted().joined(separator: ", "))")
-            Output.out("removed: \(removed.isEmpty ? "none" : removed.sorted().joined(separator: ", "))")
+            Console.out("updated: \(updated.isEmpty ? "none" : updated.sorted().joined(separator: ", "))")
+            Console.out("removed: \(removed.isEmpty ? "none" : removed.sorted().joined(separator: ", "))")
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackClient
 import AsyncHTTPClient
 import Foundation
@@ -31,6 +32,12 @@ struct ClientOptions: ParsableArguments {
     @Option(help: "Seconds without a byte before a connection attempt or a download counts as stalled.")
     var timeout: Double = 30
 
+    @Option(
+        help:
+            "Seconds to wait for another ba-sync that holds the app group before giving up. (default: wait until it is done)"
+    )
+    var lockTimeout: Double?
+
     @Flag(
         help:
             "Download each pack into a file before installing it, so that a killed run resumes where it stopped; by default a pack is extracted as it arrives (faster, half the disk writes; a cut connection still resumes within the run)."
@@ -41,6 +48,7 @@ struct ClientOptions: ParsableArguments {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be 1 or more") }
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more") }
         guard timeout > 0 else { throw ValidationError("--timeout must be more than 0 seconds") }
+        if let lockTimeout, lockTimeout < 0 { throw ValidationError("--lock-timeout must be 0 or more seconds") }
     }
 
     var appGroupPath: FilePath {
@@ -90,10 +98,11 @@ struct ClientOptions: ParsableArguments {
                 maxConcurrentDownloads: concurrency,
                 retryPolicy: RetryPolicy(retries: retries),
                 stallTimeout: .milliseconds(milliseconds),
-                resumableDownloads: resumable
+                resumableDownloads: resumable,
+                lockTimeout: lockTimeout.map { .milliseconds(Int64($0 * 1000)) }
             ) { holder in
                 let who = holder.map { "ba-sync (pid \($0))" } ?? "another ba-sync"
-                Output.err("waiting for \(who), which holds \(appGroup)/.ba-sync/lock")
+                Console.err("waiting for \(who), which holds \(appGroup)/.ba-sync/lock")
             }
         } catch {
             try? client.syncShutdown()
@@ -102,85 +111,36 @@ struct ClientOptions: ParsableArguments {
         return (manager, client)
     }
 
-    /// Runs `body` with a manager and shows its downloads, then shuts the HTTP client down.
+    /// Runs `body` with a manager and shows its downloads, then shuts the HTTP client down. Every update is
+    /// shown before the command prints its result.
     func run<T: Sendable>(_ body: (AssetPackManager) async throws -> T) async throws -> T {
         let (manager, client) = try manager()
         let progress = ConsoleProgress(json: json)
         let updates = manager.statusUpdates
         let printer = Task { for await update in updates { progress.show(update) } }
-        defer { printer.cancel() }
+        let result: Result<T, any Error>
         do {
-            let result = try await body(manager)
-            try? await Task.sleep(for: .milliseconds(20))  // let the last updates print
-            try await client.shutdown()
-            return result
+            result = .success(try await body(manager))
         } catch {
-            try? await client.shutdown()
-            if json { Output.jsonError(error) }
-            throw error
+            result = .failure(error)
         }
+        manager.finishStatusUpdates()
+        await printer.value
+        progress.flush()
+        try? await client.shutdown()
+        if case .failure(let error) = result, json { Console.jsonError(error) }
+        return try result.get()
     }
 }
 
 extension ClientOptions {
-    /// Runs an offline command (reads of the app group only; the server is never asked).
-    func offline(_ body: (AssetPackManager) throws -> Void) throws {
+    /// Runs an offline command: reads of the app group only, no server.
+    func offline(_ body: (AssetPackReader) throws -> Void) throws {
         do {
-            let offline = URL(fileURLWithPath: "/dev/null")  // never used: nothing here talks to a server
-            try body(try AssetPackManager(server: offline, appGroup: try appGroupPath))
+            try body(AssetPackReader(appGroup: try appGroupPath))
         } catch {
-            if json { Output.jsonError(error) }
+            if json { Console.jsonError(error) }
             throw error
-        }
-    }
-}
-
-/// Output helpers: lines to stdout and stderr, JSON to stdout.
-enum Output {
-    static func out(_ line: String) {
-        _ = try? FileDescriptor.standardOutput.writeAll(Array((line + "\n").utf8))
-    }
-
-    static func err(_ line: String) {
-        _ = try? FileDescriptor.standardError.writeAll(Array((line + "\n").utf8))
-    }
-
-    static func json(_ object: Any) {
-        guard
-            let data = try? JSONSerialization.data(
-                withJSONObject: object,
-                options: [.sortedKeys, .withoutEscapingSlashes]
-            )
-        else { return }
-        _ = try? FileDescriptor.standardOutput.writeAll(Array(data) + [UInt8(ascii: "\n")])
-    }
-
-    /// An error as one JSON line on stdout, for scripts that read `--json` output only.
-    static func jsonError(_ error: any Error) {
-        var object: [String: Any] = ["event": "error", "message": "\(error)"]
-        if let error = error as? AssetPackClientError {
-            object["code"] = error.code.rawValue
-            if let id = error.assetPackID { object["pack"] = id }
-        }
-        json(object)
-    }
-
-    /// Rewrites one status line on a terminal's stderr; `nil` clears it.
-    static func progress(_ line: String?) {
-        let text = "\r\u{1B}[K" + (line ?? "")
-        _ = try? FileDescriptor.standardError.writeAll(Array(text.utf8))
-    }
-
-    /// Fixed-width columns.
-    static func table(_ rows: [[String]]) {
-        guard let first = rows.first else { return }
-        let widths = first.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        for row in rows {
-            out(
-                row.enumerated().map { column, cell in
-                    column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
-                }.joined(separator: "  ")
-            )
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackClient
 
 struct Ensure: AsyncParsableCommand {
@@ -29,7 +30,7 @@ struct Ensure: AsyncParsableCommand {
             }
         } catch let error as AssetPackManager.LocalAvailabilityError {
             if options.json {
-                Output.json([
+                Console.json([
                     "event": "result", "ok": error.successes.map(\.id).sorted(),
                     "failures": Dictionary(
                         uniqueKeysWithValues: error.failures.map { ($0.key.id, $0.value.description) }
@@ -37,14 +38,14 @@ struct Ensure: AsyncParsableCommand {
                 ])
             }
             for (pack, failure) in error.failures.sorted(by: { $0.key.id < $1.key.id }) {
-                Output.err("failed: \(pack.id): \(failure)")
+                Console.err("failed: \(pack.id): \(failure)")
             }
             throw ExitCode.failure
         }
         if options.json {
-            Output.json(["event": "result", "ok": ids.sorted(), "failures": [String: String]()])
+            Console.json(["event": "result", "ok": ids.sorted(), "failures": [String: String]()])
         } else {
-            Output.out("local: \(ids.joined(separator: ", "))")
+            Console.out("local: \(ids.joined(separator: ", "))")
         }
     }
 }

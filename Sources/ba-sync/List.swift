@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackClient
 import AssetPackFormat
 import Foundation
@@ -15,7 +16,7 @@ struct List: AsyncParsableCommand {
             }
         }
         if options.json {
-            Output.json(
+            Console.json(
                 rows.map { pack, installed, status in
                     [
                         "id": pack.id, "version": pack.version, "downloadPolicy": pack.downloadPolicy.name,
@@ -27,7 +28,7 @@ struct List: AsyncParsableCommand {
             )
             return
         }
-        Output.table(
+        Console.table(
             [["PACK", "POLICY", "VERSION", "DOWNLOAD", "INSTALLED", "STATUS"]]
                 + rows.map { pack, installed, status in
                     [

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackClient
 
 struct Remove: AsyncParsableCommand {
@@ -14,6 +15,6 @@ struct Remove: AsyncParsableCommand {
     func run() async throws {
         let id = self.id
         try await options.run { manager in try await manager.remove(assetPackWithID: id) }
-        if options.json { Output.json(["removed": id]) } else { Output.out("removed \(id)") }
+        if options.json { Console.json(["removed": id]) } else { Console.out("removed \(id)") }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackClient
 import AssetPackFormat
 import Foundation
@@ -18,51 +19,36 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         let id = self.id
-        let rows = try await options.run { manager -> [[String: any Sendable]] in
-            let server = try? await manager.statusOfAllAssetPacks()  // one manifest fetch; nil when offline
-            var ids = Set(manager.installedPacks.map(\.id))
-            if let id { ids = [id] }
-            var rows: [[String: any Sendable]] = []
-            for id in ids.sorted() {
-                let installed = manager.installedPack(withID: id)
-                var status = await manager.localStatus(ofAssetPackWithID: id)
-                if let server {
-                    if let entry = server.first(where: { $0.id == id }), entry.pack != nil {
-                        status = entry.status
-                    } else if installed != nil {
-                        status.insert(.obsolete)
-                    }
-                }
-                var row: [String: any Sendable] = [
-                    "id": id, "status": status.names, "statusRawValue": Int(status.rawValue),
-                ]
-                if let installed {
-                    row["version"] = installed.version
-                    row["installSize"] = installed.installSize
-                    row["fileCount"] = installed.fileCount
-                    row["path"] = manager.store.root.appending(installed.directory).string
-                    row["downloadPolicy"] = installed.downloadPolicy.name
-                }
-                rows.append(row)
-            }
-            return rows
-        }
-        if let id, rows.first?["version"] == nil, (rows.first?["status"] as? [String])?.isEmpty ?? true {
-            Output.err("pack \(id) is not installed and not known here")
+        let report = try await options.run { manager in await manager.statusReport(ofAssetPackWithID: id) }
+        if let id, let entry = report.entries.first, entry.installed == nil, entry.status.isEmpty {
+            Console.err("pack \(id) is not installed and not known here")
             throw ExitCode.failure
         }
+        let rows: [[String: Any]] = report.entries.map { entry in
+            var row: [String: Any] = [
+                "id": entry.id, "status": entry.status.names, "statusRawValue": Int(entry.status.rawValue),
+            ]
+            if let installed = entry.installed {
+                row["version"] = installed.version
+                row["installSize"] = installed.installSize
+                row["fileCount"] = installed.fileCount
+                row["downloadPolicy"] = installed.downloadPolicy.name
+            }
+            if let folder = entry.folder { row["path"] = folder.string }
+            return row
+        }
         if options.json {
-            Output.json(id == nil ? rows as Any : rows.first as Any)
+            Console.json(id == nil ? rows as Any : rows.first as Any)
             return
         }
-        Output.table(
+        Console.table(
             [["PACK", "VERSION", "FILES", "INSTALL", "STATUS", "PATH"]]
-                + rows.map { row in
+                + report.entries.map { entry in
                     [
-                        row["id"] as? String ?? "", (row["version"] as? Int).map { "v\($0)" } ?? "-",
-                        (row["fileCount"] as? Int).map(String.init) ?? "-",
-                        (row["installSize"] as? Int64).map(ByteFormat.string) ?? "-",
-                        (row["status"] as? [String] ?? []).joined(separator: ","), row["path"] as? String ?? "-",
+                        entry.id, entry.installed.map { "v\($0.version)" } ?? "-",
+                        entry.installed.map { String($0.fileCount) } ?? "-",
+                        entry.installed.map { ByteFormat.string($0.installSize) } ?? "-",
+                        entry.status.names.joined(separator: ","), entry.folder?.string ?? "-",
                     ]
                 }
         )

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackClient
 
 extension InstallationEvent: ExpressibleByArgument {}
@@ -22,18 +23,20 @@ struct Sync: AsyncParsableCommand {
         let event = self.event
         let report = try await options.run { manager in try await manager.sync(event: event) }
         if options.json {
-            Output.json([
+            Console.json([
                 "event": "result", "installed": report.installed, "alreadyLocal": report.alreadyLocal,
                 "removed": report.removed, "essentialFailed": report.essentialFailed,
                 "failures": report.failures.mapValues { $0.description },
             ])
         } else {
-            if !report.installed.isEmpty { Output.out("installed: \(report.installed.joined(separator: ", "))") }
+            if !report.installed.isEmpty { Console.out("installed: \(report.installed.joined(separator: ", "))") }
             if !report.alreadyLocal.isEmpty {
-                Output.out("already local: \(report.alreadyLocal.joined(separator: ", "))")
+                Console.out("already local: \(report.alreadyLocal.joined(separator: ", "))")
             }
-            if !report.removed.isEmpty { Output.out("removed (obsolete): \(report.removed.joined(separator: ", "))") }
-            for (id, error) in report.failures.sorted(by: { $0.key < $1.key }) { Output.err("failed: \(id): \(error)") }
+            if !report.removed.isEmpty { Console.out("removed (obsolete): \(report.removed.joined(separator: ", "))") }
+            for (id, error) in report.failures.sorted(by: { $0.key < $1.key }) {
+                Console.err("failed: \(id): \(error)")
+            }
         }
         if report.essentialFailed { throw ExitCode(2) }
         if !report.failures.isEmpty { throw ExitCode.failure }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackClient
 import Foundation
 import SystemPackage
@@ -15,15 +16,15 @@ struct URLCommand: AsyncParsableCommand {
     var path: String
 
     func run() throws {
-        try options.offline { manager in
-            let url = try manager.url(for: FilePath(path))
+        try options.offline { reader in
+            let url = try reader.url(for: FilePath(path))
             if options.json {
-                Output.json([
+                Console.json([
                     "path": path, "url": url.absoluteString,
-                    "assetPackID": (try? manager.assetPackID(containing: FilePath(path))) as Any? ?? NSNull(),
+                    "assetPackID": (try? reader.assetPackID(containing: FilePath(path))) as Any? ?? NSNull(),
                 ])
             } else {
-                Output.out(url.path)
+                Console.out(url.path)
             }
         }
     }

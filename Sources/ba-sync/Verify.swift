@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackClient
 
 struct Verify: AsyncParsableCommand {
@@ -12,9 +13,9 @@ struct Verify: AsyncParsableCommand {
     var id: String?
 
     func run() throws {
-        try options.offline { manager in
-            let count = try manager.verify(assetPackWithID: id)
-            if options.json { Output.json(["verifiedFiles": count]) } else { Output.out("verified \(count) files") }
+        try options.offline { reader in
+            let count = try reader.verify(assetPackWithID: id)
+            if options.json { Console.json(["verifiedFiles": count]) } else { Console.out("verified \(count) files") }
         }
     }
 }

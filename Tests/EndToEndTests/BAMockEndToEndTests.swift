@@ -73,6 +73,68 @@ struct BAMockEndToEndTests {
         #expect(FileManager.default.fileExists(atPath: folder.appending(".ba-mock/state.json").string))
     }
 
+    @Test func aStdoutNobodyReadsDoesNotSlowServing() async throws {
+        let scratch = try Scratch()
+        let folder = try sampleFolder(scratch)
+        let process = Process()
+        process.executableURL = tool
+        process.arguments = ["serve", folder.string, "--port", "0"]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        defer {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        // Read up to the manifest line, then stop reading: the request log fills the pipe (64 KiB) at once.
+        var head = ""
+        while !head.contains("manifest: ") || !head.hasSuffix("\n") {
+            let data = stdout.fileHandleForReading.availableData
+            guard !data.isEmpty else { break }
+            head += String(decoding: data, as: UTF8.self)
+        }
+        let url = try #require(head.split(separator: "\n").first.map(String.init))
+
+        let manifest = try JSONDecoder().decode(DownloadManifest.self, from: try await fetch(url + "/manifest").body)
+        let size = try #require(manifest.assetPacks.first { $0.id == "Tutorial" }).downloadSize
+        let started = ContinuousClock.now
+        let clients = 32
+        let requestsPerClient = 80
+        let served = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<clients {
+                group.addTask {
+                    var ok = 0
+                    let (status, pack) = try await fetch(url + "/assets/Tutorial")
+                    if status == 200 && Int64(pack.count) == size { ok += 1 }
+                    for _ in 1..<requestsPerClient where try await fetch(url + "/manifest").status == 200 { ok += 1 }
+                    return ok
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(90))
+                throw CancellationError()  // serving stalled behind the unread pipe
+            }
+            var total = 0
+            for _ in 0..<clients { total += try await group.next() ?? 0 }
+            group.cancelAll()
+            return total
+        }
+        #expect(served == clients * requestsPerClient)
+        #expect(ContinuousClock.now - started < .seconds(60))
+
+        // The reader comes back: every request line was kept (the queue holds 4 MiB), none was lost.
+        var log = ""
+        while log.components(separatedBy: " 200 ").count - 1 < clients * requestsPerClient {
+            let data = stdout.fileHandleForReading.availableData
+            guard !data.isEmpty else { break }
+            log += String(decoding: data, as: UTF8.self)
+        }
+        #expect(log.components(separatedBy: "GET /manifest - 200").count - 1 == 1 + clients * (requestsPerClient - 1))
+        #expect(!log.contains("dropped"))
+    }
+
     @Test func exportServedByNginxMatchesServe() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
             Issue.record("nginx is not installed: run `make deps`")

@@ -184,7 +184,7 @@ func withDiskWriter<T>(_ body: (DiskWriter) throws -> T) throws -> T {
         throw AssetPackFormatError(code: .archive, message: "libarchive could not allocate an entry")
     }
     defer { archive_entry_free(entry) }
-    let flags: Int32 = 0x0100 | 0x0200 | 0x0008  // SECURE_SYMLINKS | SECURE_NODOTDOT | NO_OVERWRITE
+    let flags = ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_NO_OVERWRITE
     try check(archive_write_disk_set_options(disk, flags), disk, "disk writer options")
     let result = try body(DiskWriter(disk: disk, entry: entry))
     try check(archive_write_close(disk), disk, "cannot finish writing files")

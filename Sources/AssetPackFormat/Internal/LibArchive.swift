@@ -3,22 +3,22 @@ import SystemPackage
 
 // Everything that touches libarchive's C API lives in this folder; OpaquePointers never leave it.
 
-/// libarchive's return codes, as Swift constants (the C macros are not imported as Int32 everywhere).
+/// libarchive's return codes, from its header.
 enum ArchiveStatus {
-    static let ok: Int32 = 0  // ARCHIVE_OK
-    static let eof: Int32 = 1  // ARCHIVE_EOF
-    static let retry: Int32 = -10  // ARCHIVE_RETRY
-    static let warn: Int32 = -20  // ARCHIVE_WARN
-    static let failed: Int32 = -25  // ARCHIVE_FAILED
-    static let fatal: Int32 = -30  // ARCHIVE_FATAL
+    static let ok = ARCHIVE_OK
+    static let eof = ARCHIVE_EOF
+    static let retry = ARCHIVE_RETRY
+    static let warn = ARCHIVE_WARN
+    static let failed = ARCHIVE_FAILED
+    static let fatal = ARCHIVE_FATAL
 }
 
-/// File type bits of `archive_entry_filetype`.
+/// File type bits of `archive_entry_filetype`, from its header (through the shim).
 enum ArchiveFileType {
-    static let mask: UInt32 = 0o170000
-    static let regular: UInt32 = 0o100000
-    static let directory: UInt32 = 0o040000
-    static let symlink: UInt32 = 0o120000
+    static let mask = UInt32(BA_AE_IFMT)
+    static let regular = UInt32(BA_AE_IFREG)
+    static let directory = UInt32(BA_AE_IFDIR)
+    static let symlink = UInt32(BA_AE_IFLNK)
 }
 
 /// The libarchive error of `archive`, as a status value to attach to an ``AssetPackFormatError``.

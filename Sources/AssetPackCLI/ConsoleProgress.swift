@@ -1,3 +1,4 @@
+import AssetPackClient
 import AssetPackFormat
 import Foundation
 import Synchronization
@@ -8,7 +9,8 @@ import SystemPackage
 #endif
 
 /// Shows download progress: a redrawn bar per pack on a terminal (bytes, rate, ETA), a few quiet lines when
-/// not on a terminal, or JSON lines with `json`.
+/// not on a terminal, or JSON lines with `json`. Writes go through queues, so a slow reader of the output
+/// never holds up a download.
 public final class ConsoleProgress: Sendable {
     private struct Line {
         var started: ContinuousClock.Instant
@@ -19,12 +21,17 @@ public final class ConsoleProgress: Sendable {
     private let json: Bool
     private let terminal: Bool
     private let lines = Mutex<[String: Line]>([:])
+    private let output: OutputQueue
 
     /// Creates a printer; it writes to standard error, except JSON lines, which go to standard output.
     public init(json: Bool) {
         self.json = json
         self.terminal = isatty(STDERR_FILENO) != 0
+        self.output = OutputQueue(json ? .standardOutput : .standardError, what: "progress lines")
     }
+
+    /// Waits until everything shown so far is written (before a command prints its result).
+    public func flush() { output.flush() }
 
     /// Shows one status update.
     public func show(_ update: AssetPackManager.DownloadStatusUpdate) {
@@ -42,10 +49,10 @@ public final class ConsoleProgress: Sendable {
         case .downloading(_, let progress):
             draw(pack, progress)
         case .finished:
-            if terminal && !json { Self.err("\r\u{1B}[K") }
+            if terminal && !json { err("\r\u{1B}[K") }
             emit(pack.id, event: "finished", text: "\(pack.id): installed version \(pack.version)")
         case .failed(_, let error):
-            if terminal && !json { Self.err("\r\u{1B}[K") }
+            if terminal && !json { err("\r\u{1B}[K") }
             emit(pack.id, event: "failed", text: "\(pack.id): failed: \(error)", extra: ["error": error.description])
         }
     }
@@ -78,12 +85,12 @@ public final class ConsoleProgress: Sendable {
             let filled = min(width, percent * width / 100)
             let eta = rate > 0 ? Int(Double(progress.total - progress.completed) / rate) : 0
             let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-            Self.err(
+            err(
                 "\r\u{1B}[K\(pack.id) [\(bar)] \(percent)% \(ByteFormat.string(progress.completed))/\(ByteFormat.string(progress.total)) "
                     + "\(ByteFormat.string(Int64(rate)))/s ETA \(eta)s"
             )
         } else if percent < 100 {
-            Self.err("\(pack.id): \(percent)% of \(ByteFormat.string(progress.total))\n")
+            err("\(pack.id): \(percent)% of \(ByteFormat.string(progress.total))\n")
         }
     }
 
@@ -91,15 +98,13 @@ public final class ConsoleProgress: Sendable {
         if json {
             var object: [String: Any] = ["event": event, "pack": id]
             for (key, value) in extra { object[key] = value }
-            if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
-                _ = try? FileDescriptor.standardOutput.writeAll(Array(data) + [UInt8(ascii: "\n")])
-            }
+            if let line = Console.jsonLine(object) { output.writeLine(line) }
         } else {
-            Self.err(text + "\n")
+            err(text + "\n")
         }
     }
 
-    private static func err(_ text: String) {
-        _ = try? FileDescriptor.standardError.writeAll(Array(text.utf8))
+    private func err(_ text: String) {
+        output.write(text)
     }
 }

@@ -1,6 +1,7 @@
 import AssetPackFormat
+import AssetPackServer
 
-/// The table of packs `ba-mock serve` prints at start.
+/// The table of packs `ba-mock serve` and `export` print.
 public enum PackTable {
     /// Renders one row per pack: id, policy, version, files, install size, download size, digest prefix.
     public static func render(_ snapshot: CatalogSnapshot) -> String {
@@ -16,13 +17,6 @@ public enum PackTable {
                 String(pack.sha256.prefix(12)),
             ]
         }
-        let all = [header] + rows
-        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
-        return all.map { row in
-            row.enumerated().map { column, cell in
-                let pad = String(repeating: " ", count: widths[column] - cell.count)
-                return column == row.count - 1 ? cell : cell + pad
-            }.joined(separator: "  ")
-        }.joined(separator: "\n")
+        return Table.render([header] + rows)
     }
 }

@@ -1,0 +1,287 @@
+import AssetPackClient
+import AssetPackFormat
+import Foundation
+import Histogram
+import Synchronization
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One thread's state across the rounds of a case; only its own thread touches it during a round.
+final class Worker: @unchecked Sendable {
+    var histogram = Histogram<UInt64>(
+        lowestDiscernibleValue: 1,
+        highestTrackableValue: 3_600_000_000_000,
+        numberOfSignificantValueDigits: .three
+    )
+    var operations = 0
+    var bytes = 0
+    var sink: UInt64 = 0
+    var random: SplitMix64
+    let buffer: UnsafeMutableRawBufferPointer
+    /// When this thread's first and last operation of the current round began and ended.
+    var roundStart: UInt64 = 0
+    var roundEnd: UInt64 = 0
+    var error: (any Error)?
+    let threadIndex: Int
+
+    init(thread: Int, block: Int?, seed: UInt64) {
+        threadIndex = thread
+        random = SplitMix64(seed: seed &+ UInt64(thread) &* 0x9E37_79B9)
+        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1 << 20, block ?? 0), alignment: 4096)
+        buffer.initializeMemory(as: UInt8.self, repeating: 0)  // fault the pages in now, not while timed
+    }
+
+    deinit { buffer.deallocate() }
+}
+
+/// Hands out operation numbers to the threads of a round.
+final class Counter: Sendable {
+    private let next = Atomic<Int>(0)
+    func take() -> Int { next.wrappingAdd(1, ordering: .relaxed).oldValue }
+}
+
+/// Files opened (random pattern) for a round, shared by its threads.
+struct RoundHandles: Sendable {
+    var mappings: [Data] = []
+    var descriptors: [FileDescriptor] = []
+
+    func close() {
+        for fd in descriptors { try? fd.close() }
+    }
+}
+
+/// How the operations of a case are done.
+struct RoundPlan: Sendable {
+    let benchmark: ReadBenchmark
+    let benchCase: ReadBenchmark.Case
+    /// Files the pattern reads (for random: those at least one block long).
+    let targets: [ReadBenchmark.Target]
+    /// Running total of whole blocks per target, for a uniform pick over all blocks.
+    let blockEnds: [Int]
+    let operationsPerRound: Int
+
+    init(benchmark: ReadBenchmark, benchCase: ReadBenchmark.Case) throws {
+        self.benchmark = benchmark
+        self.benchCase = benchCase
+        if benchCase.pattern == .random, let block = benchCase.block {
+            targets = benchmark.targets.filter { $0.size >= block }
+            var total = 0
+            blockEnds = targets.map {
+                total += $0.size / block
+                return total
+            }
+            operationsPerRound = max(16384, targets.count)
+        } else {
+            targets = benchmark.targets
+            blockEnds = []
+            operationsPerRound = targets.count
+        }
+    }
+
+    func open() throws -> RoundHandles {
+        guard benchCase.pattern == .random else { return RoundHandles() }
+        var handles = RoundHandles()
+        do {
+            for target in targets {
+                if benchCase.method == .contents {
+                    handles.mappings.append(try benchmark.reader.contents(at: FilePath(target.path)))
+                } else {
+                    handles.descriptors.append(try benchmark.openFile(target.file))
+                }
+            }
+        } catch {
+            handles.close()
+            throw error
+        }
+        return handles
+    }
+
+    func work(_ worker: Worker, handles: RoundHandles, counter: Counter, limit: Int, deadline: UInt64) {
+        worker.roundStart = 0
+        worker.roundEnd = 0
+        let reader = benchmark.reader
+        let buffer = worker.buffer
+        // Each thread starts at its own place in the file list, so threads do not read the same file at once.
+        let start = targets.count * worker.threadIndex / max(1, benchCase.threads)
+        do {
+            while true {
+                let number = counter.take()
+                if number >= limit { break }
+                let began = now()
+                if worker.roundStart == 0 { worker.roundStart = began }
+                var bytes = 0
+                switch benchCase.pattern {
+                case .lookup:
+                    let target = targets[(start + number) % targets.count]
+                    if try reader.assetPackID(containing: FilePath(target.path)) == nil {
+                        throw AssetPackClientError(
+                            code: .fileNotFound,
+                            message: "\(target.path) vanished during the benchmark"
+                        )
+                    }
+                case .sequential:
+                    let target = targets[(start + number) % targets.count]
+                    bytes = try readWhole(target, reader: reader, buffer: buffer, sink: &worker.sink)
+                case .firstByte:
+                    let target = targets[(start + number) % targets.count]
+                    bytes = try readFirstPage(target, reader: reader, buffer: buffer, sink: &worker.sink)
+                case .random:
+                    bytes = try readRandomBlock(
+                        handles: handles,
+                        random: &worker.random,
+                        buffer: buffer,
+                        sink: &worker.sink
+                    )
+                }
+                let ended = now()
+                worker.roundEnd = ended
+                worker.histogram.record(max(1, ended - began))
+                worker.operations += 1
+                worker.bytes += bytes
+                if ended >= deadline { break }
+            }
+        } catch {
+            worker.error = error
+        }
+    }
+
+    private func readWhole(
+        _ target: ReadBenchmark.Target,
+        reader: AssetPackReader,
+        buffer: UnsafeMutableRawBufferPointer,
+        sink: inout UInt64
+    ) throws -> Int {
+        switch benchCase.method {
+        case .contents, .copy, .none:
+            let data = try wholeFile(target, reader: reader)
+            data.withUnsafeBytes { sink &+= checksum($0) }
+            return data.count
+        case .descriptor:
+            let fd = try reader.descriptor(for: FilePath(target.path))
+            defer { try? fd.close() }
+            var total = 0
+            while true {
+                let count = try read(fd, into: buffer, at: nil, target)
+                if count == 0 { return total }
+                sink &+= checksum(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                total += count
+            }
+        }
+    }
+
+    /// `contents(at:)` of the target: mapped, or a copy for the `copy` method.
+    private func wholeFile(_ target: ReadBenchmark.Target, reader: AssetPackReader) throws -> Data {
+        try reader.contents(
+            at: FilePath(target.path),
+            options: benchCase.method == .copy ? [] : .mappedIfSafe
+        )
+    }
+
+    private func readFirstPage(
+        _ target: ReadBenchmark.Target,
+        reader: AssetPackReader,
+        buffer: UnsafeMutableRawBufferPointer,
+        sink: inout UInt64
+    ) throws -> Int {
+        switch benchCase.method {
+        case .contents, .copy, .none:
+            // A copying read has no cheaper way to the first byte than the copy of the whole file.
+            let data = try wholeFile(target, reader: reader)
+            if let first = data.first { sink &+= UInt64(first) }
+            return benchCase.method == .copy ? data.count : min(1, data.count)
+        case .descriptor:
+            let fd = try reader.descriptor(for: FilePath(target.path))
+            defer { try? fd.close() }
+            let count = try read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<4096]), at: 0, target)
+            if count > 0 { sink &+= UInt64(buffer[0]) }
+            return count
+        }
+    }
+
+    private func readRandomBlock(
+        handles: RoundHandles,
+        random: inout SplitMix64,
+        buffer: UnsafeMutableRawBufferPointer,
+        sink: inout UInt64
+    ) throws -> Int {
+        guard let block = benchCase.block, let totalBlocks = blockEnds.last, totalBlocks > 0 else { return 0 }
+        let pick = Int(random.next() % UInt64(totalBlocks))
+        var low = 0
+        var high = blockEnds.count - 1
+        while low < high {
+            let middle = (low + high) / 2
+            if blockEnds[middle] > pick { high = middle } else { low = middle + 1 }
+        }
+        let firstBlock = low == 0 ? 0 : blockEnds[low - 1]
+        let offset = (pick - firstBlock) * block
+        switch benchCase.method {
+        case .contents, .none:
+            handles.mappings[low].withUnsafeBytes { bytes in
+                sink &+= checksum(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + block]))
+            }
+            return block
+        case .descriptor:
+            return try read(
+                handles.descriptors[low],
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<block]),
+                at: offset,
+                targets[low]
+            )
+        case .copy:
+            var copy = Data(count: block)
+            let count = try copy.withUnsafeMutableBytes { bytes in
+                try read(handles.descriptors[low], into: bytes, at: offset, targets[low])
+            }
+            sink &+= UInt64(copy.count)
+            return count
+        }
+    }
+
+    private func read(
+        _ fd: FileDescriptor,
+        into buffer: UnsafeMutableRawBufferPointer,
+        at offset: Int?,
+        _ target: ReadBenchmark.Target
+    ) throws -> Int {
+        do {
+            if let offset {
+                return try fd.read(fromAbsoluteOffset: Int64(offset), into: buffer, retryOnInterrupt: true)
+            }
+            return try fd.read(into: buffer, retryOnInterrupt: true)
+        } catch {
+            throw AssetPackClientError.io("read", target.file, error)
+        }
+    }
+}
+
+/// Sums the bytes as 64-bit words, so that every byte is loaded (and the compiler vectorises the loop).
+@inline(__always)
+private func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    guard let base = bytes.baseAddress, bytes.count > 0 else { return 0 }
+    let words = bytes.count / 8
+    var sum: UInt64 = 0
+    if Int(bitPattern: base) % 8 == 0 {
+        let buffer = UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt64.self), count: words)
+        for word in buffer { sum &+= word }
+    } else {
+        for index in 0..<words { sum &+= bytes.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self) }
+    }
+    for index in (words * 8)..<bytes.count { sum &+= UInt64(bytes[index]) }
+    return sum
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+@inline(__always)
+func now() -> UInt64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
+}
+
+func nanoseconds(_ duration: Duration) -> Int64 {
+    let (seconds, attoseconds) = duration.components
+    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+}

@@ -1,0 +1,188 @@
+import AssetPackFormat
+import Foundation
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The app group's exclusive lock (the counterpart of Apple's `withExclusiveControl`): an `flock` on
+/// `.ba-sync/lock`, held by one process at a time while it changes anything. The holder's PID is written
+/// into the file so that a waiting process can say who it waits for.
+final class AppGroupLock: Sendable {
+    private let fd: FileDescriptor
+
+    private init(fd: FileDescriptor) { self.fd = fd }
+
+    /// How often a waiting process tries the lock again.
+    static let pollInterval: Duration = .milliseconds(50)
+
+    /// Takes the lock, waiting while another process holds it; `onWait` is called once with the holder's PID
+    /// before waiting. The wait ends when the task is cancelled (`CancellationError`) or after `timeout`.
+    /// - Throws: ``AssetPackClientError`` with code `.lockTimeout` or `.io`, or `CancellationError`.
+    static func acquire(
+        _ store: AppGroupStore,
+        timeout: Duration?,
+        onWait: @Sendable (Int32?) -> Void
+    ) async throws -> AppGroupLock {
+        let path = store.lockFile
+        let raw = open(path.string, O_RDWR | O_CREAT | O_CLOEXEC, 0o640)
+        guard raw >= 0 else { throw AssetPackClientError.io("open the lock", path, Errno(rawValue: errno)) }
+        let fd = FileDescriptor(rawValue: raw)
+        do {
+            try await take(fd, path: path, timeout: timeout, onWait: onWait)
+        } catch {
+            try? fd.close()
+            throw error
+        }
+        _ = ftruncate(fd.rawValue, 0)
+        _ = try? fd.writeAll(toAbsoluteOffset: 0, Array("\(getpid())\n".utf8))
+        return AppGroupLock(fd: fd)
+    }
+
+    /// Polls `flock` without blocking, so that the wait holds no thread and can be cancelled; `errno` is read
+    /// right after the call that set it.
+    private static func take(
+        _ fd: FileDescriptor,
+        path: FilePath,
+        timeout: Duration?,
+        onWait: @Sendable (Int32?) -> Void
+    ) async throws {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var announced = false
+        while true {
+            if flock(fd.rawValue, LOCK_EX | LOCK_NB) == 0 { return }
+            let failure = errno
+            guard failure == EWOULDBLOCK || failure == EINTR else {
+                throw AssetPackClientError.io("lock", path, Errno(rawValue: failure))
+            }
+            if !announced {
+                announced = true
+                onWait(holder(of: path))
+            }
+            if let timeout, clock.now - start >= timeout {
+                let who = holder(of: path).map { "ba-sync (pid \($0))" } ?? "another process"
+                throw AssetPackClientError(
+                    code: .lockTimeout,
+                    message:
+                        "\(who) held \(path) for more than \(timeout.seconds) s. Fix: wait for it to finish, or raise "
+                        + "--lock-timeout"
+                )
+            }
+            try await Task.sleep(for: pollInterval)
+        }
+    }
+
+    /// The PID written into the lock file by its holder.
+    private static func holder(of path: FilePath) -> Int32? {
+        (try? String(contentsOfFile: path.string, encoding: .utf8))
+            .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    func release() {
+        _ = ftruncate(fd.rawValue, 0)
+        _ = flock(fd.rawValue, LOCK_UN)
+        try? fd.close()
+    }
+}
+
+/// The app group's lock as the tasks of one process share it: the first task in takes the `flock` (and
+/// recovers what a crashed run left), the last one out releases it, whatever path it leaves by. Tasks of the
+/// same process coordinate through ``InstallGate`` and ``AppGroupStore/update(_:)``, not through this lock.
+actor AppGroupLockHolder {
+    private let store: AppGroupStore
+    private let timeout: Duration?
+    private let onWait: @Sendable (Int32?) -> Void
+    private var lock: AppGroupLock?
+    private var holders = 0
+    private var acquiring: Task<AppGroupLock, any Error>?
+
+    init(store: AppGroupStore, timeout: Duration?, onWait: @escaping @Sendable (Int32?) -> Void) {
+        self.store = store
+        self.timeout = timeout
+        self.onWait = onWait
+    }
+
+    /// Runs `body` while this process holds the app group's lock.
+    func withLock<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        try await enter()
+        do {
+            let result = try await body()
+            leave()
+            return result
+        } catch {
+            leave()
+            throw error
+        }
+    }
+
+    private func enter() async throws {
+        while true {
+            if lock != nil {
+                holders += 1
+                return
+            }
+            // The first task in starts taking the lock; others of this process wait for the same attempt.
+            let task: Task<AppGroupLock, any Error>
+            let mine = acquiring == nil
+            if let acquiring {
+                task = acquiring
+            } else {
+                task = takeLock()
+                acquiring = task
+            }
+            let result =
+                mine
+                ? await withTaskCancellationHandler {
+                    await task.result
+                } onCancel: {
+                    task.cancel()
+                }
+                : await task.result
+            // Whoever gets here first records the outcome (awaiting a finished task may not suspend, so a
+            // waiter must not count on the first task to do it).
+            if acquiring == task {
+                acquiring = nil
+                if case .success(let acquired) = result { lock = acquired }
+            }
+            if lock != nil {
+                holders += 1
+                return
+            }
+            if mine, case .failure(let error) = result { throw error }
+            try Task.checkCancellation()  // the attempt this task waited for failed: try anew
+        }
+    }
+
+    /// Takes the `flock` and recovers what a crashed run left, releasing the lock if recovery fails.
+    private func takeLock() -> Task<AppGroupLock, any Error> {
+        let (store, timeout, onWait) = (self.store, self.timeout, self.onWait)
+        return Task {
+            try await BlockingIO.run { try store.createFolders() }
+            let lock = try await AppGroupLock.acquire(store, timeout: timeout, onWait: onWait)
+            do {
+                try await BlockingIO.run { try store.recover() }
+            } catch {
+                lock.release()
+                throw error
+            }
+            return lock
+        }
+    }
+
+    private func leave() {
+        holders -= 1
+        if holders == 0 {
+            lock?.release()
+            lock = nil
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a number to print.
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

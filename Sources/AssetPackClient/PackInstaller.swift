@@ -1,0 +1,196 @@
+import AssetPackFormat
+import Foundation
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The install transaction of one pack version: download (extracting as the bytes arrive, or into a file
+/// first), verify every file, make the staging folder durable, move it into place under a name never used
+/// before, commit the state, then remove the version it replaced. Until the commit, nothing a reader can
+/// see changes; whatever fails, what was installed before stays.
+struct PackInstaller: Sendable {
+    let store: AppGroupStore
+    let downloader: PackDownloader
+    /// Download into a file first, so that a process killed mid-download resumes in a later run.
+    let resumableDownloads: Bool
+
+    /// Installs `pack` and commits it.
+    /// - Returns: The installed pack's record.
+    /// - Throws: ``AssetPackClientError``, or `CancellationError`.
+    func install(_ pack: AssetPack, events: DownloadEvents) async throws -> InstalledPack {
+        let partial = PartialDownload(store: store, pack: pack)
+        do {
+            let fromFile = try await BlockingIO.run { [resumableDownloads] in resumableDownloads || partial.exists }
+            let (index, staging) =
+                fromFile
+                ? try await downloadThenExtract(pack, events: events)
+                : try await extractWhileDownloading(pack, events: events)
+            let store = self.store
+            let installed = try await BlockingIO.run {
+                do {
+                    return try Self.commit(staging, index: index, pack: pack, store: store)
+                } catch {
+                    try? FileManager.default.removeItem(atPath: staging.string)
+                    throw error
+                }
+            }
+            if fromFile { _ = try? await BlockingIO.run { partial.discard() } }
+            return installed
+        } catch  where AssetPackClientError.isDiskFull(error) {
+            _ = try? await BlockingIO.run { partial.discard() }
+            if let error = error as? AssetPackClientError, error.message.hasPrefix("no space") { throw error }
+            throw AssetPackClientError(
+                code: .io,
+                message:
+                    "no space left on the device holding \(store.root) while installing pack \(pack.id); the "
+                    + "download and the extraction were removed and what was installed is kept. Fix: free space "
+                    + "and run again",
+                assetPackID: pack.id,
+                cause: error as? (any Error & Sendable)
+            )
+        }
+    }
+
+    /// Downloads the archive into a partial file (resumable by a later run), then extracts it.
+    private func downloadThenExtract(_ pack: AssetPack, events: DownloadEvents) async throws -> (PackIndex, FilePath) {
+        let archive = try await downloader.downloadToFile(pack, store: store, events: events)
+        let store = self.store
+        return try await BlockingIO.runOnThreadOfItsOwn {
+            let staging = try Self.makeStaging(pack, store: store)
+            do {
+                let index = try Self.extract(pack) {
+                    try PackReader.extract(archive, into: staging, limit: pack.installSize)
+                }
+                return (index, staging)
+            } catch {
+                try? FileManager.default.removeItem(atPath: staging.string)
+                throw error
+            }
+        }
+    }
+
+    /// Extracts the archive as it arrives (on the consumer's thread): the archive never touches the disk;
+    /// a cut connection resumes with a range into the same extraction, and bad bytes start over with a new
+    /// staging folder.
+    private func extractWhileDownloading(_ pack: AssetPack, events: DownloadEvents) async throws -> (
+        PackIndex, FilePath
+    ) {
+        let store = self.store
+        return try await downloader.download(pack, events: events) {
+            let staging = try await BlockingIO.run { try Self.makeStaging(pack, store: store) }
+            return TransferConsumer(destination: staging) { reader in
+                let index = try Self.extract(pack) {
+                    try PackReader.extract(
+                        streamNamed: pack.url.absoluteString,
+                        into: staging,
+                        limit: pack.installSize,
+                        reading: reader.next
+                    )
+                }
+                return (index, staging)
+            }
+        } end: { consumer, _ in
+            await consumer.stop()
+            _ = try? await BlockingIO.run { try FileManager.default.removeItem(atPath: consumer.destination.string) }
+        }
+    }
+
+    /// A new, empty staging folder inside the app group (so the final rename stays on one file system).
+    private static func makeStaging(_ pack: AssetPack, store: AppGroupStore) throws -> FilePath {
+        let staging = store.stagingFolder.appending("\(pack.id)-\(UUID().uuidString)")
+        do {
+            try FileManager.default.createDirectory(atPath: staging.string, withIntermediateDirectories: true)
+        } catch {
+            throw AssetPackClientError.io("create", staging, error)
+        }
+        return staging
+    }
+
+    /// Runs an extraction and says what went wrong in the client's terms; checks the index names the pack.
+    private static func extract(_ pack: AssetPack, _ body: () throws -> PackIndex) throws -> PackIndex {
+        let index: PackIndex
+        do {
+            index = try body()
+        } catch let error as AssetPackFormatError {
+            throw AssetPackClientError(
+                code: error.code == .io ? .io : .corruptPack,
+                message: "cannot install pack \(pack.id) from \(pack.url): \(error.message); nothing was installed",
+                assetPackID: pack.id,
+                cause: error
+            )
+        }
+        guard index.assetPackID == pack.id else {
+            throw AssetPackClientError(
+                code: .corruptPack,
+                message:
+                    "the archive at \(pack.url) holds pack \(index.assetPackID), not \(pack.id); nothing was installed",
+                assetPackID: pack.id
+            )
+        }
+        return index
+    }
+
+    /// Makes an extracted staging folder durable, moves it into place under a folder name never used before,
+    /// commits the state (readers see the new version from then on), and removes the version it replaced.
+    /// Nothing outside the staging folder changes until the final rename; the caller removes the staging
+    /// folder if this throws before it.
+    private static func commit(_ staging: FilePath, index: PackIndex, pack: AssetPack, store: AppGroupStore) throws
+        -> InstalledPack
+    {
+        let (relative, destination) = try newVersionFolder(for: pack, store: store)
+        let folder = destination.removingLastComponent()
+        do {
+            try index.write(to: store.root.appending(relative + ".index.json"))
+        } catch {
+            throw AssetPackClientError.io("write the index of", destination, error)
+        }
+        AtomicFile.syncFileSystem(containing: staging)
+        guard rename(staging.string, destination.string) == 0 else {
+            let failure = Errno(rawValue: errno)
+            _ = unlink(store.root.appending(relative + ".index.json").string)
+            throw AssetPackClientError.io("move the installed pack to", destination, failure)
+        }
+        AtomicFile.syncDirectory(folder)
+        let installed = InstalledPack(
+            id: pack.id,
+            version: pack.version,
+            sha256: pack.sha256,
+            downloadPolicy: pack.downloadPolicy,
+            directory: relative,
+            installSize: index.installSize,
+            fileCount: index.fileCount,
+            installedAt: Date()
+        )
+        let previous = try store.update { state in
+            let previous = state.installed[pack.id]
+            state.installed[pack.id] = installed
+            state.latestKnown[pack.id] = pack.version
+            state.obsolete.remove(pack.id)
+            return previous
+        }
+        if let previous { store.removeVersion(previous) }
+        return installed
+    }
+
+    /// A version folder that does not exist and never did in this app group:
+    /// `AssetPacks/<id>/<version>-<digest>-<install>`, where `<install>` is random.
+    private static func newVersionFolder(for pack: AssetPack, store: AppGroupStore) throws -> (String, FilePath) {
+        let parent = store.packsFolder.appending(pack.id)
+        do {
+            try FileManager.default.createDirectory(atPath: parent.string, withIntermediateDirectories: true)
+        } catch {
+            throw AssetPackClientError.io("create", parent, error)
+        }
+        while true {
+            let install = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+            let relative = "AssetPacks/\(pack.id)/\(pack.version)-\(pack.sha256.prefix(12))-\(install)"
+            let destination = store.root.appending(relative)
+            var info = stat()
+            if lstat(destination.string, &info) != 0 && lstat(destination.string + ".index.json", &info) != 0 {
+                return (relative, destination)
+            }
+        }
+    }
+}

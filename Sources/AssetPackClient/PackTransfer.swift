@@ -1,0 +1,222 @@
+import AssetPackFormat
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// One request for a pack archive: asks for it from a byte offset (`Range` and `If-Range`, so that a resume
+/// never splices two versions), checks the answer's status, and streams the body out with a stall watchdog,
+/// never past the manifest's size. Retrying is the caller's (``RetryPolicy``).
+struct PackTransfer: Sendable {
+    let client: HTTPClient
+    /// The deadline of one request, body included.
+    let timeout: TimeAmount
+    /// How long a download may go without a byte before it counts as stalled.
+    let stallTimeout: Duration
+
+    /// Streams the archive of `pack` from byte `offset` to its end into `push`.
+    ///
+    /// A server that answers with the whole body (it ignored the range, or the pack changed) has the first
+    /// `offset` bytes skipped: if the pack changed, the digest says so at the end.
+    /// - Parameters:
+    ///   - offset: The bytes already received.
+    ///   - progress: Called as bytes arrive, with the total received so far.
+    ///   - push: Takes each chunk, in order.
+    /// - Throws: ``AssetPackClientError`` (`.network`, `.httpStatus`, `.sizeMismatch`), or what `push` throws.
+    func fetch(
+        _ pack: AssetPack,
+        from offset: Int64,
+        progress: @escaping @Sendable (DownloadProgress) -> Void,
+        push: @escaping @Sendable (ByteBuffer) async throws -> Void
+    ) async throws {
+        let (response, whole) = try await request(pack, from: offset)
+        progress(DownloadProgress(completed: offset, total: pack.downloadSize))
+        let written = try await receive(
+            pack,
+            response,
+            from: offset,
+            skipping: whole ? offset : 0,
+            progress: progress,
+            push: push
+        )
+        if written < pack.downloadSize {
+            throw AssetPackClientError(
+                code: .network,
+                message:
+                    "download of pack \(pack.id) ended at byte \(written) of \(pack.downloadSize); kept to resume",
+                assetPackID: pack.id
+            )
+        }
+    }
+
+    /// Asks for the archive from byte `offset` on. Returns the response and whether it is the whole body
+    /// (a 200: the server ignored the range, or the pack changed).
+    private func request(_ pack: AssetPack, from offset: Int64) async throws -> (HTTPClientResponse, whole: Bool) {
+        var request = HTTPClientRequest(url: pack.url.absoluteString)
+        if offset > 0 {
+            request.headers.add(name: "Range", value: "bytes=\(offset)-")
+            request.headers.add(name: "If-Range", value: "\"\(pack.sha256)\"")
+        }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, timeout: timeout)
+        } catch {
+            throw AssetPackClientError(
+                code: .network,
+                message:
+                    "cannot download pack \(pack.id) from \(pack.url): \(error); \(offset) bytes kept to resume",
+                assetPackID: pack.id,
+                cause: error
+            )
+        }
+        switch response.status.code {
+        case 206 where offset > 0:
+            let range = response.headers.first(name: "Content-Range") ?? ""
+            guard range.hasPrefix("bytes \(offset)-") else {
+                throw AssetPackClientError(
+                    code: .httpStatus,
+                    message: "\(pack.url) answered a resume from byte \(offset) with Content-Range \(range)",
+                    assetPackID: pack.id
+                )
+            }
+            return (response, false)
+        case 200:
+            if let length = response.headers.first(name: "Content-Length").flatMap(Int64.init),
+                length != pack.downloadSize
+            {
+                throw AssetPackClientError(
+                    code: .sizeMismatch,
+                    message:
+                        "\(pack.url) sends \(length) bytes but the manifest says pack \(pack.id) has "
+                        + "\(pack.downloadSize); nothing was installed",
+                    assetPackID: pack.id
+                )
+            }
+            return (response, true)
+        case 404, 410:
+            var error = AssetPackClientError(
+                code: .httpStatus,
+                message:
+                    "\(pack.url) answered \(response.status.code): pack \(pack.id) is not there; nothing was installed",
+                assetPackID: pack.id
+            )
+            error.httpStatus = Int(response.status.code)
+            throw error
+        default:
+            var error = AssetPackClientError(
+                code: .httpStatus,
+                message:
+                    "\(pack.url) answered \(response.status.code) \(response.status.reasonPhrase) for pack "
+                    + "\(pack.id); \(offset) bytes kept to resume",
+                assetPackID: pack.id
+            )
+            error.httpStatus = Int(response.status.code)
+            error.retryAfter = RetryPolicy.retryAfter(response.headers.first(name: "Retry-After"))
+            throw error
+        }
+    }
+
+    /// Reads a response body to its end into `push`, with a stall watchdog; skips its first `skip` bytes
+    /// (received before a resume the server answered in full). Returns the bytes received in all, the
+    /// `offset` before this body included.
+    private func receive(
+        _ pack: AssetPack,
+        _ response: HTTPClientResponse,
+        from offset: Int64,
+        skipping skip: Int64,
+        progress: @escaping @Sendable (DownloadProgress) -> Void,
+        push: @escaping @Sendable (ByteBuffer) async throws -> Void
+    ) async throws -> Int64 {
+        let watch = TransferWatch(written: offset)
+        let (body, stallTimeout, total) = (response.body, self.stallTimeout, pack.downloadSize)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    var skip = skip
+                    for try await var chunk in body {
+                        if skip > 0 {
+                            let dropped = Int(min(skip, Int64(chunk.readableBytes)))
+                            chunk.moveReaderIndex(forwardBy: dropped)
+                            skip -= Int64(dropped)
+                            if chunk.readableBytes == 0 { continue }
+                        }
+                        // Compared without adding: a byte count near Int64.max cannot overflow.
+                        guard Int64(chunk.readableBytes) <= total - watch.written else {
+                            throw AssetPackClientError(
+                                code: .sizeMismatch,
+                                message:
+                                    "\(pack.url) sent more than the \(total) bytes the manifest gives pack "
+                                    + "\(pack.id); nothing was installed",
+                                assetPackID: pack.id
+                            )
+                        }
+                        try await push(chunk)
+                        watch.advance(by: Int64(chunk.readableBytes))
+                        progress(DownloadProgress(completed: watch.written, total: total))
+                    }
+                }
+                group.addTask {
+                    // A stall: no byte for longer than the timeout. The read is cancelled and resumed later.
+                    while true {
+                        try await Task.sleep(for: stallTimeout / 4)
+                        if watch.idle > stallTimeout {
+                            throw AssetPackClientError(
+                                code: .network,
+                                message:
+                                    "download of pack \(pack.id) from \(pack.url) stalled for \(stallTimeout) at byte "
+                                    + "\(watch.written); kept to resume",
+                                assetPackID: pack.id
+                            )
+                        }
+                    }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        } catch let error as AssetPackClientError {
+            throw error
+        } catch let error as ConsumerStopped {
+            throw error
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            throw AssetPackClientError(
+                code: .network,
+                message:
+                    "download of pack \(pack.id) from \(pack.url) broke off at byte \(watch.written): \(error); kept to resume",
+                assetPackID: pack.id,
+                cause: error
+            )
+        }
+        return watch.written
+    }
+}
+
+/// The bytes a transfer has written and when the last ones arrived, shared with its stall watchdog.
+private final class TransferWatch: Sendable {
+    private let total: Atomic<Int64>
+    private let lastProgress: Atomic<Int64>
+
+    init(written: Int64) {
+        total = Atomic(written)
+        lastProgress = Atomic(Self.now())
+    }
+
+    var written: Int64 { total.load(ordering: .relaxed) }
+
+    /// Time since the last bytes.
+    var idle: Duration { .nanoseconds(Self.now() - lastProgress.load(ordering: .relaxed)) }
+
+    func advance(by count: Int64) {
+        total.add(count, ordering: .relaxed)
+        lastProgress.store(Self.now(), ordering: .relaxed)
+    }
+
+    private static func now() -> Int64 {
+        let elapsed = ContinuousClock.now - Self.origin
+        return elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+    }
+
+    private static let origin = ContinuousClock.now
+}

@@ -1,0 +1,90 @@
+import AssetPackFormat
+import Foundation
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A download kept in a file so that a later run resumes it: `.ba-sync/downloads/<id>.partial`, beside a
+/// description (`<id>.partial.json`) of the archive it holds, so that a later run never splices two
+/// versions. Every method blocks (file I/O).
+struct PartialDownload: Sendable {
+    let store: AppGroupStore
+    let pack: AssetPack
+
+    /// What a partial file was downloading.
+    private struct Description: Codable, Sendable {
+        var sha256: String
+        var downloadSize: Int64
+        var url: String
+    }
+
+    var file: FilePath { store.downloadsFolder.appending("\(pack.id).partial") }
+    private var descriptionFile: StateFile<Description> {
+        StateFile(store.downloadsFolder.appending("\(pack.id).partial.json"))
+    }
+
+    /// Whether a partial download of this very archive is on disk, left by an earlier run.
+    var exists: Bool {
+        var status = stat()
+        return describesThisArchive && stat(file.string, &status) == 0 && status.st_size > 0
+    }
+
+    private var describesThisArchive: Bool {
+        guard let description = try? descriptionFile.load() else { return false }
+        return description.sha256 == pack.sha256 && description.downloadSize == pack.downloadSize
+    }
+
+    /// Keeps the partial file only if it is of this very archive, describes it, and returns how many of its
+    /// bytes can be kept (0 for a new download; a file longer than the archive starts over).
+    /// - Throws: ``AssetPackClientError`` with code `.io`.
+    func prepare() throws -> Int64 {
+        if !describesThisArchive {
+            discard()
+            do {
+                try descriptionFile.save(
+                    Description(sha256: pack.sha256, downloadSize: pack.downloadSize, url: pack.url.absoluteString)
+                )
+            } catch let error as AssetPackFormatError {
+                throw AssetPackClientError(code: .io, message: error.message, assetPackID: pack.id, cause: error)
+            }
+        }
+        var status = stat()
+        guard stat(file.string, &status) == 0 else { return 0 }
+        let size = Int64(status.st_size)
+        if size > pack.downloadSize {
+            _ = truncate(file.string, 0)
+            return 0
+        }
+        return size
+    }
+
+    /// Opens the partial file for appending after its first `offset` bytes.
+    /// - Throws: ``AssetPackClientError`` with code `.io`.
+    func open(keeping offset: Int64) throws -> FileDescriptor {
+        do {
+            let fd = try FileDescriptor.open(
+                file,
+                .readWrite,
+                options: [.create, .closeOnExec],
+                permissions: [.ownerReadWrite, .groupRead, .otherRead]
+            )
+            if ftruncate(fd.rawValue, off_t(offset)) != 0 {
+                let failure = Errno(rawValue: errno)
+                try? fd.close()
+                throw failure
+            }
+            _ = try fd.seek(offset: offset, from: .start)
+            return fd
+        } catch {
+            throw AssetPackClientError.io("open", file, error)
+        }
+    }
+
+    /// Removes the partial file and its description.
+    func discard() {
+        _ = unlink(file.string)
+        _ = unlink(descriptionFile.path.string)
+    }
+}

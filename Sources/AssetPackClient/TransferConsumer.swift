@@ -1,0 +1,121 @@
+import AssetPackFormat
+import Crypto
+import NIOCore
+import Synchronization
+import SystemPackage
+
+/// The thread end of a download: takes the bytes the network hands over through a ``ByteFeed``, hashes them
+/// in order and passes them to its work (an extraction, or a partial file), on a thread of its own, so that
+/// neither the hashing nor the file writes run on Swift's cooperative pool.
+///
+/// One consumer lives for one clean attempt at a pack: resumed requests keep feeding it (from ``pushed``);
+/// a download that starts over makes a new one.
+final class TransferConsumer<Product: Sendable>: Sendable {
+    private let feed: ByteFeed
+    private let task: Task<Outcome, any Error>
+    private let pushedCount: Atomic<Int64>
+    /// What the consumer writes to (a staging folder, a partial file), for whoever disposes of it.
+    let destination: FilePath
+
+    /// What the consumer saw: its work's product, the SHA-256 of every byte from 0, and their count.
+    struct Outcome: Sendable {
+        var product: Product
+        var sha256: String
+        var size: Int64
+    }
+
+    /// Starts the consumer thread.
+    /// - Parameters:
+    ///   - destination: What the work writes to.
+    ///   - startOffset: Bytes the destination already holds (a partial file left by an earlier run); the
+    ///     work must hand them to ``HashingReader/resume(hasher:count:)`` first.
+    ///   - work: Reads the bytes through the reader, on the consumer's thread, and returns what it made. Once
+    ///     it returns, whatever follows in the feed is read and hashed as well (the digest covers every byte).
+    init(
+        destination: FilePath,
+        startOffset: Int64 = 0,
+        work: @escaping @Sendable (HashingReader) throws -> Product
+    ) {
+        let feed = ByteFeed()
+        self.feed = feed
+        self.destination = destination
+        self.pushedCount = Atomic(startOffset)
+        self.task = Task {
+            try await BlockingIO.runOnThreadOfItsOwn {
+                let reader = HashingReader(feed)
+                do {
+                    let product = try work(reader)
+                    while try reader.next().count > 0 {}
+                    return Outcome(product: product, sha256: reader.digest, size: reader.count)
+                } catch {
+                    feed.abandon()
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// The bytes handed over so far, those the destination held at the start included: where a resumed
+    /// request starts.
+    var pushed: Int64 { pushedCount.load(ordering: .relaxed) }
+
+    /// Hands over the next bytes; suspends while the consumer is behind by more than the feed holds.
+    /// - Throws: ``ConsumerStopped`` when the consumer gave up (``outcome()`` throws its error), or
+    ///   `CancellationError`.
+    func push(_ chunk: ByteBuffer) async throws {
+        let count = Int64(chunk.readableBytes)
+        try await feed.push(chunk)
+        pushedCount.add(count, ordering: .relaxed)
+    }
+
+    /// Marks the end of the bytes and waits for the consumer.
+    /// - Returns: What the consumer made, the digest and count of every byte.
+    /// - Throws: The work's error.
+    func finish() async throws -> Outcome {
+        feed.finish()
+        return try await task.value
+    }
+
+    /// The consumer's error, once it gave up (after a push threw ``ConsumerStopped``).
+    func failure() async -> any Error {
+        switch await task.result {
+        case .failure(let error): error
+        case .success: ConsumerStopped()
+        }
+    }
+
+    /// Stops the consumer (its work sees an error) and waits until its thread is done, so that the caller
+    /// may remove what it was writing.
+    func stop() async {
+        feed.fail(ConsumerStopped())
+        _ = await task.result
+    }
+}
+
+/// The consumer thread's view of the feed: every block it reads is hashed and counted first.
+final class HashingReader: @unchecked Sendable {
+    // Only the consumer thread touches these.
+    private let feed: ByteFeed
+    private var hasher = SHA256()
+    private(set) var count: Int64 = 0
+
+    init(_ feed: ByteFeed) { self.feed = feed }
+
+    /// Starts from bytes the destination already holds, already hashed.
+    func resume(hasher: SHA256, count: Int64) {
+        self.hasher = hasher
+        self.count = count
+    }
+
+    /// The next block, valid until the next call; empty at the end. Blocks while the feed is empty.
+    /// - Throws: The producer's error.
+    func next() throws -> UnsafeRawBufferPointer {
+        let block = try feed.next()
+        hasher.update(bufferPointer: block)
+        count += Int64(block.count)
+        return block
+    }
+
+    /// The SHA-256 of the bytes read so far.
+    var digest: String { hasher.finalize().hexString }
+}
