@@ -114,7 +114,7 @@ public final class AssetPackReader: Sendable {
         if let (_, file) = view.locate(relative, in: nil) {
             return URL(fileURLWithPath: file)
         }
-        if let id = view.folders[relative]?.first, let pack = view.installed[id] {
+        if let id = view.folders[PathKey(relative)]?.first, let pack = view.installed[id] {
             return URL(fileURLWithPath: folder(of: pack).appending(relative).string, isDirectory: true)
         }
         throw fileNotFound(path)
@@ -139,7 +139,7 @@ public final class AssetPackReader: Sendable {
         let paths = view.files.compactMap { path, holders in
             assetPackID.map { holders.contains($0) } ?? true ? path : nil
         }
-        return paths.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        return paths.sorted().map(\.path)
     }
 
     /// Where the file a namespace path resolves to is installed.

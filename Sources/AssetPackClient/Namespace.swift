@@ -16,10 +16,11 @@ final class Namespace: Sendable {
     /// Identity of the state file this view was built from (inode and change time).
     let stateIdentity: [Int64]
     let installed: [String: InstalledPack]
-    /// Path → IDs of the packs that hold it, in rule order.
-    let files: [String: [String]]
+    /// Path → IDs of the packs that hold it, in rule order. Keys compare as bytes: names are never
+    /// normalized, so `é` typed as U+00E9 does not find a file named `e` + U+0301.
+    let files: [PathKey: [String]]
     /// Folder path → IDs of the packs with something below it, in rule order.
-    let folders: [String: [String]]
+    let folders: [PathKey: [String]]
     /// Pack ID → its installed folder as a string ending in `/`, so that a lookup builds a file's path by
     /// concatenation (`FilePath.appending` normalises as it goes and cost more than the rest of a lookup).
     private let packRoots: [String: String]
@@ -27,8 +28,8 @@ final class Namespace: Sendable {
     init(store: AppGroupStore, state: StoreState, stateIdentity: [Int64]) throws {
         self.stateIdentity = stateIdentity
         self.installed = state.installed
-        var files: [String: [String]] = [:]
-        var folders: [String: Set<String>] = [:]
+        var files: [PathKey: [String]] = [:]
+        var folders: [PathKey: Set<String>] = [:]
         for pack in state.installed.values.sorted(by: { $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) }) {
             let file = store.indexFile(for: pack)
             let index: PackIndex
@@ -44,11 +45,11 @@ final class Namespace: Sendable {
                 )
             }
             for row in index.files {
-                files[row.path, default: []].append(pack.id)
-                var folder = Substring(row.path)
-                while let slash = folder.lastIndex(of: "/") {
+                files[PathKey(row.path), default: []].append(pack.id)
+                var folder = Substring(row.path).utf8
+                while let slash = folder.lastIndex(of: UInt8(ascii: "/")) {
                     folder = folder[..<slash]
-                    folders[String(folder), default: []].insert(pack.id)
+                    folders[PathKey(String(Substring(folder))), default: []].insert(pack.id)
                 }
             }
         }
@@ -65,7 +66,7 @@ final class Namespace: Sendable {
 
     /// The pack that holds `path` by the collision rule (or `packID`), without building any path.
     func holder(of path: String, in packID: String?) -> InstalledPack? {
-        guard let holders = files[path] else { return nil }
+        guard let holders = files[PathKey(path)] else { return nil }
         let id: String
         if let packID {
             guard holders.contains(packID) else { return nil }

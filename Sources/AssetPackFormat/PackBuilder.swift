@@ -107,6 +107,47 @@ public enum PackBuilder {
         )
     }
 
+    /// Opens a listed file for packing and makes sure it is the file that was listed, where it was listed:
+    /// the last component is not followed (`O_NOFOLLOW`), the descriptor's real path is the listed one (no
+    /// folder on the way was swapped for a symlink since the listing), and the device and inode match (the
+    /// file was not replaced). A check and a later open can no longer be played against each other.
+    static func openListed(_ file: PackFile) throws -> FileDescriptor {
+        let raw = open(file.source.string, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard raw >= 0 else {
+            let failure = Errno(rawValue: errno)
+            if failure == .tooManySymbolicLinkLevels {
+                throw AssetPackFormatError(
+                    code: .unsafePath,
+                    message: "\(file.source) became a symlink after it was listed; refused. Fix: pack again"
+                )
+            }
+            throw AssetPackFormatError.io("open", file.source, failure)
+        }
+        let fd = FileDescriptor(rawValue: raw)
+        var info = stat()
+        let where_ = realpath("/proc/self/fd/\(raw)", nil)
+        defer { free(where_) }
+        let opened = where_.map { String(cString: $0) } ?? ""
+        guard fstat(raw, &info) == 0, opened.utf8.elementsEqual(file.source.string.utf8) else {
+            try? fd.close()
+            throw AssetPackFormatError(
+                code: .unsafePath,
+                message:
+                    "\(file.source) now leads to \(opened) (a folder on its way was replaced by a symlink after the "
+                    + "listing); refused. Fix: pack again"
+            )
+        }
+        guard UInt64(info.st_ino) == file.inode, UInt64(info.st_dev) == file.device else {
+            try? fd.close()
+            throw AssetPackFormatError(
+                code: .changedWhilePacking,
+                message:
+                    "\(file.source) was replaced while it was being packed. Fix: pack again when nothing writes to it"
+            )
+        }
+        return fd
+    }
+
     private static func writeEntries(
         _ source: PackSource,
         writer: ArchiveWriter,
@@ -119,12 +160,7 @@ public enum PackBuilder {
         rows.reserveCapacity(source.files.count)
         var packed: Int64 = 0
         for file in source.files {
-            let fd: FileDescriptor
-            do {
-                fd = try FileDescriptor.open(file.source, .readOnly, retryOnInterrupt: true)
-            } catch let errno as Errno {
-                throw AssetPackFormatError.io("open", file.source, errno)
-            }
+            let fd = try openListed(file)
             var hasher = SHA256()
             try fd.closeAfter {
                 #if canImport(Glibc)

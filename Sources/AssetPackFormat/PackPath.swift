@@ -9,36 +9,50 @@ public enum PackPath {
 
     /// Normalises a relative path: drops `.` and empty components.
     ///
+    /// Components are split at `/` bytes, not at `Character`s: `"../\u{301}x"` is `..` then `\u{301}x` to the
+    /// file system, though Swift sees `/\u{301}` as one character.
     /// - Parameter path: A path relative to some root, with `/` separators.
     /// - Returns: The normalised path, or `nil` when it is absolute, climbs with `..`, contains NUL or a
     ///   backslash, or is empty after normalising.
     public static func normalize(_ path: String) -> String? {
-        if path.hasPrefix("/") || path.contains("\0") || path.contains("\\") { return nil }
-        var parts: [Substring] = []
-        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
-            if part == "." { continue }
-            if part == ".." { return nil }
+        let bytes = path.utf8
+        if bytes.first == slash || bytes.contains(0) || bytes.contains(backslash) { return nil }
+        var parts: [Substring.UTF8View] = []
+        for part in Substring(path).utf8.split(separator: slash, omittingEmptySubsequences: true) {
+            if part.elementsEqual([dot]) { continue }
+            if part.elementsEqual([dot, dot]) { return nil }
             parts.append(part)
         }
-        return parts.isEmpty ? nil : parts.joined(separator: "/")
+        guard !parts.isEmpty else { return nil }
+        if parts.count == 1, let only = parts.first { return String(Substring(only)) }
+        return parts.map { String(Substring($0)) }.joined(separator: "/")
     }
+
+    /// Whether `path` has a `..` component, splitting at `/` bytes.
+    static func climbs(_ path: String) -> Bool {
+        Substring(path).utf8.split(separator: slash).contains { $0.elementsEqual([dot, dot]) }
+    }
+
+    private static let slash = UInt8(ascii: "/")
+    private static let backslash = UInt8(ascii: "\\")
+    private static let dot = UInt8(ascii: ".")
 
     /// Checks a selector path from a manifest; throws an `.unsafePath` error naming the file and key.
     static func checkSelector(_ path: String, file: String, key: String) throws {
         let fix = "give a path relative to the asset folder that stays inside it, e.g. \"Levels/World1\""
-        if path.hasPrefix("/") {
+        if path.utf8.first == UInt8(ascii: "/") {
             throw AssetPackFormatError(
                 code: .unsafePath,
                 message: "\(file): \(key): \"\(path)\" is absolute. Fix: \(fix)"
             )
         }
-        if path.split(separator: "/").contains("..") {
+        if climbs(path) {
             throw AssetPackFormatError(
                 code: .unsafePath,
                 message: "\(file): \(key): \"\(path)\" climbs out of the asset folder with '..'. Fix: \(fix)"
             )
         }
-        if path.contains("\0") || path.contains("\\") || path.unicodeScalars.contains(where: { $0.value < 0x20 }) {
+        if path.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\\") }) {
             throw AssetPackFormatError(
                 code: .unsafePath,
                 message: "\(file): \(key): the path contains a NUL, a control character or a backslash. Fix: \(fix)"
@@ -52,7 +66,7 @@ public enum PackPath {
                     + "(ba-package fails the same way). Fix: name a subfolder"
             )
         }
-        if normalized == stateFolderName || normalized.hasPrefix(stateFolderName + "/") {
+        if normalized == stateFolderName || normalized.hasBytePrefix(stateFolderName + "/") {
             throw AssetPackFormatError(
                 code: .unsafePath,
                 message: "\(file): \(key): \"\(path)\" is inside \(stateFolderName)/, ba-mock's own state. Fix: \(fix)"

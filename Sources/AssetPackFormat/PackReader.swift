@@ -15,8 +15,8 @@ public enum PackReader {
     public static func readIndex(at archive: FilePath) throws -> PackIndex {
         try withArchiveReader(at: archive) { reader in
             while let header = try reader.next() {
-                if header.name == PackPath.indexEntryName {
-                    return try decodeIndex(reader, header: header)
+                if header.name.utf8.elementsEqual(PackPath.indexEntryName.utf8) {
+                    return try decodeIndex(reader, header: header, maximumSize: maximumIndexSize)
                 }
             }
             throw missingIndex(archive.string)
@@ -78,27 +78,34 @@ public enum PackReader {
         open: ((ArchiveReader) throws -> Void) throws -> Void
     ) throws -> PackIndex {
         let root = destination.map { $0.lexicallyNormalized() }
-        var seen: [String: (size: Int64, sha256: String)] = [:]
+        var seen: [PathKey: (size: Int64, sha256: String)] = [:]
+        var nameBytes = 0
         var written: Int64 = 0
         var index: PackIndex?
         try open { reader in
             try withDiskWriter { disk in
                 while let header = try reader.next() {
-                    if header.name == PackPath.indexEntryName {
+                    if header.name.utf8.elementsEqual(PackPath.indexEntryName.utf8) {
                         guard index == nil else { throw corrupt(archive, "holds two index entries") }
-                        index = try decodeIndex(reader, header: header)
+                        // An index lists every file once: its size follows from the entries before it, so a
+                        // small download cannot declare an index of hundreds of megabytes.
+                        let bound = min(maximumIndexSize, 64 << 10 + Int64(nameBytes) + 256 * Int64(seen.count))
+                        index = try decodeIndex(reader, header: header, maximumSize: bound)
                         continue
                     }
                     if header.type == ArchiveFileType.directory,
-                        header.name.hasPrefix(PackPath.contentsPrefix) || header.name + "/" == PackPath.contentsPrefix
+                        header.name.hasBytePrefix(PackPath.contentsPrefix)
+                            || (header.name + "/").utf8.elementsEqual(PackPath.contentsPrefix.utf8)
                     {
                         continue
                     }
                     let relative = try entryPath(header, archive: archive)
-                    guard seen[relative] == nil else {
+                    guard seen[PathKey(relative)] == nil else {
                         throw corrupt(archive, "holds \(header.name) twice")
                     }
-                    if let limit, written + max(header.size, 0) > limit {
+                    nameBytes += relative.utf8.count
+                    // Compared without adding: a declared size near Int64.max cannot overflow.
+                    if let limit, max(header.size, 0) > limit - written {
                         throw corrupt(
                             archive,
                             "unpacks to more than its declared install size of \(limit) bytes (at \(header.name))"
@@ -127,13 +134,13 @@ public enum PackReader {
                     } else {
                         try consume { _ in }
                     }
-                    seen[relative] = (size, hasher.finalize().hexString)
+                    seen[PathKey(relative)] = (size, hasher.finalize().hexString)
                 }
             }
         }
         guard let index else { throw missingIndex(archive) }
         for row in index.files {
-            guard let found = seen.removeValue(forKey: row.path) else {
+            guard let found = seen.removeValue(forKey: PathKey(row.path)) else {
                 throw corrupt(archive, "lacks \(row.path), which its index lists")
             }
             guard found.size == row.size, found.sha256 == row.sha256 else {
@@ -144,7 +151,7 @@ public enum PackReader {
                 )
             }
         }
-        if let extra = seen.keys.sorted().first {
+        if let extra = seen.keys.min() {
             throw corrupt(archive, "holds \(extra), which its index does not list")
         }
         return index
@@ -159,9 +166,10 @@ public enum PackReader {
             let kind = header.type == ArchiveFileType.symlink ? "a symlink" : "a special file (device, FIFO or socket)"
             throw corrupt(archive, "holds \(kind) (\(header.name)); packs hold regular files only")
         }
-        guard header.name.hasPrefix(PackPath.contentsPrefix),
-            let relative = PackPath.normalize(String(header.name.dropFirst(PackPath.contentsPrefix.count))),
-            relative == String(header.name.dropFirst(PackPath.contentsPrefix.count))
+        // Bytes, not characters: `Contents/` followed by a combining mark is still `Contents/` to a file system.
+        let rest = String(Substring(header.name.utf8.dropFirst(PackPath.contentsPrefix.utf8.count)))
+        guard header.name.hasBytePrefix(PackPath.contentsPrefix), let relative = PackPath.normalize(rest),
+            relative.utf8.elementsEqual(rest.utf8)
         else {
             throw corrupt(
                 archive,
@@ -182,14 +190,20 @@ public enum PackReader {
         }
     }
 
-    private static func decodeIndex(_ reader: ArchiveReader, header: ArchiveEntryHeader) throws -> PackIndex {
-        guard header.type == ArchiveFileType.regular, header.size <= maximumIndexSize else {
-            throw corrupt(reader.path, "has an index entry that is not a regular file of at most 256 MiB")
+    private static func decodeIndex(_ reader: ArchiveReader, header: ArchiveEntryHeader, maximumSize: Int64) throws
+        -> PackIndex
+    {
+        let most = ByteFormat.string(maximumSize)
+        guard header.type == ArchiveFileType.regular, header.size <= maximumSize else {
+            throw corrupt(
+                reader.path,
+                "has an index entry that is not a regular file of at most \(most) (the most its files can need)"
+            )
         }
         var bytes: [UInt8] = []
         try reader.readData { block in
-            guard Int64(bytes.count + block.count) <= maximumIndexSize else {
-                throw corrupt(reader.path, "has an index larger than 256 MiB")
+            guard Int64(block.count) <= maximumSize - Int64(bytes.count) else {
+                throw corrupt(reader.path, "has an index larger than \(most) (the most its files can need)")
             }
             bytes.append(contentsOf: block)
         }

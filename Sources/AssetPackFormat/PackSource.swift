@@ -11,13 +11,16 @@ import SystemPackage
 public struct PackFile: Sendable, Hashable {
     /// The path inside the pack (and in the merged namespace), relative to the asset folder.
     public var path: String
-    /// Where the bytes are read from (a symlink inside the asset folder is read through).
+    /// Where the bytes are read from: the file's real path inside the asset folder (a symlink inside the
+    /// folder is resolved).
     public var source: FilePath
     /// The size in bytes when the file was listed.
     public var size: Int64
     /// Modification time in nanoseconds since 1970, for change detection.
     public var modified: Int64
-    /// Inode and change time, for change detection (a replaced file with the same size and mtime).
+    /// Device, inode and change time, for change detection (a replaced file with the same size and mtime),
+    /// and to check that the file opened when packing is the one listed.
+    var device: UInt64
     var inode: UInt64
     var changed: Int64
 }
@@ -54,34 +57,28 @@ public struct PackSource: Sendable, Hashable {
 
     /// Resolves a manifest's selectors against an asset folder.
     ///
+    /// Every selected path is resolved through all its components: a symlink anywhere on the way (a linked
+    /// parent folder included) must lead to a place inside the asset folder. File names are kept as the
+    /// exact UTF-8 bytes the file system holds (no Unicode normalization).
     /// - Parameters:
     ///   - parsed: A validated manifest.
     ///   - root: The asset folder that selector paths are relative to.
     /// - Returns: The pack's files; a path named by two selectors is listed once.
     /// - Throws: ``AssetPackFormatError``: `.notFound` for a missing file or folder, `.unsafePath` for a
-    ///   symlink that leaves the folder, `.invalidManifest` for a `file` selector naming a folder (or the
-    ///   reverse), a special file, or a pack with no files.
+    ///   path that leads outside the folder or a name that is not UTF-8, `.invalidManifest` for a `file`
+    ///   selector naming a folder (or the reverse), a special file, or a pack with no files.
     public static func resolve(_ parsed: ParsedManifest, root: FilePath) throws -> PackSource {
         let file = parsed.file
-        let rootReal = try realPath(root, orThrow: "asset folder")
-        var collected: [String: PackFile] = [:]
+        let tree = try SourceTree(root: root)
+        var collected: [PathKey: PackFile] = [:]
         var warnings = parsed.warnings
         for (index, selector) in parsed.manifest.fileSelectors.enumerated() {
             let key = "fileSelectors[\(index)].\(selector.key)"
             guard let relative = PackPath.normalize(selector.path) else { continue }  // checked when parsed
-            let path = root.appending(relative)
-            guard let info = lstatInfo(path) else {
-                throw AssetPackFormatError(
-                    code: .notFound,
-                    message:
-                        "\(file): \(key): \"\(selector.path)\" does not exist in \(root). Fix: paths are relative "
-                        + "to the asset folder (the folder holding the manifests); check spelling and case"
-                )
-            }
-            let kind = try checkInside(path, info: info, rootReal: rootReal, file: file, key: key)
-            switch (selector, kind) {
+            let found = try tree.resolve(relative, file: file, key: key)
+            switch (selector, found.kind) {
             case (.file, .regular(let stat)):
-                collected[relative] = PackFile(path: relative, source: path, stat: stat)
+                collected[PathKey(relative)] = PackFile(path: relative, source: found.real, stat: stat)
             case (.file, .directory):
                 throw AssetPackFormatError.manifest(
                     file,
@@ -97,12 +94,13 @@ public struct PackSource: Sendable, Hashable {
                     fix: "use {\"file\": \"\(selector.path)\"}"
                 )
             case (.directory, .directory):
-                var found: [PackFile] = []
-                try walk(path, relative: relative, rootReal: rootReal, file: file, key: key, into: &found)
-                if found.isEmpty {
+                var walk = SourceTree.Walk()
+                try tree.walk(found.real, relative: relative, file: file, key: key, into: &walk)
+                if walk.files.isEmpty {
                     warnings.append("\(file): \(key): \"\(selector.path)\" holds no files")
                 }
-                for item in found { collected[item.path] = item }
+                warnings.append(contentsOf: walk.warnings)
+                for item in walk.files { collected[PathKey(item.path)] = item }
             }
         }
         if collected.isEmpty {
@@ -113,49 +111,83 @@ public struct PackSource: Sendable, Hashable {
                 fix: "point the selectors at files or folders that hold files"
             )
         }
-        let files = collected.values.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        let files = collected.values.sorted { PathKey($0.path) < PathKey($1.path) }
+        warnings.append(contentsOf: normalizationTwins(files.map(\.path), file: file))
         return PackSource(manifest: parsed.manifest, manifestFile: file, files: files, warnings: warnings)
     }
 
-    private enum Kind {
+    /// Warnings for names that differ only in Unicode normalization (`é` as U+00E9 and as `e` + U+0301):
+    /// Linux keeps them apart, Apple's file systems treat them as one name, so one hides the other there.
+    static func normalizationTwins(_ paths: [String], file: String) -> [String] {
+        var byCharacters: [String: [String]] = [:]  // String keys merge canonically equivalent paths
+        for path in paths { byCharacters[path, default: []].append(path) }
+        return byCharacters.values.filter { $0.count > 1 }.map { twins in
+            let shown = twins.map { "\"\($0)\" (\(utf8Hex($0)))" }.joined(separator: " and ")
+            return "\(file): \(shown) differ only in Unicode normalization: on Apple file systems they are one "
+                + "name and one file hides the other. Keep one spelling (NFC, as macOS writes new names)"
+        }.sorted()
+    }
+
+    private static func utf8Hex(_ text: String) -> String {
+        text.utf8.map { String($0, radix: 16, uppercase: true) }.joined(separator: " ")
+    }
+}
+
+/// An asset folder seen from the file system: resolves selector paths through every component, refuses
+/// anything that leads outside the folder, and walks folders for `directory` selectors.
+struct SourceTree {
+    /// The asset folder's real path (symlinks resolved).
+    let rootReal: String
+
+    init(root: FilePath) throws {
+        rootReal = try Self.realPath(root, orThrow: "asset folder")
+    }
+
+    enum Kind {
         case regular(stat)
         case directory
     }
 
-    /// Classifies `path` and makes sure that it (through any symlink) stays inside the asset folder.
-    private static func checkInside(
-        _ path: FilePath,
-        info: stat,
-        rootReal: String,
-        file: String,
-        key: String
-    ) throws -> Kind {
-        var target = info
-        if info.st_mode & S_IFMT == S_IFLNK {
-            guard let real = try? realPath(path, orThrow: "link"), real.hasPrefix(rootReal + "/") else {
-                let destination = (try? realPath(path, orThrow: "link")) ?? "a missing file"
-                throw AssetPackFormatError(
-                    code: .unsafePath,
-                    message:
-                        "\(file): \(key): \(path) is a symlink to \(destination), outside the asset folder "
-                        + "\(rootReal). Fix: copy the file into the asset folder instead of linking to it"
-                )
-            }
-            guard let followed = statInfo(path) else {
-                throw AssetPackFormatError(code: .notFound, message: "\(file): \(key): \(path) is a broken symlink")
-            }
-            target = followed
-            if target.st_mode & S_IFMT == S_IFDIR {
-                throw AssetPackFormatError(
-                    code: .unsafePath,
-                    message:
-                        "\(file): \(key): \(path) is a symlink to a folder, which packs do not follow. "
-                        + "Fix: name the folder it points to in a selector instead"
-                )
-            }
+    /// What a relative path resolves to: its real path (inside the folder) and kind.
+    func resolve(_ relative: String, file: String, key: String) throws -> (real: String, kind: Kind) {
+        let path = rootReal + "/" + relative
+        guard Self.lstatInfo(path) != nil else {
+            throw AssetPackFormatError(
+                code: .notFound,
+                message:
+                    "\(file): \(key): \"\(relative)\" does not exist in \(rootReal). Fix: paths are relative "
+                    + "to the asset folder (the folder holding the manifests); check spelling and case"
+            )
         }
-        switch target.st_mode & S_IFMT {
-        case S_IFREG: return .regular(target)
+        let real = try inside(path, file: file, key: key)
+        return (real, try kind(of: real, shownAs: path, file: file, key: key))
+    }
+
+    /// The real path of `path` (every component resolved), which must be inside the asset folder.
+    private func inside(_ path: String, file: String, key: String) throws -> String {
+        guard let real = try? Self.realPath(FilePath(path), orThrow: "path") else {
+            throw AssetPackFormatError(
+                code: .notFound,
+                message: "\(file): \(key): \(path) is a broken symlink, or leads through one"
+            )
+        }
+        guard real.hasBytePrefix(rootReal + "/") || real.utf8.elementsEqual(rootReal.utf8) else {
+            throw AssetPackFormatError(
+                code: .unsafePath,
+                message:
+                    "\(file): \(key): \(path) leads through a symlink to \(real), outside the asset folder "
+                    + "\(rootReal). Fix: copy the file into the asset folder instead of linking to it"
+            )
+        }
+        return real
+    }
+
+    private func kind(of real: String, shownAs path: String, file: String, key: String) throws -> Kind {
+        guard let info = Self.lstatInfo(real) else {
+            throw AssetPackFormatError(code: .notFound, message: "\(file): \(key): \(path) vanished")
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return .regular(info)
         case S_IFDIR: return .directory
         default:
             throw AssetPackFormatError.manifest(
@@ -167,38 +199,79 @@ public struct PackSource: Sendable, Hashable {
         }
     }
 
-    private static func walk(
-        _ folder: FilePath,
-        relative: String,
-        rootReal: String,
-        file: String,
-        key: String,
-        into found: inout [PackFile]
-    ) throws {
-        guard let dir = opendir(folder.string) else {
-            throw AssetPackFormatError.io("list folder", folder, Errno(rawValue: errno))
+    /// What a walk found.
+    struct Walk {
+        var files: [PackFile] = []
+        var warnings: [String] = []
+    }
+
+    /// Lists the files below the folder at `real` (a real path inside the asset folder), in byte order.
+    /// A symlink is read through when it leads to a file inside the folder; a symlink to a folder is refused
+    /// (packs do not follow them), and so is one that leads outside.
+    func walk(_ real: String, relative: String, file: String, key: String, into found: inout Walk) throws {
+        for name in try Self.names(in: real, file: file, key: key) {
+            let path = real + "/" + name
+            let childRelative = relative + "/" + name
+            if childRelative.utf8.elementsEqual(PackPath.stateFolderName.utf8) { continue }
+            guard let info = Self.lstatInfo(path) else { continue }  // removed while listing
+            if name == ".DS_Store" {
+                found.warnings.append(
+                    "\(file): \(key): \(childRelative) is a Finder file; it is packed like any other. Fix: delete it"
+                )
+            }
+            if name == ".git" && info.st_mode & S_IFMT == S_IFDIR {
+                found.warnings.append(
+                    "\(file): \(key): \(childRelative)/ is a git folder; all of it is packed. Fix: select the "
+                        + "content folders only"
+                )
+            }
+            var target = path
+            if info.st_mode & S_IFMT == S_IFLNK {
+                target = try inside(path, file: file, key: key)
+                if case .directory = try kind(of: target, shownAs: path, file: file, key: key) {
+                    throw AssetPackFormatError(
+                        code: .unsafePath,
+                        message:
+                            "\(file): \(key): \(path) is a symlink to a folder, which packs do not follow. "
+                            + "Fix: name the folder it points to in a selector instead"
+                    )
+                }
+            }
+            switch try kind(of: target, shownAs: path, file: file, key: key) {
+            case .regular(let stat):
+                found.files.append(PackFile(path: childRelative, source: target, stat: stat))
+            case .directory:
+                try walk(target, relative: childRelative, file: file, key: key, into: &found)
+            }
         }
+    }
+
+    /// The names in a folder, in byte order; a name that is not UTF-8 is refused (packs store UTF-8 names).
+    private static func names(in folder: String, file: String, key: String) throws -> [String] {
+        guard let dir = opendir(folder) else {
+            throw AssetPackFormatError.io("list folder", FilePath(folder), Errno(rawValue: errno))
+        }
+        defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            let name = try withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
+                let bytes = Array(raw.prefix { $0 != 0 })
+                if bytes == [46] || bytes == [46, 46] { return nil }
+                guard let name = String(validating: bytes, as: UTF8.self) else {
+                    let shown = String(decoding: bytes, as: UTF8.self)
+                    throw AssetPackFormatError(
+                        code: .unsafePath,
+                        message:
+                            "\(file): \(key): \(folder)/\(shown) has a name that is not UTF-8 (bytes "
+                            + "\(bytes.map { String($0, radix: 16) }.joined(separator: " "))); packs store names as "
+                            + "UTF-8. Fix: rename it"
+                    )
+                }
+                return name
             }
-            if name == "." || name == ".." { continue }
-            names.append(name)
+            if let name { names.append(name) }
         }
-        closedir(dir)
-        for name in names.sorted() {
-            let path = folder.appending(name)
-            let childRelative = relative + "/" + name
-            if childRelative == PackPath.stateFolderName { continue }
-            guard let info = lstatInfo(path) else { continue }  // removed while listing
-            switch try checkInside(path, info: info, rootReal: rootReal, file: file, key: key) {
-            case .regular(let stat):
-                found.append(PackFile(path: childRelative, source: path, stat: stat))
-            case .directory:
-                try walk(path, relative: childRelative, rootReal: rootReal, file: file, key: key, into: &found)
-            }
-        }
+        return names.sorted { PathKey($0) < PathKey($1) }
     }
 
     static func realPath(_ path: FilePath, orThrow what: String) throws -> String {
@@ -213,23 +286,19 @@ public struct PackSource: Sendable, Hashable {
         return String(cString: resolved)
     }
 
-    static func lstatInfo(_ path: FilePath) -> stat? {
+    static func lstatInfo(_ path: String) -> stat? {
         var info = stat()
-        return lstat(path.string, &info) == 0 ? info : nil
-    }
-
-    static func statInfo(_ path: FilePath) -> stat? {
-        var info = stat()
-        return stat(path.string, &info) == 0 ? info : nil
+        return lstat(path, &info) == 0 ? info : nil
     }
 }
 
 extension PackFile {
-    init(path: String, source: FilePath, stat: stat) {
+    init(path: String, source: String, stat: stat) {
         self.path = path
-        self.source = source
+        self.source = FilePath(source)
         self.size = Int64(stat.st_size)
         self.modified = Int64(stat.st_mtim.tv_sec) * 1_000_000_000 + Int64(stat.st_mtim.tv_nsec)
+        self.device = UInt64(stat.st_dev)
         self.inode = UInt64(stat.st_ino)
         self.changed = Int64(stat.st_ctim.tv_sec) * 1_000_000_000 + Int64(stat.st_ctim.tv_nsec)
     }

@@ -27,15 +27,23 @@ public enum ArchiveFixture {
     }
 
     public static func write(_ entries: [Entry], to path: FilePath, zstd: Bool = true) throws {
+        // Names are UTF-8: libarchive converts them through the thread's locale.
+        let locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", nil)
+        let previous = uselocale(locale)
+        defer {
+            uselocale(previous)
+            freelocale(locale)
+        }
         let archive = archive_write_new()!
         defer { archive_write_free(archive) }
         archive_write_set_format_pax_restricted(archive)
+        archive_write_set_format_option(archive, "pax", "hdrcharset", "BINARY")  // names as given, byte-exact
         if zstd { archive_write_add_filter_zstd(archive) }
         guard archive_write_open_filename(archive, path.string) == 0 else { throw Errno.ioError }
         for item in entries {
             let entry = archive_entry_new()!
             defer { archive_entry_free(entry) }
-            archive_entry_set_pathname(entry, item.name)
+            archive_entry_copy_pathname(entry, item.name)
             archive_entry_set_perm(entry, 0o644)
             var data = Data()
             switch item.kind {
@@ -67,6 +75,12 @@ public enum ArchiveFixture {
     }
 
     public static func entryNames(_ path: FilePath) throws -> [String] {
+        let locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", nil)
+        let previous = uselocale(locale)
+        defer {
+            uselocale(previous)
+            freelocale(locale)
+        }
         let archive = archive_read_new()!
         defer { archive_read_free(archive) }
         archive_read_support_filter_all(archive)
@@ -79,6 +93,50 @@ public enum ArchiveFixture {
             archive_read_data_skip(archive)
         }
         return names
+    }
+
+    /// A plain (uncompressed) tar written byte by byte, for headers libarchive would refuse to write: each
+    /// entry is a pax extended header with `records`, then a ustar header, then its data.
+    public static func rawTar(_ entries: [(name: String, records: [String: String], data: Data)]) -> Data {
+        var out = Data()
+        for entry in entries {
+            if !entry.records.isEmpty {
+                var body = Data()
+                for (key, value) in entry.records.sorted(by: { $0.key < $1.key }) {
+                    let text = " \(key)=\(value)\n"
+                    var length = text.utf8.count + 1
+                    while String(length).utf8.count + text.utf8.count != length { length += 1 }
+                    body += Data((String(length) + text).utf8)
+                }
+                out += ustarHeader(name: "PaxHeader/x", size: body.count, type: "x") + padded(body)
+            }
+            out += ustarHeader(name: entry.name, size: entry.data.count, type: "0") + padded(entry.data)
+        }
+        return out + Data(count: 1024)
+    }
+
+    private static func padded(_ data: Data) -> Data {
+        data + Data(count: (512 - data.count % 512) % 512)
+    }
+
+    private static func ustarHeader(name: String, size: Int, type: Character) -> Data {
+        var block = [UInt8](repeating: 0, count: 512)
+        func put(_ text: String, at offset: Int) {
+            for (index, byte) in text.utf8.enumerated() { block[offset + index] = byte }
+        }
+        for (index, byte) in name.utf8.prefix(99).enumerated() { block[index] = byte }
+        put("0000644", at: 100)
+        put("0000000", at: 108)
+        put("0000000", at: 116)
+        put(String(format: "%011o", size), at: 124)
+        put("00000000000", at: 136)
+        put(String(type), at: 156)
+        put("ustar", at: 257)
+        put("00", at: 263)
+        put("        ", at: 148)
+        let sum = block.reduce(0) { $0 + Int($1) }
+        put(String(format: "%06o", sum) + "\0 ", at: 148)
+        return Data(block)
     }
 
     /// The JSON of a valid index for the given files.

@@ -28,9 +28,11 @@ struct ArchiveReader {
         if status == ArchiveStatus.eof { return nil }
         try check(status, archive, "\(path) is not a readable pack archive")
         guard let entry else { return nil }
+        // The name as stored (packs store it as binary, unconverted), so that it reaches the disk byte-exact;
+        // the UTF-8 form is a conversion, which libarchive normalizes to NFC.
         let name =
-            archive_entry_pathname_utf8(entry).map { String(cString: $0) }
-            ?? archive_entry_pathname(entry).map { String(cString: $0) } ?? ""
+            archive_entry_pathname(entry).map { String(cString: $0) }
+            ?? archive_entry_pathname_utf8(entry).map { String(cString: $0) } ?? ""
         return ArchiveEntryHeader(
             name: name,
             type: UInt32(archive_entry_filetype(entry)),
@@ -65,6 +67,10 @@ struct ArchiveReader {
 /// Opens a tar archive for streaming reads (every compression filter libarchive supports; tar formats only,
 /// so a non-archive is refused rather than read raw).
 func withArchiveReader<T>(at path: FilePath, _ body: (ArchiveReader) throws -> T) throws -> T {
+    try withUTF8Locale { try openArchiveReader(at: path, body) }
+}
+
+private func openArchiveReader<T>(at path: FilePath, _ body: (ArchiveReader) throws -> T) throws -> T {
     guard let archive = archive_read_new() else {
         throw AssetPackFormatError(code: .archive, message: "libarchive could not allocate a reader")
     }
@@ -103,6 +109,14 @@ private final class StreamSource {
 ///   - name: The archive's URL or name, for messages.
 ///   - source: Hands out the archive's bytes in order.
 func withArchiveReader<T>(
+    streaming source: @escaping ArchiveByteSource,
+    name: String,
+    _ body: (ArchiveReader) throws -> T
+) throws -> T {
+    try withUTF8Locale { try openArchiveReader(streaming: source, name: name, body) }
+}
+
+private func openArchiveReader<T>(
     streaming source: @escaping ArchiveByteSource,
     name: String,
     _ body: (ArchiveReader) throws -> T
@@ -161,14 +175,14 @@ struct DiskWriter {
         archive_entry_set_filetype(entry, ArchiveFileType.regular)
         archive_entry_set_perm(entry, 0o644)
         archive_entry_set_size(entry, size)
-        try check(archive_write_header(disk, entry), disk, "cannot create \(absolutePath)")
+        try checkWrite(Int(archive_write_header(disk, entry)), disk, "cannot create \(absolutePath)")
         var offset: Int64 = 0
         try fill { bytes in
             let status = archive_write_data_block(disk, bytes.baseAddress, bytes.count, offset)
-            if status < 0 { try check(Int32(status), disk, "cannot write \(absolutePath)") }
+            try checkWrite(status, disk, "cannot write \(absolutePath)")
             offset += Int64(bytes.count)
         }
-        try check(archive_write_finish_entry(disk), disk, "cannot finish \(absolutePath)")
+        try checkWrite(Int(archive_write_finish_entry(disk)), disk, "cannot finish \(absolutePath)")
     }
 }
 
@@ -176,6 +190,10 @@ struct DiskWriter {
 /// no overwriting. Entry names are also validated by the caller before they get here; the writer is given
 /// absolute paths under a destination the caller owns, which is why `SECURE_NOABSOLUTEPATHS` is not set.
 func withDiskWriter<T>(_ body: (DiskWriter) throws -> T) throws -> T {
+    try withUTF8Locale { try openDiskWriter(body) }
+}
+
+private func openDiskWriter<T>(_ body: (DiskWriter) throws -> T) throws -> T {
     guard let disk = archive_write_disk_new() else {
         throw AssetPackFormatError(code: .archive, message: "libarchive could not allocate a disk writer")
     }
@@ -187,6 +205,6 @@ func withDiskWriter<T>(_ body: (DiskWriter) throws -> T) throws -> T {
     let flags = ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_NO_OVERWRITE
     try check(archive_write_disk_set_options(disk, flags), disk, "disk writer options")
     let result = try body(DiskWriter(disk: disk, entry: entry))
-    try check(archive_write_close(disk), disk, "cannot finish writing files")
+    try checkWrite(Int(archive_write_close(disk)), disk, "cannot finish writing files")
     return result
 }

@@ -158,14 +158,19 @@ struct ArchiveWriter {
         _ produce: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void
     ) throws {
         archive_entry_clear(entry)
-        archive_entry_set_pathname_utf8(entry, name)
+        archive_entry_copy_pathname(entry, name)  // the bytes as they are: no conversion, no normalization
         archive_entry_set_filetype(entry, ArchiveFileType.regular)
         archive_entry_set_perm(entry, 0o644)
         archive_entry_set_size(entry, size)
         archive_entry_set_mtime(entry, 0, 0)
         archive_entry_set_uid(entry, 0)
         archive_entry_set_gid(entry, 0)
-        try check(archive_write_header(archive, entry), archive, "cannot write the header of \(name)")
+        try checkWrite(
+            Int(archive_write_header(archive, entry)),
+            archive,
+            "cannot write the header of \(name)",
+            code: .archive
+        )
         var remaining = size
         try produce { bytes in
             guard Int64(bytes.count) <= remaining else {
@@ -190,7 +195,7 @@ struct ArchiveWriter {
                 message: "\(name) shrank while it was being packed. Fix: pack again when nothing writes to it"
             )
         }
-        try check(archive_write_finish_entry(archive), archive, "cannot finish \(name)")
+        try checkWrite(Int(archive_write_finish_entry(archive)), archive, "cannot finish \(name)", code: .archive)
     }
 }
 
@@ -200,6 +205,14 @@ struct ArchiveWriter {
 /// - Throws: ``AssetPackFormatError`` with code `.archive` (libarchive refused), `.io` (the output
 ///   could not be written) or `.invalidOption`.
 func withArchiveWriter<T>(
+    to fd: FileDescriptor,
+    options: PackBuildOptions,
+    _ body: (ArchiveWriter) throws -> T
+) throws -> (result: T, sha256: String, size: Int64) {
+    try withUTF8Locale { try openArchiveWriter(to: fd, options: options, body) }
+}
+
+private func openArchiveWriter<T>(
     to fd: FileDescriptor,
     options: PackBuildOptions,
     _ body: (ArchiveWriter) throws -> T
@@ -223,6 +236,14 @@ func withArchiveWriter<T>(
     defer { archive_entry_free(entry) }
 
     try check(archive_write_set_format_pax_restricted(archive), archive, "cannot select the pax format")
+    // Names are written as the bytes they are (UTF-8 from the file system) with `hdrcharset=BINARY`, so a
+    // reader takes them as bytes: libarchive converts names it believes are UTF-8 and normalizes them to
+    // NFC on the way, which would turn `e` + U+0301 into U+00E9 and install a name the index does not have.
+    try check(
+        archive_write_set_format_option(archive, "pax", "hdrcharset", "BINARY"),
+        archive,
+        "cannot select binary pax names"
+    )
     switch options.compression {
     case .zstd: try check(archive_write_add_filter_zstd(archive), archive, "zstd is not available in libarchive")
     case .gzip: try check(archive_write_add_filter_gzip(archive), archive, "gzip is not available in libarchive")

@@ -1,4 +1,5 @@
 import CLibArchive
+import Glibc
 import SystemPackage
 
 // Everything that touches libarchive's C API lives in this folder; OpaquePointers never leave it.
@@ -35,3 +36,33 @@ func check(_ status: Int32, _ archive: OpaquePointer, _ what: @autoclosure () ->
     let cause = libArchiveStatus(archive, status)
     throw AssetPackFormatError(code: .archive, message: "\(what()): \(cause.text)", cause: cause)
 }
+
+/// Checks the return code of a write (a header, data, the end of an entry): anything but `ARCHIVE_OK` is a
+/// failure. libarchive's disk writer returns `ARCHIVE_WARN` when `write(2)` wrote less than asked (a full
+/// disk), and accepting it installs files with holes.
+func checkWrite(
+    _ status: Int,
+    _ archive: OpaquePointer,
+    _ what: @autoclosure () -> String,
+    code: AssetPackFormatError.Code = .io
+) throws {
+    guard status != Int(ArchiveStatus.ok) else { return }
+    let cause = libArchiveStatus(archive, Int32(clamping: status))
+    throw AssetPackFormatError(code: code, message: "\(what()): \(cause.text)", cause: cause)
+}
+
+/// Runs libarchive work with the calling thread's locale set to `C.UTF-8`.
+///
+/// libarchive converts entry names through the C library's current locale, and a Swift process runs in the
+/// "C" locale (ASCII): any non-ASCII name failed to convert, and libarchive 3.6's pax writer then read a NULL
+/// name (a crash in `archive_write_header` on `Über/b.txt`). With a UTF-8 locale on the thread (not the
+/// process), names stay the UTF-8 bytes they are, from the asset folder to the app group.
+func withUTF8Locale<T>(_ body: () throws -> T) rethrows -> T {
+    guard let locale = utf8Locale else { return try body() }
+    let previous = uselocale(locale)
+    defer { uselocale(previous) }
+    return try body()
+}
+
+/// `C.UTF-8` (built into glibc 2.35 and later), made once.
+nonisolated(unsafe) private let utf8Locale: locale_t? = newlocale(LC_CTYPE_MASK, "C.UTF-8", nil)
