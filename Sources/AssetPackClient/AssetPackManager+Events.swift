@@ -33,7 +33,7 @@ extension AssetPackManager {
     public func sync(event: InstallationEvent) async throws -> SyncReport {
         try await withExclusiveControl {
             var report = SyncReport()
-            let packs = try await self.manifests.fetch()
+            let packs = try await self.serverPacks()
             let store = self.store
             let before = try await BlockingIO.run { try store.loadState().installed.mapValues(\.version) }
             if event != .install {

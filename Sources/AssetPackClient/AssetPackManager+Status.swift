@@ -37,7 +37,7 @@ extension AssetPackManager {
     /// `status(relativeTo:)`): `outOfDate` when the local version differs from `pack`'s, `updateAvailable`
     /// when the server still publishes `pack`'s version and it differs from the local one.
     public func status(relativeTo pack: AssetPack) async throws -> AssetPack.Status {
-        let packs = try await manifests.fetch()
+        let packs = try await serverPacks()
         let store = self.store
         let state = try await BlockingIO.run { try store.loadState() }
         return PackStatus.relative(to: pack, serverPacks: packs, state: state, downloading: await gate.installing)
@@ -48,7 +48,7 @@ extension AssetPackManager {
     /// - Returns: Each pack (the server's description, or `nil` for an installed pack the server dropped),
     ///   sorted by ID.
     public func statusOfAllAssetPacks() async throws -> [AssetPackStatusEntry] {
-        let packs = try await manifests.fetch()
+        let packs = try await serverPacks()
         let store = self.store
         let state = try await BlockingIO.run { try store.loadState() }
         let downloading = await gate.installing

@@ -110,10 +110,15 @@ public actor AssetPackManager {
 
     // MARK: Server information
 
+    /// Every pack the server lists, by ID.
+    func serverPacks() async throws -> [String: AssetPack] {
+        try await manifests.fetch()
+    }
+
     /// The pack with this ID, as the server describes it now.
     /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound`, or a network error.
     public func assetPack(withID id: String) async throws -> AssetPack {
-        guard let pack = try await manifests.fetch()[id] else {
+        guard let pack = try await serverPacks()[id] else {
             throw AssetPackClientError.notFound(id, server: server.absoluteString)
         }
         return pack
@@ -121,7 +126,7 @@ public actor AssetPackManager {
 
     /// Every pack the server lists.
     public var allAssetPacks: Set<AssetPack> {
-        get async throws { Set(try await manifests.fetch().values) }
+        get async throws { Set(try await serverPacks().values) }
     }
 
     // MARK: Status updates
@@ -162,7 +167,7 @@ public actor AssetPackManager {
     public func ensureLocalAvailability(of pack: AssetPack, requireLatestVersion: Bool = false) async throws {
         try await withExclusiveControl {
             guard requireLatestVersion else { return try await self.ensure(pack, exactVersion: false) }
-            guard let current = try await self.manifests.fetch()[pack.id] else {
+            guard let current = try await self.serverPacks()[pack.id] else {
                 let store = self.store
                 try await BlockingIO.run { try store.update { $0.obsolete.insert(pack.id) } }
                 throw AssetPackClientError(
@@ -192,7 +197,7 @@ public actor AssetPackManager {
     @discardableResult
     public func checkForUpdates() async throws -> (updatingIDs: Set<String>, removedIDs: Set<String>) {
         try await withExclusiveControl {
-            let packs = try await self.manifests.fetch()
+            let packs = try await self.serverPacks()
             let store = self.store
             let (removed, outdated) = try await BlockingIO.run {
                 let (removed, state) = try store.update { state in
@@ -201,7 +206,10 @@ public actor AssetPackManager {
                     for id in Set(removed.map(\.id)).union(state.latestKnown.keys) where packs[id] == nil {
                         state.obsolete.insert(id)
                     }
-                    for (id, pack) in packs { state.latestKnown[id] = pack.version }
+                    for (id, pack) in packs {
+                        state.latestKnown[id] = pack.version
+                        state.obsolete.remove(id)  // published again: a new listing, no longer obsolete
+                    }
                     return (removed, state)
                 }
                 for pack in removed { store.removePack(pack) }
@@ -251,11 +259,17 @@ public actor AssetPackManager {
                 return false
             }
             if state.obsolete.contains(pack.id) {
-                throw AssetPackClientError(
-                    code: .obsolete,
-                    message: "pack \(pack.id) is obsolete: the server dropped it, so it cannot be downloaded again",
-                    assetPackID: pack.id
-                )
+                // Apple's rule: an obsolete pack cannot be downloaded again. A pack the server publishes again
+                // is a new listing, though (otherwise a manifest broken for a minute would lose it for good).
+                guard try await self.serverPacks()[pack.id] != nil else {
+                    throw AssetPackClientError(
+                        code: .obsolete,
+                        message:
+                            "pack \(pack.id) is obsolete: the server dropped it, so it cannot be downloaded again",
+                        assetPackID: pack.id
+                    )
+                }
+                try await BlockingIO.run { try store.update { $0.obsolete.remove(pack.id) } }
             }
             return true
         } install: {

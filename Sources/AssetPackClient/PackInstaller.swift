@@ -146,7 +146,17 @@ struct PackInstaller: Sendable {
         } catch {
             throw AssetPackClientError.io("write the index of", destination, error)
         }
-        AtomicFile.syncFileSystem(containing: staging)
+        do {
+            try AtomicFile.syncFileSystem(containing: staging)
+        } catch {
+            _ = unlink(store.root.appending(relative + ".index.json").string)
+            throw AssetPackClientError(
+                code: .io,
+                message: "pack \(pack.id) was written but did not reach the disk intact; nothing was installed",
+                assetPackID: pack.id,
+                cause: error
+            )
+        }
         guard rename(staging.string, destination.string) == 0 else {
             let failure = Errno(rawValue: errno)
             _ = unlink(store.root.appending(relative + ".index.json").string)

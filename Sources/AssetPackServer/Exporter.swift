@@ -2,6 +2,10 @@ import AssetPackFormat
 import Foundation
 import SystemPackage
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Writes the packs of a catalog as a static tree: `manifest` and `assets/<id>`, which nginx, an object
 /// store or a CDN can serve so that a client sees what `ba-mock serve` would give it.
 public enum Exporter {
@@ -13,17 +17,25 @@ public enum Exporter {
         public var manifestFile: FilePath
     }
 
+    /// What an export wrote, kept in `OUT/.ba-mock-export.json`, so that a later export removes only files it
+    /// wrote itself.
+    private struct Record: Codable, Sendable {
+        /// Paths relative to the output folder.
+        var files: [String]
+    }
+
     /// Exports the published packs of `snapshot` into `folder`.
     ///
-    /// Each file is written under a temporary name and renamed into place; pack files from an earlier
-    /// export that are no longer published are removed, anything else in the folder is left alone.
+    /// Each file is written under a temporary name and renamed into place. Pack files that an earlier
+    /// export wrote (it keeps a record in `.ba-mock-export.json`) and that are no longer published are
+    /// removed; anything else in the folder is left alone, whatever its name.
     /// - Parameters:
     ///   - snapshot: The packs to export.
     ///   - folder: The output folder (created if needed).
     ///   - baseURL: Written before `assets/<id>` in pack URLs; `nil` writes relative URLs, which a client
     ///     resolves against the manifest's own URL.
     /// - Returns: The manifest written.
-    /// - Throws: ``AssetPackFormatError`` with code `.io`.
+    /// - Throws: ``AssetPackFormatError`` with code `.io` or `.invalidState` (a damaged record).
     public static func export(_ snapshot: CatalogSnapshot, to folder: FilePath, baseURL: String?) throws -> Result {
         let assets = folder.appending("assets")
         do {
@@ -31,13 +43,12 @@ public enum Exporter {
         } catch {
             throw AssetPackFormatError(code: .io, message: "cannot create \(assets): \(error)")
         }
+        let record = StateFile<Record>(folder.appending(".ba-mock-export.json"))
+        let before = Set(try record.load()?.files ?? [])
+        var written: [String] = []
         for pack in snapshot.packs {
             try copy(pack.archive, to: assets.appending(pack.id))
-        }
-        let published = Set(snapshot.packs.map(\.id))
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: assets.string)) ?? []
-        where !published.contains(name) && AssetPackID.problem(with: name) == nil {
-            try? FileManager.default.removeItem(atPath: assets.appending(name).string)
+            written.append("assets/\(pack.id)")
         }
         let manifest = snapshot.manifest(baseURL: baseURL ?? "")
         let manifestFile = folder.appending("manifest")
@@ -48,6 +59,11 @@ public enum Exporter {
             throw AssetPackFormatError(code: .io, message: "cannot encode the manifest: \(error)")
         }
         try AtomicFile.write(bytes, to: manifestFile)
+        written.append("manifest")
+        try record.save(Record(files: written.sorted()))
+        for stale in before.subtracting(written) where PackPath.normalize(stale) == stale {
+            _ = unlink(folder.appending(stale).string)  // a file, never a folder: only what was written here
+        }
         return Result(manifest: manifest, manifestFile: manifestFile)
     }
 

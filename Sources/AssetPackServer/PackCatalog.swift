@@ -139,12 +139,15 @@ public actor PackCatalog {
                 report.problems.append(error)
             }
         }
-        let validFiles = Set(scan.sources.map(\.manifestFile))
+        // Manifests are compared by file name (they sit at the folder's top level): the state file recorded
+        // the path as the folder was spelled then, which need not be how it is spelled now.
+        let validNames = Set(scan.sources.map { Self.manifestName($0.manifestFile) })
+        let presentNames = Set(scan.manifestFiles.map(Self.manifestName))
         for (id, record) in state.packs where !record.removed && !present.contains(id) {
             // A manifest that is still there but no longer valid keeps its last good version published while
             // it is being fixed; one that is gone, or now names another pack, unpublishes the pack.
-            let stillThere = scan.manifestFiles.contains(record.manifestFile)
-            if stillThere && !validFiles.contains(record.manifestFile) { continue }
+            let name = Self.manifestName(record.manifestFile)
+            if presentNames.contains(name) && !validNames.contains(name) { continue }
             state.packs[id]?.removed = true
             superseded.append((packsFolder.appending(record.archive), .now))
             report.removed.append(id)
@@ -197,6 +200,10 @@ public actor PackCatalog {
                 log("ba-mock: cannot refresh \(folder.root): \(error)")
             }
         }
+    }
+
+    private static func manifestName(_ path: String) -> PathKey {
+        PathKey(FilePath(path).lastComponent?.string ?? path)
     }
 
     private func published(_ record: MockState.Record, id: String) -> Int {

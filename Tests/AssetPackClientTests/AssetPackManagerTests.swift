@@ -2,6 +2,7 @@ import AssetPackClient
 import AssetPackFormat
 import AssetPackServer
 import Foundation
+import NIOHTTP1
 import SystemPackage
 import TestSupport
 import Testing
@@ -121,6 +122,30 @@ struct AssetPackManagerTests {
                 try await manager.ensureLocalAvailability(of: pack)
             }
             #expect(error?.code == .obsolete)
+        }
+    }
+
+    @Test func aPackPublishedAgainIsNoLongerObsolete() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try manager(server, scratch.root.appending("AppGroup"))
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Textures"))
+            #expect(try await server.get("/_mock/packs/Textures/obsolete", method: .PUT).status == 200)
+            #expect(try await manager.checkForUpdates().removedIDs == ["Textures"])
+            #expect(await manager.localStatus(ofAssetPackWithID: "Textures") == [.obsolete])
+
+            // The server lists it again: it can be downloaded again, and is no longer obsolete.
+            #expect(try await server.get("/_mock/packs/Textures/obsolete", method: .DELETE).status == 200)
+            #expect(try await server.manifest().assetPacks.contains { $0.id == "Textures" })
+            let pack = try await manager.assetPack(withID: "Textures")
+            try await manager.ensureLocalAvailability(of: pack)
+            #expect(
+                try manager.contents(at: "Textures/rock.ktx2")
+                    == scratch.read(scratch.root.appending("Textures/rock.ktx2"))
+            )
+            #expect(!(await manager.localStatus(ofAssetPackWithID: "Textures")).contains(.obsolete))
+            #expect(try await manager.checkForUpdates().removedIDs.isEmpty)
         }
     }
 

@@ -1,5 +1,6 @@
 import AssetPackClient
 import AssetPackFormat
+import AssetPackServer
 import Foundation
 import SystemPackage
 import TestSupport
@@ -48,6 +49,58 @@ struct DiskFullTests {
             )
             #expect(
                 try FileManager.default.contentsOfDirectory(atPath: appGroup.appending(".ba-sync/downloads").string)
+                    .isEmpty
+            )
+        }
+    }
+
+    /// Two packs update at once on a disk with room for one: whichever fails keeps its previous version, and
+    /// nothing installed has a hole (a short write is an error, never a file with zeros in it).
+    @Test func packsUpdatingTogetherOnAFullDiskNeverCommitHoles() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try scratch.write("Textures/big.bin", Scratch.noise(300_000, seed: 5))
+        let appGroup = scratch.root.appending("AppGroup")
+        try FileManager.default.createDirectory(atPath: appGroup.string, withIntermediateDirectories: true)
+        #expect(
+            try runTool(
+                URL(fileURLWithPath: "/bin/mount"),
+                ["-t", "tmpfs", "-o", "size=1000k", "tmpfs", appGroup.string]
+            )
+            .status == 0
+        )
+        defer { _ = try? runTool(URL(fileURLWithPath: "/bin/umount"), ["-l", appGroup.string]) }
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            try await manager.ensureLocalAvailability(
+                of: Set([
+                    try await manager.assetPack(withID: "Textures"), try await manager.assetPack(withID: "Tutorial"),
+                ])
+            )
+            let old = [
+                "Textures/big.bin": try scratch.read(scratch.root.appending("Textures/big.bin")),
+                "Videos/Intro.m4v": try scratch.read(scratch.root.appending("Videos/Intro.m4v")),
+            ]
+            // New content for both packs: 500 KB to extract beside 550 KB installed, on a 1000 KiB disk.
+            try scratch.write("Textures/big.bin", Scratch.noise(300_000, seed: 6))
+            try scratch.write("Videos/Intro.m4v", Scratch.noise(200_000, seed: 7))
+            try await server.catalog.refresh()
+            let new = [
+                "Textures/big.bin": try scratch.read(scratch.root.appending("Textures/big.bin")),
+                "Videos/Intro.m4v": try scratch.read(scratch.root.appending("Videos/Intro.m4v")),
+            ]
+            let failure = await #expect(throws: AssetPackClientError.self) { try await manager.checkForUpdates() }
+            #expect(failure?.message.contains("no space left") == true, "\(failure?.description ?? "")")
+            #expect(try manager.verify() == 3)
+            for (path, bytes) in old {
+                let now = try manager.contents(at: FilePath(path))
+                let version = try #require(
+                    manager.installedPack(withID: path.hasPrefix("Textures") ? "Textures" : "Tutorial")
+                )
+                #expect(now == (version.version == 1 ? bytes : new[path]), "\(path) at version \(version.version)")
+            }
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: appGroup.appending(".ba-sync/staging").string)
                     .isEmpty
             )
         }

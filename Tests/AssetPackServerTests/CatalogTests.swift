@@ -109,6 +109,32 @@ struct CatalogTests {
         }
     }
 
+    @Test(arguments: [#"{"assetPackID": "Levels", "#, "bad selector"])
+    func aManifestBrokenAfterARestartKeepsTheLastGoodVersion(_ broken: String) async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        // The first run names the folder one way, the next another (absolute, or with ./): the state file
+        // recorded the manifest under the first spelling.
+        try await PackCatalog(folder: AssetFolder(root: scratch.root)).refresh()
+        let respelled = FilePath(scratch.root.string + "/./")
+        let catalog = try PackCatalog(folder: AssetFolder(root: respelled), retention: .zero)
+        try await catalog.refresh()
+        if broken == "bad selector" {
+            let text = String(decoding: try scratch.read(scratch.root.appending("Levels.json")), as: UTF8.self)
+            try scratch.write(
+                "Levels.json",
+                text.replacingOccurrences(of: #"{"directory": "Levels"}"#, with: #"{"directory": "NoSuchFolder"}"#)
+            )
+        } else {
+            try scratch.write("Levels.json", broken)
+        }
+        let report = try await catalog.refresh()
+        #expect(report.problems.count == 1)
+        #expect(report.removed.isEmpty)
+        #expect(catalog.snapshot.packs.map(\.id) == ["Levels", "Textures", "Tutorial"])
+        #expect(catalog.snapshot.pack(withID: "Levels")?.version == 1)
+    }
+
     @Test func pinnedVersionIsPublished() async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
@@ -156,9 +182,9 @@ struct CatalogTests {
         )
         try scratch.write("Bad.json", #"{"assetPackID": "Bad"}"#)
         let scan = try AssetFolder(root: scratch.root).scan()
-        #expect(
-            scan.sources.map(\.manifest.assetPackID) == ["Overlap", "Textures", "Tutorial"] || scan.sources.count == 4
-        )
+        // Copy.json sorts first, so it keeps the ID "Levels" and Levels.json is the duplicate.
+        #expect(scan.sources.map(\.manifest.assetPackID) == ["Levels", "Overlap", "Textures", "Tutorial"])
+        #expect(scan.sources.first?.manifestFile.hasSuffix("Copy.json") == true)
         let duplicate = try #require(scan.problems.first { $0.code == .duplicatePackID })
         #expect(duplicate.message.contains("Levels.json") && duplicate.message.contains("Copy.json"))
         #expect(scan.problems.contains { $0.message.contains("Bad.json: downloadPolicy: is missing") })

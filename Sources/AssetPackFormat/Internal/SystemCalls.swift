@@ -7,12 +7,21 @@ import SystemPackage
 
 extension AtomicFile {
     /// Flushes every buffer of the file system that holds `path` (Linux `syncfs`): one call makes a whole
-    /// extracted pack durable, where an `fsync` per file would cost one flush each. Failures are ignored, as
-    /// for ``syncDirectory(_:)``: the data is written, only its durability is in question.
-    public static func syncFileSystem(containing path: FilePath) {
-        guard let fd = try? FileDescriptor.open(path, .readOnly, options: [.closeOnExec]) else { return }
-        _ = syncfs(fd.rawValue)
-        try? fd.close()
+    /// extracted pack durable, where an `fsync` per file would cost one flush each.
+    /// - Throws: ``AssetPackFormatError`` with code `.io` when the flush reports an error: a write that the
+    ///   file system accepted did not reach the disk (out of space at writeback, an I/O error), so what was
+    ///   written cannot be trusted.
+    public static func syncFileSystem(containing path: FilePath) throws {
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec])
+        } catch let errno as Errno {
+            throw AssetPackFormatError.io("open", path, errno)
+        }
+        defer { try? fd.close() }
+        if syncfs(fd.rawValue) != 0 {
+            throw AssetPackFormatError.io("flush the file system holding", path, Errno(rawValue: errno))
+        }
     }
 }
 
