@@ -1,4 +1,7 @@
 import AssetPackFormat
+import AsyncHTTPClient
+import NIOCore
+import NIOPosix
 import SystemPackage
 
 /// An error of the client: a pack or file that is not there, a download that failed, an install refused.
@@ -48,6 +51,9 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
     public var httpStatus: Int?
     /// How long the server asked to wait (`Retry-After`), if it did.
     var retryAfter: Duration?
+    /// Whether a network failure is worth retrying: a server that refuses connections before anything was
+    /// received is down or the URL is wrong, and retrying would only make the user wait.
+    var retryable = true
 
     /// Creates an error.
     public init(code: Code, message: String, assetPackID: String? = nil, cause: (any Error & Sendable)? = nil) {
@@ -65,6 +71,16 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
     /// Whether the bytes received were wrong (size, digest, or an archive that does not extract): the
     /// download starts over rather than resuming.
     var isIntegrityFailure: Bool { code == .sizeMismatch || code == .digestMismatch || code == .corruptPack }
+
+    /// Whether `error` is a connection that could not be made (refused, unreachable, timed out connecting).
+    static func isConnectFailure(_ error: any Error) -> Bool {
+        if let error = error as? HTTPClientError, error == .connectTimeout { return true }
+        if let error = error as? IOError {
+            return [ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EHOSTDOWN].contains(error.errnoCode)
+        }
+        if error is NIOConnectionError { return true }
+        return false
+    }
 
     /// Whether `error` comes from a full disk, however deep in the chain of causes.
     static func isDiskFull(_ error: any Error) -> Bool {

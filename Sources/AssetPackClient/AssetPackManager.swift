@@ -46,7 +46,8 @@ public actor AssetPackManager {
     ///   - client: The HTTP client (give one that trusts a `ba-mock --tls-self-signed` CA for HTTPS).
     ///   - maxConcurrentDownloads: How many packs download at once.
     ///   - retryPolicy: How failed downloads and manifest fetches are retried (downloads resume each time).
-    ///   - timeout: The deadline of one HTTP request, body included.
+    ///   - timeout: The deadline of one download request, body included.
+    ///   - manifestTimeout: The deadline of one manifest fetch, body included.
     ///   - stallTimeout: How long a download may receive nothing before it is cut and resumed.
     ///   - resumableDownloads: Download each archive into a file first, so that a process killed mid-download
     ///     resumes in a later run, then install from it. By default an archive is extracted as it arrives
@@ -63,6 +64,7 @@ public actor AssetPackManager {
         maxConcurrentDownloads: Int = 3,
         retryPolicy: RetryPolicy = RetryPolicy(),
         timeout: TimeAmount = .minutes(30),
+        manifestTimeout: Duration = .seconds(30),
         stallTimeout: Duration = .seconds(30),
         resumableDownloads: Bool = false,
         lockTimeout: Duration? = nil,
@@ -78,7 +80,12 @@ public actor AssetPackManager {
         self.server = server
         self.reader = AssetPackReader(appGroup: appGroup)
         self.store = reader.store
-        self.manifests = ManifestClient(server: server, client: client, retryPolicy: retryPolicy, timeout: .seconds(60))
+        self.manifests = ManifestClient(
+            server: server,
+            client: client,
+            retryPolicy: retryPolicy,
+            timeout: manifestTimeout
+        )
         self.installer = PackInstaller(
             store: reader.store,
             downloader: PackDownloader(

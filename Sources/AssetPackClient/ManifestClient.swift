@@ -11,8 +11,9 @@ struct ManifestClient: Sendable {
     let server: URL
     let client: HTTPClient
     let retryPolicy: RetryPolicy
-    /// The deadline of one fetch, body included.
-    let timeout: TimeAmount
+    /// The deadline of one fetch, from the request to the body's last byte: a server that drips its manifest
+    /// a byte at a time cannot hold the client past it.
+    let timeout: Duration
 
     /// The largest manifest accepted (a manifest of 10 000 packs is about 5 MiB).
     static let maximumSize = 64 << 20
@@ -23,13 +24,15 @@ struct ManifestClient: Sendable {
     /// - Throws: ``AssetPackClientError`` with code `.network`, `.httpStatus` or `.badManifest`.
     func fetch() async throws -> [String: AssetPack] {
         let url = self.url
-        let body = try await retryPolicy.run { try await fetchOnce(url) }
+        let body = try await retryPolicy.run {
+            try await withDeadline(timeout, url: url) { try await fetchOnce(url) }
+        }
         return try decode(body, url: url)
     }
 
     private func fetchOnce(_ url: URL) async throws -> ByteBuffer {
         do {
-            let response = try await client.execute(HTTPClientRequest(url: url.absoluteString), timeout: timeout)
+            let response = try await client.execute(HTTPClientRequest(url: url.absoluteString), timeout: .hours(1))
             guard response.status.code == 200 else {
                 var error = AssetPackClientError(
                     code: .httpStatus,
@@ -44,11 +47,42 @@ struct ManifestClient: Sendable {
         } catch let error as AssetPackClientError {
             throw error
         } catch {
-            throw AssetPackClientError(
+            let connect = AssetPackClientError.isConnectFailure(error)
+            var failure = AssetPackClientError(
                 code: .network,
-                message: "cannot fetch the manifest from \(url). Fix: is the server running, and --server right?",
+                message: connect
+                    ? "cannot connect to \(url.host ?? "")\(url.port.map { ":\($0)" } ?? "") for \(url). Fix: is the "
+                        + "server running there, and is --server right?"
+                    : "cannot fetch the manifest from \(url). Fix: is the server running, and --server right?",
                 cause: error
             )
+            failure.retryable = !connect
+            throw failure
+        }
+    }
+
+    /// Runs `fetch` and fails it with a network error if it has not finished after `timeout`.
+    private func withDeadline(
+        _ timeout: Duration,
+        url: URL,
+        _ fetch: @escaping @Sendable () async throws -> ByteBuffer
+    ) async throws -> ByteBuffer {
+        try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await fetch() }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let body = try await group.next() ?? nil else {
+                throw AssetPackClientError(
+                    code: .network,
+                    message:
+                        "the manifest at \(url) did not arrive whole within \(timeout.seconds) s. Fix: check the "
+                        + "server, or raise --timeout"
+                )
+            }
+            return body
         }
     }
 

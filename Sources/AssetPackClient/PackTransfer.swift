@@ -12,8 +12,11 @@ struct PackTransfer: Sendable {
     let client: HTTPClient
     /// The deadline of one request, body included.
     let timeout: TimeAmount
-    /// How long a download may go without a byte before it counts as stalled.
+    /// How long a download may go without a byte, or below ``minimumRate``, before it counts as stalled.
     let stallTimeout: Duration
+    /// The slowest a download may be over a whole ``stallTimeout`` before it counts as stalled: a server
+    /// that drips a byte now and then never leaves the transfer idle, but never finishes it either.
+    static let minimumRate = 1024  // bytes per second
 
     /// Streams the archive of `pack` from byte `offset` to its end into `push`.
     ///
@@ -62,13 +65,16 @@ struct PackTransfer: Sendable {
         do {
             response = try await client.execute(request, timeout: timeout)
         } catch {
-            throw AssetPackClientError(
+            var failure = AssetPackClientError(
                 code: .network,
                 message:
                     "cannot download pack \(pack.id) from \(pack.url): \(error); \(offset) bytes kept to resume",
                 assetPackID: pack.id,
                 cause: error
             )
+            // A download under way keeps its retries; one that cannot even start fails at once.
+            failure.retryable = offset > 0 || !AssetPackClientError.isConnectFailure(error)
+            throw failure
         }
         switch response.status.code {
         case 206 where offset > 0:
@@ -157,7 +163,11 @@ struct PackTransfer: Sendable {
                     }
                 }
                 group.addTask {
-                    // A stall: no byte for longer than the timeout. The read is cancelled and resumed later.
+                    // A stall: no byte for longer than the timeout, or less than the minimum rate over a whole
+                    // timeout. The read is cancelled and resumed later.
+                    let clock = ContinuousClock()
+                    var window = (start: clock.now, written: watch.written)
+                    let least = Int64(Double(Self.minimumRate) * stallTimeout.seconds)
                     while true {
                         try await Task.sleep(for: stallTimeout / 4)
                         if watch.idle > stallTimeout {
@@ -168,6 +178,19 @@ struct PackTransfer: Sendable {
                                     + "\(watch.written); kept to resume",
                                 assetPackID: pack.id
                             )
+                        }
+                        if clock.now - window.start >= stallTimeout {
+                            if watch.written - window.written < least {
+                                throw AssetPackClientError(
+                                    code: .network,
+                                    message:
+                                        "download of pack \(pack.id) from \(pack.url) ran slower than "
+                                        + "\(Self.minimumRate) bytes/s for \(stallTimeout) at byte \(watch.written); "
+                                        + "kept to resume",
+                                    assetPackID: pack.id
+                                )
+                            }
+                            window = (clock.now, watch.written)
                         }
                     }
                 }

@@ -39,7 +39,7 @@ public struct RetryPolicy: Sendable, Hashable {
         case .sizeMismatch, .digestMismatch, .corruptPack:
             return mismatches <= integrityRetries ? .refetch : .fail
         case .network:
-            break
+            guard error.retryable else { return .fail }
         case .httpStatus:
             guard let status = error.httpStatus, status == 429 || status >= 500 else { return .fail }
         default:

@@ -30,10 +30,13 @@ final class TransferConsumer<Product: Sendable>: Sendable {
     ///   - startOffset: Bytes the destination already holds (a partial file left by an earlier run); the
     ///     work must hand them to ``HashingReader/resume(hasher:count:)`` first.
     ///   - work: Reads the bytes through the reader, on the consumer's thread, and returns what it made. Once
-    ///     it returns, whatever follows in the feed is read and hashed as well (the digest covers every byte).
+    ///     it returns, whatever follows in the feed is read and hashed as well (the digest covers every byte);
+    ///     zeros (tar pads with zero blocks) but at most `trailingLimit` other bytes: an archive is not
+    ///     followed by megabytes of anything else.
     init(
         destination: FilePath,
         startOffset: Int64 = 0,
+        trailingLimit: Int64 = 1 << 20,
         work: @escaping @Sendable (HashingReader) throws -> Product
     ) {
         let feed = ByteFeed()
@@ -45,7 +48,21 @@ final class TransferConsumer<Product: Sendable>: Sendable {
                 let reader = HashingReader(feed)
                 do {
                     let product = try work(reader)
-                    while try reader.next().count > 0 {}
+                    let end = reader.count
+                    var trailing: Int64 = 0
+                    while true {
+                        let block = try reader.next()
+                        if block.isEmpty { break }
+                        if !block.allSatisfy({ $0 == 0 }) { trailing += Int64(block.count) }
+                        guard trailing <= trailingLimit else {
+                            throw AssetPackClientError(
+                                code: .corruptPack,
+                                message:
+                                    "the download goes on for more than \(ByteFormat.string(trailingLimit)) after the "
+                                    + "end of its archive (at byte \(end)); nothing was installed"
+                            )
+                        }
+                    }
                     return Outcome(product: product, sha256: reader.digest, size: reader.count)
                 } catch {
                     feed.abandon()

@@ -5,6 +5,7 @@ import HummingbirdTLS
 import Logging
 import NIOCore
 import ServiceLifecycle
+import UnixSignals
 
 /// How the HTTP side of `ba-mock serve` behaves.
 public struct ServerConfiguration: Sendable {
@@ -27,6 +28,8 @@ public struct ServerConfiguration: Sendable {
     public var faults: FaultPlan
     /// How long a connection may take to send a complete request head.
     public var requestHeadTimeout: TimeAmount
+    /// How long a connection may accept no bytes while a response waits to be sent before it is closed.
+    public var sendTimeout: TimeAmount
 
     /// Creates a configuration; the defaults serve plain HTTP on 127.0.0.1:8443 and watch every second.
     public init(
@@ -38,8 +41,10 @@ public struct ServerConfiguration: Sendable {
         requestLog: (@Sendable (String) -> Void)? = nil,
         eventLog: @escaping @Sendable (String) -> Void = { _ in },
         faults: FaultPlan = FaultPlan(seed: 0),
-        requestHeadTimeout: TimeAmount = .seconds(10)
+        requestHeadTimeout: TimeAmount = .seconds(10),
+        sendTimeout: TimeAmount = .seconds(60)
     ) {
+        self.sendTimeout = sendTimeout
         self.faults = faults
         self.requestHeadTimeout = requestHeadTimeout
         self.host = host
@@ -54,16 +59,24 @@ public struct ServerConfiguration: Sendable {
 
 /// Builds the router: request log outermost, JSON errors inside it, then the pack routes and the
 /// loopback-only control endpoint.
-func buildRouter(catalog: PackCatalog, configuration: ServerConfiguration, scheme: String) -> Router<
-    MockRequestContext
-> {
+func buildRouter(
+    catalog: PackCatalog,
+    configuration: ServerConfiguration,
+    scheme: String,
+    sendfile: SendfileRegistry?
+) -> Router<MockRequestContext> {
     let router = Router(context: MockRequestContext.self, options: .autoGenerateHeadEndpoints)
     if let requestLog = configuration.requestLog {
         router.add(middleware: RequestLogMiddleware(json: configuration.jsonLog, write: requestLog))
     }
     router.add(middleware: JSONErrorMiddleware())
-    PackController(catalog: catalog, baseURL: configuration.baseURL, scheme: scheme, faults: configuration.faults)
-        .addRoutes(to: router)
+    PackController(
+        catalog: catalog,
+        baseURL: configuration.baseURL,
+        scheme: scheme,
+        faults: configuration.faults,
+        sendfile: sendfile
+    ).addRoutes(to: router)
     ControlController(catalog: catalog, faults: configuration.faults).addRoutes(to: router)
     return router
 }
@@ -85,16 +98,20 @@ public func buildApplication(
     onRunning: @escaping @Sendable (String) async -> Void = { _ in }
 ) throws -> some ApplicationProtocol {
     let scheme = tls == nil ? "http" : "https"
-    let router = buildRouter(catalog: catalog, configuration: configuration, scheme: scheme)
+    // Pack bodies go out by sendfile on plain HTTP; TLS has to encrypt them, so they go through buffers.
+    let sendfile = tls == nil ? SendfileRegistry() : nil
+    let router = buildRouter(catalog: catalog, configuration: configuration, scheme: scheme, sendfile: sendfile)
     var logger = Logger(label: "ba-mock")
     logger.logLevel = .warning
-    // A connection that sends or reads nothing for 30 s is closed, and so is one whose request head takes
-    // longer than requestHeadTimeout (slow or stuck clients do not pile up); request heads are bounded by
-    // NIO's decoder (80 KiB of headers, 1000 fields).
-    let headTimeout = configuration.requestHeadTimeout
+    // A connection idle for 30 s between requests is closed, so is one whose request head takes longer
+    // than requestHeadTimeout, and one that accepts no bytes of a response for sendTimeout (slow or stuck
+    // clients do not pile up); request heads are bounded by NIO's decoder (80 KiB of headers, 1000 fields).
+    let (headTimeout, sendTimeout) = (configuration.requestHeadTimeout, configuration.sendTimeout)
     let http1: HTTPServerBuilder = .http1(
         configuration: .init(
-            additionalChannelHandlers: [RequestHeadTimeoutHandler(timeout: headTimeout)],
+            additionalChannelHandlers: [
+                RequestHeadTimeoutHandler(timeout: headTimeout), SendTimeoutHandler(timeout: sendTimeout),
+            ] + (sendfile.map { [SendfileInstaller(registry: $0)] } ?? []),
             idleTimeout: .seconds(30)
         )
     )
@@ -140,4 +157,19 @@ struct CatalogWatcher: Service {
             }
         }
     }
+}
+
+/// Runs a server until SIGINT or SIGTERM, then shuts it down gracefully: it stops accepting connections,
+/// lets responses under way finish for up to `grace`, and then closes whatever connections are left (a
+/// client that stopped reading would otherwise hold the process for good).
+/// - Throws: What the server throws while running (an address in use, say); not a grace period that ran out.
+public func runUntilSignalled(_ service: some Service, grace: Duration, logger: Logger) async throws {
+    var configuration = ServiceGroupConfiguration(
+        services: [.init(service: service)],
+        gracefulShutdownSignals: [.sigterm, .sigint],
+        logger: logger
+    )
+    configuration.maximumGracefulShutdownDuration = grace
+    configuration.maximumCancellationDuration = .seconds(2)
+    try await ServiceGroup(configuration: configuration).run()
 }

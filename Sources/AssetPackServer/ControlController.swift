@@ -10,10 +10,13 @@ public struct MockRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The connected peer.
     public let remoteAddress: SocketAddress?
+    /// The connection, to find the files its `sendfile` bodies have open.
+    let channel: ObjectIdentifier
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.remoteAddress = source.channel.remoteAddress
+        self.channel = ObjectIdentifier(source.channel)
     }
 }
 

@@ -7,7 +7,9 @@ import NIOPosix
 import SystemPackage
 
 /// The routes a client uses: `GET /manifest` and `GET`/`HEAD /assets/<id>`.
-struct PackController<Context: RequestContext> {
+struct PackController {
+    typealias Context = MockRequestContext
+
     let catalog: PackCatalog
     /// The base URL written into the manifest, or `nil` to derive it from each request's `Host`.
     let baseURL: String?
@@ -15,6 +17,8 @@ struct PackController<Context: RequestContext> {
     let scheme: String
     let faults: FaultPlan
     let smallPacks = SmallPackCache()
+    /// Files open for `sendfile` bodies, or `nil` when bodies must go through buffers (TLS).
+    let sendfile: SendfileRegistry?
 
     func addRoutes(to router: Router<Context>) {
         router.get("/manifest", use: manifest)
@@ -106,15 +110,17 @@ struct PackController<Context: RequestContext> {
         if range != .full, let ifRange = request.headers[.ifRange], !ifRangeHolds(ifRange, pack: pack) {
             range = .full  // the client's partial copy is of another version: send it all again
         }
+        let buffered = !plan.isEmpty  // faults change the bytes: they need them in buffers
         switch range {
         case .full:
-            let body = try await body(of: pack, range: 0...Int(size - 1), context: context)
+            let body = try await body(of: pack, range: 0...Int(size - 1), buffered: buffered, context: context)
             return Response(status: .ok, headers: headers, body: Self.misbehave(body, plan, firstByte: 0))
         case .partial(let bytes):
             headers[.contentRange] = "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(size)"
             let body = try await body(
                 of: pack,
                 range: Int(bytes.lowerBound)...Int(bytes.upperBound),
+                buffered: buffered,
                 context: context
             )
             return Response(
@@ -133,9 +139,15 @@ struct PackController<Context: RequestContext> {
         }
     }
 
-    /// The bytes of `range`: from memory for a small pack, streamed from its file otherwise.
-    private func body(of pack: ServedPack, range: ClosedRange<Int>, context: Context) async throws -> ResponseBody {
+    /// The bytes of `range`: from memory for a small pack; from its file otherwise, by `sendfile` on plain
+    /// HTTP, through buffers with TLS or faults.
+    private func body(of pack: ServedPack, range: ClosedRange<Int>, buffered: Bool, context: Context) async throws
+        -> ResponseBody
+    {
         guard pack.downloadSize <= SmallPackCache.largestPack else {
+            if !buffered, let sendfile {
+                return Sendfile.body(path: pack.archive, range: range, channel: context.channel, registry: sendfile)
+            }
             return FileBody.make(path: pack.archive, range: range)
         }
         let bytes = try await smallPacks.bytes(of: pack)

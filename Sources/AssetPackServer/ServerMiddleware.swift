@@ -78,7 +78,7 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
             do {
                 try await original.write(
                     writer.map { buffer in
-                        counter.add(buffer.readableBytes)
+                        counter.add(Sendfile.length(of: buffer))  // a sendfile marker counts its region
                         return buffer
                     }
                 )

@@ -3,6 +3,7 @@ import AssetPackCLI
 import AssetPackFormat
 import AssetPackServer
 import Hummingbird
+import Logging
 import SystemPackage
 
 struct Serve: AsyncParsableCommand {
@@ -49,6 +50,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds between checks of the folder for changes; 0 turns live updates off.")
     var watchInterval: Double = 1
 
+    @Option(
+        help:
+            "Seconds a connection may accept no bytes of a response before it is closed (a client that stopped reading)."
+    )
+    var sendTimeout: Double = 60
+
+    @Option(
+        help:
+            "Seconds that responses under way may take to finish after SIGINT or SIGTERM; then their connections are closed."
+    )
+    var shutdownGrace: Double = 5
+
     @Flag(help: "Write request lines as JSON objects, one per line.")
     var jsonLog = false
 
@@ -79,6 +92,8 @@ struct Serve: AsyncParsableCommand {
         if quiet && jsonLog { throw ValidationError("choose one of --quiet and --json-log") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard watchInterval >= 0 else { throw ValidationError("--watch-interval must be 0 or more seconds") }
+        guard sendTimeout > 0 else { throw ValidationError("--send-timeout must be more than 0 seconds") }
+        guard shutdownGrace >= 0 else { throw ValidationError("--shutdown-grace must be 0 or more seconds") }
         do {
             _ = try PackVersionPins.parse(packVersions)
         } catch let error as AssetPackServerError {
@@ -130,7 +145,8 @@ struct Serve: AsyncParsableCommand {
             watchInterval: watchInterval > 0 ? .milliseconds(Int64(watchInterval * 1000)) : nil,
             requestLog: requestLog,
             eventLog: { events.writeLine($0) },
-            faults: plan
+            faults: plan,
+            sendTimeout: .milliseconds(Int64(sendTimeout * 1000))
         )
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { url in
             Console.out(url)
@@ -142,7 +158,9 @@ struct Serve: AsyncParsableCommand {
             events.writeLine("serving \(folder) at \(url); Ctrl-C stops")
         }
         do {
-            try await app.runService()
+            var logger = Logger(label: "ba-mock")
+            logger.logLevel = .warning
+            try await runUntilSignalled(app, grace: .milliseconds(Int64(shutdownGrace * 1000)), logger: logger)
             requestLines.flush()
         } catch {
             throw AssetPackServerError.listening(error, host: host, port: port)

@@ -97,6 +97,7 @@ struct ClientOptions: ParsableArguments {
                 client: client,
                 maxConcurrentDownloads: concurrency,
                 retryPolicy: RetryPolicy(retries: retries),
+                manifestTimeout: .milliseconds(milliseconds),
                 stallTimeout: .milliseconds(milliseconds),
                 resumableDownloads: resumable,
                 lockTimeout: lockTimeout.map { .milliseconds(Int64($0 * 1000)) }

@@ -200,6 +200,118 @@ struct DownloadFailureTests {
         #expect(error?.code == .network)
         #expect(error?.message.contains("127.0.0.1:\(port)/manifest") == true)
     }
+
+    @Test func aManifestDrippedAByteAtATimeFailsAtTheDeadline() async throws {
+        let scratch = try Scratch()
+        let (bytes, installSize) = try makePack(scratch)
+        let manifest = StubServer.manifest(id: "Blobs", bytes: bytes, installSize: installSize)
+        try await StubServer.with(
+            manifest: manifest,
+            packs: ["Blobs": bytes],
+            options: .init(dripManifestEvery: .milliseconds(100))
+        ) { server in
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: scratch.root.appending("AppGroup"),
+                retryPolicy: RetryPolicy(retries: 0),
+                manifestTimeout: .seconds(1)
+            )
+            let started = ContinuousClock.now
+            let error = await #expect(throws: AssetPackClientError.self) {
+                try await manager.assetPack(withID: "Blobs")
+            }
+            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(error?.code == .network)
+            #expect(error?.message.contains("did not arrive whole within 1.0 s") == true, "\(error?.message ?? "")")
+        }
+    }
+
+    @Test func aPackDrippedBelowTheMinimumRateCountsAsAStall() async throws {
+        let scratch = try Scratch()
+        let (bytes, installSize) = try makePack(scratch)
+        let manifest = StubServer.manifest(id: "Blobs", bytes: bytes, installSize: installSize)
+        try await StubServer.with(
+            manifest: manifest,
+            packs: ["Blobs": bytes],
+            options: .init(packBytesPerSecond: 300)  // never idle, never done
+        ) { server in
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: scratch.root.appending("AppGroup"),
+                retryPolicy: RetryPolicy(retries: 0),
+                stallTimeout: .seconds(1)
+            )
+            let pack = try await manager.assetPack(withID: "Blobs")
+            let started = ContinuousClock.now
+            let error = await #expect(throws: AssetPackClientError.self) {
+                try await manager.ensureLocalAvailability(of: pack)
+            }
+            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(error?.message.contains("ran slower than 1024 bytes/s") == true, "\(error?.message ?? "")")
+        }
+    }
+
+    @Test func garbageUnderAHugeDeclaredSizeIsNotReadToTheEnd() async throws {
+        let scratch = try Scratch()
+        let (bytes, installSize) = try makePack(scratch)
+        let huge = 2 << 30  // 2 GiB of garbage on offer
+        let manifest = StubServer.manifest(id: "Blobs", bytes: bytes, downloadSize: huge, installSize: installSize)
+        try await StubServer.with(manifest: manifest, packs: ["Blobs": bytes], options: .init(garbageBytes: huge)) {
+            server in
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: scratch.root.appending("AppGroup")
+            )
+            let pack = try await manager.assetPack(withID: "Blobs")
+            let started = ContinuousClock.now
+            let error = await #expect(throws: AssetPackClientError.self) {
+                try await manager.ensureLocalAvailability(of: pack)
+            }
+            #expect(error?.code == .corruptPack, "\(error?.description ?? "")")
+            #expect(error?.message.contains("after 3 attempts") == true, "\(error?.message ?? "")")
+            // Three attempts, each stopped as soon as the bytes failed to extract. Reading (and hashing) 2 GiB
+            // three times takes many seconds; stopping takes a fraction of one.
+            #expect(server.log.lines.count == 3)
+            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(server.log.garbageSent < huge, "\(server.log.garbageSent) bytes sent")
+        }
+    }
+
+    @Test func megabytesAfterTheArchiveEndAreRefused() async throws {
+        let scratch = try Scratch()
+        let (pack, installSize) = try makePack(scratch, compression: .none)
+        let bytes = pack + Scratch.noise(4 << 20, seed: 8)  // size and digest in the manifest cover it all
+        let manifest = StubServer.manifest(id: "Blobs", bytes: bytes, installSize: installSize)
+        try await StubServer.with(manifest: manifest, packs: ["Blobs": bytes]) { server in
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: scratch.root.appending("AppGroup")
+            )
+            let error = await #expect(throws: AssetPackClientError.self) {
+                try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Blobs"))
+            }
+            #expect(error?.code == .corruptPack)
+            #expect(error?.message.contains("after the end of its archive") == true, "\(error?.message ?? "")")
+            #expect(!manager.assetPackIsAvailableLocally(withID: "Blobs"))
+        }
+    }
+
+    @Test func aDeadServerFailsWithoutRetryingForLong() async throws {
+        let scratch = try Scratch()
+        let port = try freeLoopbackPort()
+        let client = AssetPackManager.makeHTTPClient(connectTimeout: .seconds(1))
+        let manager = try AssetPackManager(
+            server: URL(string: "http://127.0.0.1:\(port)")!,
+            appGroup: scratch.root.appending("AppGroup"),
+            client: client
+        )
+        let started = ContinuousClock.now
+        let error = await #expect(throws: AssetPackClientError.self) { try await manager.assetPack(withID: "X") }
+        try await client.shutdown()
+        // The default policy retries 5 times with backoff; a refused connection is not worth it.
+        #expect(ContinuousClock.now - started < .seconds(4))
+        #expect(error?.message.contains("cannot connect to 127.0.0.1:\(port)") == true, "\(error?.message ?? "")")
+    }
 }
 
 @Suite("Recovery after a killed run")

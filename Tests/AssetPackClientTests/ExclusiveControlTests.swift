@@ -28,9 +28,13 @@ struct ExclusiveControlTests {
         try await LiveServer.with(folder: scratch.root) { server in
             let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
             let pack = try await manager.assetPack(withID: "Textures")
-            async let first: Void = manager.ensureLocalAvailability(of: pack)
-            async let second: Void = manager.ensureLocalAvailability(of: pack)
-            _ = try await (first, second)
+            // Both calls run inside one exclusive section, so both are past the app group's lock before either
+            // looks at what is installed: only a per-pack gate keeps the second from downloading too.
+            try await manager.withExclusiveControl {
+                async let first: Void = manager.ensureLocalAvailability(of: pack)
+                async let second: Void = manager.ensureLocalAvailability(of: pack)
+                _ = try await (first, second)
+            }
 
             try await Task.sleep(for: .milliseconds(200))  // a second download's line would be written by now
             #expect(try await lines(server, "/assets/Textures", atLeast: 1).count == 1)

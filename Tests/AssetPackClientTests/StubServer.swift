@@ -14,12 +14,22 @@ struct StubServer: Sendable {
     struct Options: Sendable {
         /// Close the connection after this many body bytes on the first full request of each pack.
         var cutFirstDownloadAfter: Int?
+        /// Send the manifest one byte at a time, this long apart.
+        var dripManifestEvery: Duration?
+        /// Send pack bodies at this many bytes per second, in pieces of a tenth of it.
+        var packBytesPerSecond: Int?
+        /// Answer every pack request with this many bytes of garbage (made as they are sent).
+        var garbageBytes: Int?
     }
 
     final class Log: Sendable {
         private let entries = Mutex<[String]>([])
+        private let sent = Mutex(0)
         func add(_ line: String) { entries.withLock { $0.append(line) } }
         var lines: [String] { entries.withLock { $0 } }
+        func count(_ bytes: Int) { sent.withLock { $0 += bytes } }
+        /// Body bytes of garbage responses written so far.
+        var garbageSent: Int { sent.withLock { $0 } }
     }
 
     let url: String
@@ -37,10 +47,40 @@ struct StubServer: Sendable {
         let base = Mutex<String>("")
         let router = Router()
         router.get("/manifest") { _, _ in
-            Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(bytes: manifest(base.withLock { $0 }))))
+            let bytes = manifest(base.withLock { $0 })
+            guard let every = options.dripManifestEvery else {
+                return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+            }
+            return Response(
+                status: .ok,
+                body: ResponseBody(contentLength: bytes.count) { writer in
+                    for byte in bytes {
+                        try await writer.write(ByteBuffer(bytes: [byte]))
+                        try await Task.sleep(for: every)
+                    }
+                    try await writer.finish(nil)
+                }
+            )
         }
         router.get("/assets/{id}") { request, context -> Response in
             let id = context.parameters.get("id") ?? ""
+            if let garbage = options.garbageBytes {
+                log.add("GET \(id) garbage")
+                return Response(
+                    status: .ok,
+                    body: ResponseBody(contentLength: garbage) { writer in
+                        let chunk = ByteBuffer(bytes: Scratch.noise(64 << 10, seed: 42))
+                        var sent = 0
+                        while sent < garbage {
+                            let piece = chunk.getSlice(at: 0, length: min(chunk.readableBytes, garbage - sent)) ?? chunk
+                            try await writer.write(piece)
+                            log.count(piece.readableBytes)
+                            sent += piece.readableBytes
+                        }
+                        try await writer.finish(nil)
+                    }
+                )
+            }
             guard let bytes = packs[id] else { return Response(status: .notFound) }
             let range = request.headers[.range]
             log.add("GET \(id) range=\(range ?? "-") if-range=\(request.headers[.ifRange] ?? "-")")
@@ -61,6 +101,16 @@ struct StubServer: Sendable {
                     if let cutAfter {
                         try await writer.write(ByteBuffer(bytes: body.prefix(cutAfter)))
                         throw CancellationError()  // drops the connection mid-body
+                    }
+                    if let rate = options.packBytesPerSecond {
+                        var rest = body[...]
+                        while !rest.isEmpty {
+                            try await writer.write(ByteBuffer(bytes: rest.prefix(max(1, rate / 10))))
+                            rest = rest.dropFirst(max(1, rate / 10))
+                            try await Task.sleep(for: .milliseconds(100))
+                        }
+                        try await writer.finish(nil)
+                        return
                     }
                     try await writer.write(ByteBuffer(bytes: body))
                     try await writer.finish(nil)

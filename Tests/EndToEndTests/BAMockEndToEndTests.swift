@@ -135,6 +135,51 @@ struct BAMockEndToEndTests {
         #expect(!log.contains("dropped"))
     }
 
+    @Test func clientsThatStopReadingAreDroppedAndDoNotHoldAShutdown() throws {
+        let scratch = try Scratch()
+        try scratch.write("Assets/Big/big.bin", Scratch.noise(8 << 20, seed: 3))
+        try scratch.write(
+            "Assets/Big.json",
+            #"{"assetPackID": "Big", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "Big"}], "platforms": ["iOS"]}"#
+        )
+        let folder = scratch.root.appending("Assets")
+        let request = "GET /assets/Big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        func port(_ url: String) throws -> Int { try #require(url.split(separator: ":").last.flatMap { Int($0) }) }
+
+        // Peers that send a request and read nothing are cut after --send-timeout.
+        let server = try RunningTool(tool, ["serve", folder.string, "--port", "0", "--send-timeout", "1"])
+        defer { server.interrupt() }
+        let url = try #require(server.waitForFirstLine(), "\(server.stderr)")
+        let peers = try (0..<20).map { _ in try RawConnection(port: try port(url)) }
+        for peer in peers { peer.send(request) }
+        usleep(2_500_000)  // past the send timeout: the server has given up on them by now
+        for peer in peers {
+            let (bytes, closed) = peer.readToEnd(timeout: 10)
+            #expect(closed && bytes < 8 << 20, "\(bytes) bytes, closed: \(closed)")
+        }
+        #expect(server.stdout.components(separatedBy: "GET /assets/Big - 200").count - 1 == 20, "\(server.stdout)")
+        #expect(server.stdout.contains("aborted"), "\(server.stdout)")
+        // A reader that does read gets the whole pack meanwhile.
+        let reader = try RawConnection(port: try port(url), receiveBuffer: 1 << 20)
+        reader.send("GET /assets/Big HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        let (bytes, closed) = reader.readToEnd(timeout: 20)
+        #expect(closed && bytes > 8 << 20)
+
+        // SIGTERM with stalled peers connected: the server waits --shutdown-grace, then closes them and exits.
+        let patient = try RunningTool(
+            tool,
+            ["serve", folder.string, "--port", "0", "--send-timeout", "60", "--shutdown-grace", "1"]
+        )
+        let patientURL = try #require(patient.waitForFirstLine(), "\(patient.stderr)")
+        let lingering = try (0..<5).map { _ in try RawConnection(port: try port(patientURL)) }
+        for peer in lingering { peer.send(request) }
+        usleep(300_000)
+        let started = Date()
+        let status = patient.interrupt(signal: SIGTERM, timeout: 15)
+        #expect(Date().timeIntervalSince(started) < 6, "took \(Date().timeIntervalSince(started)) s")
+        #expect(status == 0, "\(patient.stderr)")
+    }
+
     @Test func exportServedByNginxMatchesServe() async throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
             Issue.record("nginx is not installed: run `make deps`")

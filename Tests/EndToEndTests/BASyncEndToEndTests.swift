@@ -135,7 +135,10 @@ struct BASyncEndToEndTests {
             ["--server", "http://127.0.0.1:\(port)", "--app-group", appGroup.string, "--retries", "0", "list"]
         )
         #expect(unreachable.status == 1)
-        #expect(unreachable.stderr.contains("cannot fetch the manifest from http://127.0.0.1:\(port)/manifest"))
+        #expect(
+            unreachable.stderr.contains("cannot connect to 127.0.0.1:\(port) for http://127.0.0.1:\(port)/manifest"),
+            "\(unreachable.stderr)"
+        )
         let noServer = try runTool(sync, ["list", "--app-group", appGroup.string])
         #expect(noServer.status == 64)
         #expect(noServer.stderr.contains("BA_SYNC_SERVER"))

@@ -1,0 +1,60 @@
+import Foundation
+
+/// A plain TCP connection to 127.0.0.1, for peers that misbehave on purpose: send a request and then read
+/// nothing, or read slowly.
+public final class RawConnection: @unchecked Sendable {
+    private let fd: Int32
+
+    /// Connects to 127.0.0.1:`port`, with a receive buffer of `receiveBuffer` bytes (small, so that a peer
+    /// that does not read is felt at once).
+    public init(port: Int, receiveBuffer: Int32 = 4096) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EMFILE) }
+        var size = receiveBuffer
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            close(fd)
+            throw POSIXError(.ECONNREFUSED)
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Sends `text` whole.
+    public func send(_ text: String) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let sent = bytes.withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent <= 0 { return }
+            bytes = bytes.dropFirst(sent)
+        }
+    }
+
+    /// Reads until the peer closes or `timeout` passes; returns the bytes and whether the peer closed.
+    public func readToEnd(timeout: Double) -> (bytes: Int, closed: Bool) {
+        var timeval = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeval, socklen_t(MemoryLayout<timeval>.size))
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var total = 0
+        while Date() < deadline {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count == 0 { return (total, true) }
+            if count < 0 {
+                if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { continue }
+                return (total, true)  // reset by the peer
+            }
+            total += count
+        }
+        return (total, false)
+    }
+}
