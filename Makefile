@@ -26,7 +26,7 @@ help:
 	@echo "make serve    serve $(ASSETS)/ on http://127.0.0.1:$(PORT) until Ctrl-C"
 	@echo "make build    build (CONFIG=debug|release)"
 	@echo "make lint     swift format lint --strict;  make format  rewrite in place"
-	@echo "make install  release build into \$$PREFIX/bin (default $(PREFIX))"
+	@echo "make install  release build of ba-mock and ba-sync into \$$PREFIX/bin (default $(PREFIX))"
 	@echo "make deps     apt-get install what is missing: $(APT_PACKAGES)"
 	@echo "make clean    remove build output and $(ASSETS)/.ba-mock"
 
@@ -71,10 +71,12 @@ lint:
 format:
 	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
 
-install: deps
+# No apt-get here: installing copies what a release build made (make deps first on a machine without them).
+install:
 	$(SWIFT) build -c release
 	install -d "$(DESTDIR)$(PREFIX)/bin"
 	install -m 755 "$$($(SWIFT) build -c release --show-bin-path)/ba-mock" "$(DESTDIR)$(PREFIX)/bin/ba-mock"
+	install -m 755 "$$($(SWIFT) build -c release --show-bin-path)/ba-sync" "$(DESTDIR)$(PREFIX)/bin/ba-sync"
 
 clean:
 	$(SWIFT) package clean

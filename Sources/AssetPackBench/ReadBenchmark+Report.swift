@@ -4,6 +4,8 @@ import Foundation
 extension ReadBenchmark {
     /// What `ba-sync bench --json` prints: the files read and a result per case.
     public struct Report: Sendable, Codable {
+        /// `result`: the line a script waits for, as every `ba-sync --json` command ends with one.
+        public var event = "result"
         /// Files read.
         public var files: Int
         /// Their total size in bytes.

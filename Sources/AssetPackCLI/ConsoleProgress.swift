@@ -8,9 +8,9 @@ import SystemPackage
     import Glibc
 #endif
 
-/// Shows download progress: a redrawn bar per pack on a terminal (bytes, rate, ETA), a few quiet lines when
-/// not on a terminal, or JSON lines with `json`. Writes go through queues, so a slow reader of the output
-/// never holds up a download.
+/// Shows what a manager does: a redrawn bar per pack on a terminal (bytes, rate, ETA), a few quiet lines when
+/// not on a terminal, or JSON lines with `json`; retries say why, resumes say from where, a wait for the lock
+/// says for whom. Writes go through queues, so a slow reader of the output never holds up a download.
 public final class ConsoleProgress: Sendable {
     private struct Line {
         var started: ContinuousClock.Instant
@@ -20,40 +20,96 @@ public final class ConsoleProgress: Sendable {
 
     private let json: Bool
     private let terminal: Bool
+    private let appGroup: String
     private let lines = Mutex<[String: Line]>([:])
+    private let failed = Mutex<Set<String>>([])
     private let output: OutputQueue
 
     /// Creates a printer; it writes to standard error, except JSON lines, which go to standard output.
-    public init(json: Bool) {
+    /// - Parameter appGroup: The app group, named when waiting for its lock.
+    public init(json: Bool, appGroup: String) {
         self.json = json
         self.terminal = isatty(STDERR_FILENO) != 0
+        self.appGroup = appGroup
         self.output = OutputQueue(json ? .standardOutput : .standardError, what: "progress lines")
     }
 
     /// Waits until everything shown so far is written (before a command prints its result).
     public func flush() { output.flush() }
 
-    /// Shows one status update.
-    public func show(_ update: AssetPackManager.DownloadStatusUpdate) {
+    /// The packs whose failure was shown (with its message): a command's summary need not repeat it.
+    public var failuresShown: Set<String> { failed.withLock { $0 } }
+
+    /// Shows one event.
+    public func show(_ event: AssetPackManager.Event) {
+        switch event {
+        case .status(let update): show(update)
+        case .retrying(let pack, let notice):
+            let delay = notice.delay == .zero ? "starting over" : "next in \(seconds(notice.delay)) s"
+            emit(
+                pack.id,
+                event: "retrying",
+                text: "\(pack.id): \(notice.reason), attempt \(notice.attempt) of \(notice.of), \(delay)",
+                extra: [
+                    "reason": notice.reason, "attempt": notice.attempt, "of": notice.of,
+                    "delaySeconds": Double(seconds(notice.delay)) ?? 0,
+                ]
+            )
+        case .resuming(let pack, let offset):
+            emit(
+                pack.id,
+                event: "resuming",
+                text: "\(pack.id): resuming at byte \(offset) of \(pack.downloadSize)",
+                extra: ["from": offset]
+            )
+        case .waitingForLock(let holder):
+            let who = holder.map { "ba-sync (pid \($0))" } ?? "another ba-sync"
+            let text = "waiting for \(who), which holds \(appGroup)/.ba-sync/lock"
+            if json {
+                var object: [String: Any] = ["event": "waiting", "lock": "\(appGroup)/.ba-sync/lock"]
+                if let holder { object["holderPID"] = Int(holder) }
+                if let line = Console.jsonLine(object) { output.writeLine(line) }
+            } else {
+                output.writeLine(text)
+            }
+        }
+    }
+
+    private func show(_ update: AssetPackManager.DownloadStatusUpdate) {
         let pack = update.assetPack
         switch update {
         case .began:
-            lines.withLock { $0[pack.id] = Line(started: .now, lastDrawn: .now - .seconds(1), lastPercent: -1) }
-            emit(
-                pack.id,
-                event: "began",
-                text: "\(pack.id): downloading version \(pack.version), \(ByteFormat.string(pack.downloadSize))"
-            )
+            let fresh = lines.withLock { lines in
+                guard lines[pack.id] == nil else { return false }
+                lines[pack.id] = Line(started: .now, lastDrawn: .now - .seconds(1), lastPercent: -1)
+                return true
+            }
+            // "began" also follows each pause; on a terminal the retry line has said what happens.
+            if fresh || json {
+                emit(
+                    pack.id,
+                    event: "began",
+                    text: "\(pack.id): downloading version \(pack.version), \(ByteFormat.string(pack.downloadSize))"
+                )
+            }
         case .paused:
-            emit(pack.id, event: "paused", text: "\(pack.id): paused, resuming")
+            if json { emit(pack.id, event: "paused", text: "") }
         case .downloading(_, let progress):
             draw(pack, progress)
         case .finished:
+            lines.withLock { $0[pack.id] = nil }
             if terminal && !json { err("\r\u{1B}[K") }
             emit(pack.id, event: "finished", text: "\(pack.id): installed version \(pack.version)")
         case .failed(_, let error):
+            lines.withLock { $0[pack.id] = nil }
+            failed.withLock { _ = $0.insert(pack.id) }
             if terminal && !json { err("\r\u{1B}[K") }
-            emit(pack.id, event: "failed", text: "\(pack.id): failed: \(error)", extra: ["error": error.description])
+            emit(
+                pack.id,
+                event: "failed",
+                text: "\(pack.id): failed: \(error)",
+                extra: ["code": error.code.rawValue, "message": error.description]
+            )
         }
     }
 
@@ -70,8 +126,7 @@ public final class ConsoleProgress: Sendable {
             return line
         }
         guard let line else { return }
-        let elapsed =
-            Double((now - line.started).components.attoseconds) / 1e18 + Double((now - line.started).components.seconds)
+        let elapsed = (now - line.started).secondsValue
         let rate = elapsed > 0 ? Double(progress.completed) / elapsed : 0
         if json {
             emit(
@@ -100,11 +155,22 @@ public final class ConsoleProgress: Sendable {
             for (key, value) in extra { object[key] = value }
             if let line = Console.jsonLine(object) { output.writeLine(line) }
         } else {
+            if terminal && lines.withLock({ $0[id] != nil }) { err("\r\u{1B}[K") }
             err(text + "\n")
         }
     }
 
     private func err(_ text: String) {
         output.write(text)
+    }
+
+    private func seconds(_ duration: Duration) -> String {
+        String(format: "%.1f", duration.secondsValue)
+    }
+}
+
+extension Duration {
+    fileprivate var secondsValue: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

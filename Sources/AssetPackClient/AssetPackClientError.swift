@@ -2,6 +2,7 @@ import AssetPackFormat
 import AsyncHTTPClient
 import NIOCore
 import NIOPosix
+import NIOSSL
 import SystemPackage
 
 /// An error of the client: a pack or file that is not there, a download that failed, an install refused.
@@ -68,6 +69,22 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         return "\(message) (\(cause))"
     }
 
+    /// What went wrong in a few words, for a line that says a download is tried again: `status 503`,
+    /// `stalled for 30 s at byte 1200`, `digest mismatch`.
+    public var reason: String {
+        if let shortReason { return shortReason }
+        switch code {
+        case .httpStatus: return httpStatus.map { "status \($0)" } ?? "unexpected answer"
+        case .sizeMismatch: return "size mismatch"
+        case .digestMismatch: return "digest mismatch"
+        case .corruptPack: return "damaged archive"
+        default: return code.rawValue
+        }
+    }
+
+    /// A few words set where the error is made, when the code alone says too little.
+    var shortReason: String?
+
     /// Whether the bytes received were wrong (size, digest, or an archive that does not extract): the
     /// download starts over rather than resuming.
     var isIntegrityFailure: Bool { code == .sizeMismatch || code == .digestMismatch || code == .corruptPack }
@@ -82,6 +99,16 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         return false
     }
 
+    /// Whether `error` is a TLS handshake that failed (an untrusted or mismatched certificate, most often).
+    static func isTLSFailure(_ error: any Error) -> Bool {
+        error is NIOSSLError || "\(error)".contains("CERTIFICATE_VERIFY_FAILED")
+    }
+
+    /// The advice for a TLS failure.
+    static let tlsFix =
+        "Fix: trust the server's CA with --ca-cert FILE (`ba-mock serve --tls-self-signed` prints the file), "
+        + "and use the name or address its certificate holds (--tls-name)"
+
     /// Whether `error` comes from a full disk, however deep in the chain of causes.
     static func isDiskFull(_ error: any Error) -> Bool {
         if let errno = error as? Errno { return errno == .noSpace }
@@ -89,6 +116,17 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         if let error = error as? AssetPackFormatError { return error.cause.map(isDiskFull) ?? false }
         if let error = error as? AssetPackClientError { return error.cause.map(isDiskFull) ?? false }
         return false
+    }
+
+    static func network(
+        _ message: String,
+        reason: String,
+        pack: AssetPack,
+        cause: (any Error & Sendable)? = nil
+    ) -> Self {
+        var error = Self(code: .network, message: message, assetPackID: pack.id, cause: cause)
+        error.shortReason = reason
+        return error
     }
 
     static func notFound(_ id: String, server: String) -> Self {

@@ -74,6 +74,9 @@ extension AssetPackManager {
         let online: [AssetPackStatusEntry]?
         var offlineReason: AssetPackClientError?
         do {
+            guard server != nil else {
+                throw AssetPackClientError(code: .network, message: "no server given (--server or BA_SYNC_SERVER)")
+            }
             online = try await statusOfAllAssetPacks()
         } catch {
             online = nil

@@ -26,13 +26,14 @@ public actor AssetPackManager {
         }
     }
 
-    /// The server's base URL (the manifest is at `/manifest`).
-    public nonisolated let server: URL
+    /// The server's base URL (the manifest is at `/manifest`); `nil` for a manager that only reads, removes
+    /// and reports offline status.
+    public nonisolated let server: URL?
     /// The app group.
     public nonisolated let store: AppGroupStore
     /// The read side: the merged namespace of what is installed.
     public nonisolated let reader: AssetPackReader
-    let manifests: ManifestClient
+    let manifests: ManifestClient?
     private let installer: PackInstaller
     let gate = InstallGate()
     private let lock: AppGroupLockHolder
@@ -41,7 +42,8 @@ public actor AssetPackManager {
 
     /// Opens an app group against a server.
     /// - Parameters:
-    ///   - server: The server's base URL, e.g. `http://127.0.0.1:8443`.
+    ///   - server: The server's base URL, e.g. `http://127.0.0.1:8443`; `nil` for offline work only (reads,
+    ///     `remove`, local status): anything that needs the server then fails saying so.
     ///   - appGroup: The app-group directory (created when something is first installed).
     ///   - client: The HTTP client (give one that trusts a `ba-mock --tls-self-signed` CA for HTTPS).
     ///   - maxConcurrentDownloads: How many packs download at once.
@@ -58,7 +60,7 @@ public actor AssetPackManager {
     ///   - onLockWait: Called with the holder's PID when another process holds the app group.
     /// - Throws: ``AssetPackClientError`` with code `.io` when `appGroup` exists and is not a folder.
     public init(
-        server: URL,
+        server: URL?,
         appGroup: FilePath,
         client: HTTPClient = .shared,
         maxConcurrentDownloads: Int = 3,
@@ -80,12 +82,9 @@ public actor AssetPackManager {
         self.server = server
         self.reader = AssetPackReader(appGroup: appGroup)
         self.store = reader.store
-        self.manifests = ManifestClient(
-            server: server,
-            client: client,
-            retryPolicy: retryPolicy,
-            timeout: manifestTimeout
-        )
+        self.manifests = server.map {
+            ManifestClient(server: $0, client: client, retryPolicy: retryPolicy, timeout: manifestTimeout)
+        }
         self.installer = PackInstaller(
             store: reader.store,
             downloader: PackDownloader(
@@ -94,7 +93,11 @@ public actor AssetPackManager {
             ),
             resumableDownloads: resumableDownloads
         )
-        self.lock = AppGroupLockHolder(store: reader.store, timeout: lockTimeout, onWait: onLockWait)
+        let broadcaster = self.broadcaster
+        self.lock = AppGroupLockHolder(store: reader.store, timeout: lockTimeout) { holder in
+            broadcaster.publish(.waitingForLock(holder: holder))
+            onLockWait(holder)
+        }
         self.maxConcurrentDownloads = max(1, maxConcurrentDownloads)
     }
 
@@ -118,15 +121,22 @@ public actor AssetPackManager {
     // MARK: Server information
 
     /// Every pack the server lists, by ID.
+    /// - Throws: ``AssetPackClientError`` with code `.network` when no server was given.
     func serverPacks() async throws -> [String: AssetPack] {
-        try await manifests.fetch()
+        guard let manifests else {
+            throw AssetPackClientError(
+                code: .network,
+                message: "this needs the server, and none was given. Fix: pass --server URL or set BA_SYNC_SERVER"
+            )
+        }
+        return try await manifests.fetch()
     }
 
     /// The pack with this ID, as the server describes it now.
     /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound`, or a network error.
     public func assetPack(withID id: String) async throws -> AssetPack {
         guard let pack = try await serverPacks()[id] else {
-            throw AssetPackClientError.notFound(id, server: server.absoluteString)
+            throw AssetPackClientError.notFound(id, server: server?.absoluteString ?? "the server")
         }
         return pack
     }
@@ -145,6 +155,10 @@ public actor AssetPackManager {
     public nonisolated func statusUpdates(forAssetPackWithID id: String) -> AsyncStream<DownloadStatusUpdate> {
         broadcaster.subscribe(id)
     }
+
+    /// Everything a tool shows while the manager works, in order: the status updates, and what Apple's API
+    /// does not report (retries and why, resumes and from where, waiting for another process).
+    public nonisolated var events: AsyncStream<Event> { broadcaster.subscribeToEvents() }
 
     /// Ends every status-update stream: their consumers see the updates already sent, then the end (a tool
     /// calls it when its work is done, so that its printer finishes).
@@ -179,7 +193,8 @@ public actor AssetPackManager {
                 try await BlockingIO.run { try store.update { $0.obsolete.insert(pack.id) } }
                 throw AssetPackClientError(
                     code: .obsolete,
-                    message: "pack \(pack.id) is obsolete: \(self.server) no longer lists it",
+                    message:
+                        "pack \(pack.id) is obsolete: \(self.server?.absoluteString ?? "the server") no longer lists it",
                     assetPackID: pack.id
                 )
             }
@@ -320,10 +335,12 @@ public actor AssetPackManager {
         broadcaster.publish(.began(pack))
         let events = DownloadEvents(
             progress: { broadcaster.publish(.downloading(pack, $0)) },
-            paused: {
+            paused: { retry in
+                broadcaster.publish(.retrying(pack, retry))
                 broadcaster.publish(.paused(pack))
                 broadcaster.publish(.began(pack))  // Apple's "began" also means "resumed after being paused"
-            }
+            },
+            resuming: { broadcaster.publish(.resuming(pack, from: $0)) }
         )
         do {
             _ = try await installer.install(pack, events: events)

@@ -48,15 +48,18 @@ struct ManifestClient: Sendable {
             throw error
         } catch {
             let connect = AssetPackClientError.isConnectFailure(error)
-            var failure = AssetPackClientError(
-                code: .network,
-                message: connect
-                    ? "cannot connect to \(url.host ?? "")\(url.port.map { ":\($0)" } ?? "") for \(url). Fix: is the "
+            let tls = AssetPackClientError.isTLSFailure(error)
+            let message =
+                if tls {
+                    "the TLS handshake with \(url.host ?? "the server") failed. \(AssetPackClientError.tlsFix)"
+                } else if connect {
+                    "cannot connect to \(url.host ?? "")\(url.port.map { ":\($0)" } ?? "") for \(url). Fix: is the "
                         + "server running there, and is --server right?"
-                    : "cannot fetch the manifest from \(url). Fix: is the server running, and --server right?",
-                cause: error
-            )
-            failure.retryable = !connect
+                } else {
+                    "cannot fetch the manifest from \(url). Fix: is the server running, and --server right?"
+                }
+            var failure = AssetPackClientError(code: .network, message: message, cause: error)
+            failure.retryable = !connect && !tls
             throw failure
         }
     }

@@ -7,7 +7,9 @@ struct DownloadEvents: Sendable {
     /// Bytes arrived.
     var progress: @Sendable (DownloadProgress) -> Void
     /// A connection broke, or the bytes were bad: the download is about to resume, or start over.
-    var paused: @Sendable () -> Void
+    var paused: @Sendable (RetryNotice) -> Void
+    /// A request goes on from a byte offset.
+    var resuming: @Sendable (Int64) -> Void
 }
 
 /// Downloads pack archives: one retry loop (``RetryPolicy/run(_:onRetry:)``) around ``PackTransfer`` requests
@@ -43,6 +45,7 @@ struct PackDownloader: Sendable {
                     current = consumer
                 }
                 do {
+                    if consumer.pushed > 0 { events.resuming(consumer.pushed) }
                     if consumer.pushed < pack.downloadSize {
                         try await transfer.fetch(pack, from: consumer.pushed, progress: events.progress) { chunk in
                             try await consumer.push(chunk)
@@ -62,8 +65,8 @@ struct PackDownloader: Sendable {
                     await end(consumer, error)
                     throw error
                 }
-            } onRetry: { _, _ in
-                events.paused()
+            } onRetry: { notice in
+                events.paused(notice)
             }
         } catch {
             if let current { await end(current, error) }

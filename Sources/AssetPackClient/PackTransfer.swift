@@ -44,11 +44,10 @@ struct PackTransfer: Sendable {
             push: push
         )
         if written < pack.downloadSize {
-            throw AssetPackClientError(
-                code: .network,
-                message:
-                    "download of pack \(pack.id) ended at byte \(written) of \(pack.downloadSize); kept to resume",
-                assetPackID: pack.id
+            throw AssetPackClientError.network(
+                "download of pack \(pack.id) ended at byte \(written) of \(pack.downloadSize); kept to resume",
+                reason: "ended at byte \(written) of \(pack.downloadSize)",
+                pack: pack
             )
         }
     }
@@ -65,15 +64,15 @@ struct PackTransfer: Sendable {
         do {
             response = try await client.execute(request, timeout: timeout)
         } catch {
-            var failure = AssetPackClientError(
-                code: .network,
-                message:
-                    "cannot download pack \(pack.id) from \(pack.url): \(error); \(offset) bytes kept to resume",
-                assetPackID: pack.id,
+            let connect = AssetPackClientError.isConnectFailure(error)
+            var failure = AssetPackClientError.network(
+                "cannot download pack \(pack.id) from \(pack.url): \(error); \(offset) bytes kept to resume",
+                reason: connect ? "cannot connect" : "request failed",
+                pack: pack,
                 cause: error
             )
             // A download under way keeps its retries; one that cannot even start fails at once.
-            failure.retryable = offset > 0 || !AssetPackClientError.isConnectFailure(error)
+            failure.retryable = offset > 0 || !connect
             throw failure
         }
         switch response.status.code {
@@ -171,23 +170,21 @@ struct PackTransfer: Sendable {
                     while true {
                         try await Task.sleep(for: stallTimeout / 4)
                         if watch.idle > stallTimeout {
-                            throw AssetPackClientError(
-                                code: .network,
-                                message:
-                                    "download of pack \(pack.id) from \(pack.url) stalled for \(stallTimeout) at byte "
+                            throw AssetPackClientError.network(
+                                "download of pack \(pack.id) from \(pack.url) stalled for \(stallTimeout) at byte "
                                     + "\(watch.written); kept to resume",
-                                assetPackID: pack.id
+                                reason: "stalled for \(stallTimeout) at byte \(watch.written)",
+                                pack: pack
                             )
                         }
                         if clock.now - window.start >= stallTimeout {
                             if watch.written - window.written < least {
-                                throw AssetPackClientError(
-                                    code: .network,
-                                    message:
-                                        "download of pack \(pack.id) from \(pack.url) ran slower than "
+                                throw AssetPackClientError.network(
+                                    "download of pack \(pack.id) from \(pack.url) ran slower than "
                                         + "\(Self.minimumRate) bytes/s for \(stallTimeout) at byte \(watch.written); "
                                         + "kept to resume",
-                                    assetPackID: pack.id
+                                    reason: "slower than \(Self.minimumRate) bytes/s at byte \(watch.written)",
+                                    pack: pack
                                 )
                             }
                             window = (clock.now, watch.written)
@@ -204,11 +201,10 @@ struct PackTransfer: Sendable {
         } catch let error as CancellationError {
             throw error
         } catch {
-            throw AssetPackClientError(
-                code: .network,
-                message:
-                    "download of pack \(pack.id) from \(pack.url) broke off at byte \(watch.written): \(error); kept to resume",
-                assetPackID: pack.id,
+            throw AssetPackClientError.network(
+                "download of pack \(pack.id) from \(pack.url) broke off at byte \(watch.written): \(error); kept to resume",
+                reason: "connection broke at byte \(watch.written)",
+                pack: pack,
                 cause: error
             )
         }

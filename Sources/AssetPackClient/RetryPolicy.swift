@@ -60,13 +60,14 @@ public struct RetryPolicy: Sendable, Hashable {
     /// once, which must start over (the attempt itself discards what it had, as it knows what that is).
     /// - Parameters:
     ///   - attempt: One try.
-    ///   - onRetry: Told about each failure that will be retried, with the decision, before the wait.
+    ///   - onRetry: Told about each failure that will be retried (why, the attempt to come, and the wait),
+    ///     before the wait.
     /// - Returns: What the successful attempt returned.
     /// - Throws: The last ``AssetPackClientError`` (its message says how many attempts were made), any other
     ///   error at once, or `CancellationError` when cancelled during a wait.
     func run<T: Sendable>(
         _ attempt: () async throws -> T,
-        onRetry: (AssetPackClientError, Decision) -> Void = { _, _ in }
+        onRetry: (RetryNotice) -> Void = { _ in }
     ) async throws -> T {
         var failures = 0
         var mismatches = 0
@@ -83,9 +84,16 @@ public struct RetryPolicy: Sendable, Hashable {
                     if attempts > 1 { final.message += " (after \(attempts) attempts)" }
                     throw final
                 case .refetch:
-                    onRetry(error, decision)
+                    onRetry(
+                        RetryNotice(
+                            reason: error.reason,
+                            attempt: mismatches + 1,
+                            of: integrityRetries + 1,
+                            delay: .zero
+                        )
+                    )
                 case .retry(let delay):
-                    onRetry(error, decision)
+                    onRetry(RetryNotice(reason: error.reason, attempt: failures + 1, of: retries + 1, delay: delay))
                     try await Task.sleep(for: delay)
                 }
             }

@@ -26,6 +26,33 @@ extension AssetPackManager {
     }
 }
 
+extension AssetPackManager {
+    /// What a tool shows while the manager works: Apple's status updates, and what Apple's API does not
+    /// report.
+    public enum Event: Sendable {
+        /// A status update, as ``AssetPackManager/statusUpdates`` delivers it.
+        case status(DownloadStatusUpdate)
+        /// An attempt failed and another follows.
+        case retrying(AssetPack, RetryNotice)
+        /// A download goes on from this byte (after a cut connection, or from a partial file of an earlier run).
+        case resuming(AssetPack, from: Int64)
+        /// Another process holds the app group (its PID, when known); this one waits for it.
+        case waitingForLock(holder: Int32?)
+    }
+}
+
+/// Why a download is tried again, and when.
+public struct RetryNotice: Sendable, Hashable {
+    /// What went wrong, in a few words: `status 503`, `stalled for 30 s at byte 1200`, `digest mismatch`.
+    public var reason: String
+    /// The attempt about to be made, from 2.
+    public var attempt: Int
+    /// The most attempts the policy makes for this kind of failure.
+    public var of: Int
+    /// The wait before it (zero when the download starts over at once).
+    public var delay: Duration
+}
+
 /// Progress of one download, in bytes.
 public struct DownloadProgress: Sendable, Hashable {
     /// Bytes received so far (resumed bytes included).
@@ -38,9 +65,8 @@ public struct DownloadProgress: Sendable, Hashable {
 final class StatusBroadcaster: Sendable {
     private let subscribers = Mutex<
         [UUID: (id: String?, continuation: AsyncStream<AssetPackManager.DownloadStatusUpdate>.Continuation)]
-    >(
-        [:]
-    )
+    >([:])
+    private let eventSubscribers = Mutex<[UUID: AsyncStream<AssetPackManager.Event>.Continuation]>([:])
 
     /// A stream of the updates of pack `id` (every pack when `nil`) from now on; it ends when the consumer
     /// stops iterating. The newest 1024 updates are kept for a slow consumer.
@@ -56,16 +82,34 @@ final class StatusBroadcaster: Sendable {
         return stream
     }
 
+    /// A stream of every event from now on (unbounded: a tool's printer keeps up, and must see them all).
+    func subscribeToEvents() -> AsyncStream<AssetPackManager.Event> {
+        let (stream, continuation) = AsyncStream<AssetPackManager.Event>.makeStream()
+        let key = UUID()
+        eventSubscribers.withLock { $0[key] = continuation }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.eventSubscribers.withLock { $0.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
     /// Sends `update` to every stream that wants it.
     func publish(_ update: AssetPackManager.DownloadStatusUpdate) {
         let id = update.assetPack.id
         for (filter, continuation) in subscribers.withLock({ Array($0.values) }) where filter == nil || filter == id {
             continuation.yield(update)
         }
+        publish(.status(update))
+    }
+
+    /// Sends `event` to every event stream.
+    func publish(_ event: AssetPackManager.Event) {
+        for continuation in eventSubscribers.withLock({ Array($0.values) }) { continuation.yield(event) }
     }
 
     /// Ends every stream (the manager is done): consumers see the end after the updates already sent.
     func finish() {
         for (_, continuation) in subscribers.withLock({ Array($0.values) }) { continuation.finish() }
+        for continuation in eventSubscribers.withLock({ Array($0.values) }) { continuation.finish() }
     }
 }

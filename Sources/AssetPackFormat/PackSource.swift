@@ -155,8 +155,9 @@ struct SourceTree {
             throw AssetPackFormatError(
                 code: .notFound,
                 message:
-                    "\(file): \(key): \"\(relative)\" does not exist in \(rootReal). Fix: paths are relative "
-                    + "to the asset folder (the folder holding the manifests); check spelling and case"
+                    "\(file): \(key): \"\(relative)\" does not exist in \(rootReal), the folder selector paths are "
+                    + "relative to (the asset folder for `ba-mock serve` and `export`; --root, else the current "
+                    + "folder, for `ba-mock package`). Fix: check spelling and case, or the folder"
             )
         }
         let real = try inside(path, file: file, key: key)

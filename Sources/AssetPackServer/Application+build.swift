@@ -111,7 +111,8 @@ public func buildApplication(
         configuration: .init(
             additionalChannelHandlers: [
                 RequestHeadTimeoutHandler(timeout: headTimeout), SendTimeoutHandler(timeout: sendTimeout),
-            ] + (sendfile.map { [SendfileInstaller(registry: $0)] } ?? []),
+                HTTP1HandlerInstaller(sendfile: sendfile),
+            ],
             idleTimeout: .seconds(30)
         )
     )
@@ -154,6 +155,7 @@ struct CatalogWatcher: Service {
                 }
                 for id in report.removed { log("removed \(id): its manifest is gone; clients will see it as obsolete") }
                 for problem in report.problems { log("error: \(problem) (the last good version stays published)") }
+                for warning in report.warnings { log("warning: \(warning)") }
             }
         }
     }

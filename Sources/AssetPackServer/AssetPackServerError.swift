@@ -72,6 +72,7 @@ public struct AssetPackServerError: Error, Sendable, CustomStringConvertible {
         switch code {
         case .packNotFound, .routeNotFound: .notFound
         case .rangeNotSatisfiable: .rangeNotSatisfiable
+        case .invalidOption: .badRequest
         default: .internalServerError
         }
     }

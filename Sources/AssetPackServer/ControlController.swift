@@ -26,7 +26,9 @@ public struct MockRequestContext: RequestContext, RemoteAddressRequestContext {
 /// GET    /_mock/faults                       the rules in force and the seed
 /// POST   /_mock/faults        (body: a rule) add a rule, e.g. reset-after=65536,pack=Levels
 /// DELETE /_mock/faults                       remove every rule
-/// PUT    /_mock/packs/<id>/version/<n>       publish pack <id> at version <n>
+/// GET    /_mock/packs                        every pack: content and published version, pins, obsolete marks
+/// PUT    /_mock/packs/<id>/version/<n>       publish pack <id> at version <n> (1 or more)
+/// DELETE /_mock/packs/<id>/version           remove that pin
 /// PUT    /_mock/packs/<id>/obsolete          stop publishing it (clients see it as obsolete)
 /// DELETE /_mock/packs/<id>/obsolete          publish it again
 /// ```
@@ -39,7 +41,9 @@ struct ControlController {
         group.get("faults", use: listFaults)
         group.post("faults", use: addFault)
         group.delete("faults", use: clearFaults)
+        group.get("packs", use: listPacks)
         group.put("packs/{id}/version/{version}", use: setVersion)
+        group.delete("packs/{id}/version", use: clearVersion)
         group.put("packs/{id}/obsolete") { _, context in try await setObsolete(context, true) }
         group.delete("packs/{id}/obsolete") { _, context in try await setObsolete(context, false) }
     }
@@ -62,14 +66,31 @@ struct ControlController {
 
     @Sendable func setVersion(_ request: Request, context: MockRequestContext) async throws -> Response {
         let id = context.parameters.get("id") ?? ""
-        guard let version = context.parameters.get("version").flatMap(Int.init), version >= 0 else {
+        guard let version = context.parameters.get("version").flatMap(Int.init), version >= 1 else {
             throw AssetPackServerError(
                 code: .invalidOption,
-                message: "the version must be a whole number, e.g. /version/7"
+                message: "the version must be a whole number of 1 or more, e.g. /version/7"
             )
         }
         try await catalog.setVersion(version, forPackWithID: id)
         return json(["id": id, "version": version])
+    }
+
+    @Sendable func clearVersion(_ request: Request, context: MockRequestContext) async throws -> Response {
+        let id = context.parameters.get("id") ?? ""
+        try await catalog.clearVersion(forPackWithID: id)
+        let published = await catalog.packStates.first { $0.id == id }?.publishedVersion
+        return json(["id": id, "version": published as Any? ?? NSNull(), "pinned": false])
+    }
+
+    @Sendable func listPacks(_ request: Request, context: MockRequestContext) async throws -> Response {
+        let packs = await catalog.packStates.map { pack -> [String: Any] in
+            [
+                "id": pack.id, "contentVersion": pack.contentVersion, "publishedVersion": pack.publishedVersion,
+                "pinnedBy": pack.pinnedBy as Any? ?? NSNull(), "obsolete": pack.obsolete, "removed": pack.removed,
+            ]
+        }
+        return json(["packs": packs])
     }
 
     private func setObsolete(_ context: MockRequestContext, _ obsolete: Bool) async throws -> Response {

@@ -37,10 +37,11 @@ public actor PackCatalog {
     public nonisolated let folder: AssetFolder
     private let options: PackBuildOptions
     private let pinnedVersions: [String: Int]
-    private let retention: Duration
+    private let archivesKept: Int
     private let log: @Sendable (String) -> Void
     private var state: MockState
-    private var superseded: [(archive: FilePath, since: ContinuousClock.Instant)] = []
+    /// Archives no longer published, per pack, oldest first.
+    private var superseded: [String: [FilePath]] = [:]
     private nonisolated let current = Mutex(CatalogSnapshot(packs: []))
     /// Versions set through the control endpoint, over `pinnedVersions`.
     private var runtimeVersions: [String: Int] = [:]
@@ -60,20 +61,21 @@ public actor PackCatalog {
     ///   - folder: The asset folder.
     ///   - options: How packs are compressed.
     ///   - pinnedVersions: Versions to publish regardless of content, by pack ID (`--pack-version`).
-    ///   - retention: How long a superseded archive stays on disk for downloads already under way.
+    ///   - archivesKept: How many archives of each pack stay on disk, the published one included (a download
+    ///     under way keeps reading its file even once it is deleted: older archives are kept for a look only).
     ///   - log: Receives a line for each build.
     /// - Throws: ``AssetPackServerError`` with code `.state` when the state file cannot be read.
     public init(
         folder: AssetFolder,
         options: PackBuildOptions = PackBuildOptions(),
         pinnedVersions: [String: Int] = [:],
-        retention: Duration = .seconds(600),
+        archivesKept: Int = 2,
         log: @escaping @Sendable (String) -> Void = { _ in }
     ) throws {
         self.folder = folder
         self.options = options
         self.pinnedVersions = pinnedVersions
-        self.retention = retention
+        self.archivesKept = max(1, archivesKept)
         self.log = log
         self.state = try MockState.load(from: folder.stateFolder.appending("state.json"))
     }
@@ -105,11 +107,13 @@ public actor PackCatalog {
             return (scan, Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? []))
         }
         if !started {
-            // At start-up: anything in packs/ that no record names is left from an earlier run.
+            // At start-up: anything in packs/ that no record names is left from an earlier run, a killed build
+            // (`<id>.building`, `.<name>.tmp-…`) included.
             started = true
             let referenced = Set(state.packs.values.filter { !$0.removed }.map(\.archive))
-            for name in archives where !referenced.contains(name) {
-                superseded.append((packsFolder.appending(name), .now - retention))
+            let leftovers = archives.filter { !referenced.contains($0) }.map { packsFolder.appending($0) }
+            if !leftovers.isEmpty {
+                _ = try? await BlockingIO.run { for path in leftovers { _ = unlink(path.string) } }
             }
         }
         var report = CatalogReport(problems: scan.problems, warnings: scan.warnings)
@@ -127,7 +131,14 @@ public actor PackCatalog {
             do {
                 let record = try await build(source, fingerprint: fingerprint, previous: previous)
                 if let previous, previous.archive != record.archive {
-                    superseded.append((packsFolder.appending(previous.archive), .now))
+                    superseded[id, default: []].append(packsFolder.appending(previous.archive))
+                }
+                if let previous, previous.sha256 != record.sha256, let pin = pin(of: id) {
+                    report.warnings.append(
+                        "\(id) changed, but it is published as version \(pin) whatever its content (--pack-version or "
+                            + "PUT /_mock/packs/\(id)/version): clients that have version \(pin) will not update. Fix: "
+                            + "publish a higher version, or unpin it (DELETE /_mock/packs/\(id)/version)"
+                    )
                 }
                 state.packs[id] = record
                 changed = true
@@ -149,7 +160,7 @@ public actor PackCatalog {
             let name = Self.manifestName(record.manifestFile)
             if presentNames.contains(name) && !validNames.contains(name) { continue }
             state.packs[id]?.removed = true
-            superseded.append((packsFolder.appending(record.archive), .now))
+            superseded[id, default: []].append(packsFolder.appending(record.archive))
             report.removed.append(id)
             changed = true
         }
@@ -183,6 +194,9 @@ public actor PackCatalog {
     /// (or found a problem) to `onReport`.
     public func watch(every interval: Duration, onReport: @escaping @Sendable (CatalogReport) -> Void) async {
         var lastProblems: [String] = []
+        let folder = self.folder
+        let initial = (try? await BlockingIO.run { try folder.scan().warnings }) ?? []
+        var shownWarnings = Set(initial)
         while !Task.isCancelled {
             do {
                 try await Task.sleep(for: interval)
@@ -190,9 +204,13 @@ public actor PackCatalog {
                 return
             }
             do {
-                let report = try await refresh()
+                var report = try await refresh()
                 let problems = report.problems.map(\.message)
-                if !report.changes.isEmpty || !report.removed.isEmpty || problems != lastProblems {
+                report.warnings = report.warnings.filter { !shownWarnings.contains($0) }  // each is said once
+                shownWarnings.formUnion(report.warnings)
+                if !report.changes.isEmpty || !report.removed.isEmpty || problems != lastProblems
+                    || !report.warnings.isEmpty
+                {
                     onReport(report)
                 }
                 lastProblems = problems
@@ -207,7 +225,12 @@ public actor PackCatalog {
     }
 
     private func published(_ record: MockState.Record, id: String) -> Int {
-        runtimeVersions[id] ?? pinnedVersions[id] ?? record.version
+        pin(of: id) ?? record.version
+    }
+
+    /// The version pack `id` is pinned at, from the control endpoint or `--pack-version`.
+    private func pin(of id: String) -> Int? {
+        runtimeVersions[id] ?? pinnedVersions[id]
     }
 
     /// Publishes pack `id` at `version` from now on, whatever its content (the control endpoint's
@@ -218,6 +241,48 @@ public actor PackCatalog {
         runtimeVersions[id] = version
         publish()
     }
+
+    /// Removes a version set through the control endpoint: the pack is published at its `--pack-version`
+    /// pin, or at the version its content has, again.
+    /// - Throws: ``AssetPackServerError`` with code `.packNotFound` for an unknown pack.
+    public func clearVersion(forPackWithID id: String) throws {
+        guard state.packs[id] != nil else { throw unknownPack(id) }
+        runtimeVersions[id] = nil
+        publish()
+    }
+
+    /// One pack as the control endpoint reports it.
+    public struct PackState: Sendable, Hashable {
+        public var id: String
+        /// The version its content has (counted from 1).
+        public var contentVersion: Int
+        /// The version published (the pin, if any).
+        public var publishedVersion: Int
+        /// Where a pin comes from: `control` (PUT /_mock/packs/ID/version), `option` (--pack-version), or nil.
+        public var pinnedBy: String?
+        /// Marked obsolete through the control endpoint.
+        public var obsolete: Bool
+        /// Its manifest is gone.
+        public var removed: Bool
+    }
+
+    /// Every pack this catalog knows, published or not, sorted by ID.
+    public var packStates: [PackState] {
+        state.packs.keys.sorted().compactMap { id in
+            guard let record = state.packs[id] else { return nil }
+            return PackState(
+                id: id,
+                contentVersion: record.version,
+                publishedVersion: published(record, id: id),
+                pinnedBy: runtimeVersions[id] != nil ? "control" : pinnedVersions[id] != nil ? "option" : nil,
+                obsolete: hidden.contains(id),
+                removed: record.removed
+            )
+        }
+    }
+
+    /// The IDs of the packs built so far (published or not).
+    public var knownPackIDs: Set<String> { Set(state.packs.keys) }
 
     /// Marks a pack obsolete (no longer published) or publishes it again.
     /// - Throws: ``AssetPackServerError`` with code `.packNotFound` for an unknown pack.
@@ -314,17 +379,16 @@ public actor PackCatalog {
         }
     }
 
-    /// Deletes superseded archives once no download that began before the swap can still need them (on the
-    /// thread pool: unlinking a GiB archive takes a while).
+    /// Deletes superseded archives beyond the newest ones each pack keeps (on the thread pool: unlinking a GiB
+    /// archive takes a while). A download under way reads a file it opened, deleted or not.
     private func removeExpiredArchives() async {
         let live = Set(current.withLock { $0.packs.map(\.archive) })
-        let now = ContinuousClock.now
         var expired: [FilePath] = []
-        superseded.removeAll { item in
-            if live.contains(item.archive) { return true }
-            guard now - item.since >= retention else { return false }
-            expired.append(item.archive)
-            return true
+        for (id, archives) in superseded {
+            let old = archives.filter { !live.contains($0) }
+            let keep = max(0, archivesKept - 1)  // the published one counts
+            expired.append(contentsOf: old.dropLast(keep))
+            superseded[id] = Array(old.suffix(keep))
         }
         guard !expired.isEmpty else { return }
         let paths = expired
@@ -343,11 +407,12 @@ public enum PackVersionPins {
         for value in values {
             let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, AssetPackID.problem(with: parts[0]) == nil, let version = Int(parts[1]),
-                version >= 0
+                version >= 1
             else {
                 throw AssetPackServerError(
                     code: .invalidOption,
-                    message: "--pack-version takes ID=N with a pack ID and a whole number, e.g. Levels=7 (got \(value))"
+                    message:
+                        "--pack-version takes ID=N with a pack ID and a version of 1 or more, e.g. Levels=7 (got \(value))"
                 )
             }
             pins[parts[0]] = version

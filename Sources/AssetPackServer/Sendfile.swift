@@ -152,22 +152,66 @@ final class SendfileRegistry: Sendable {
     var openFiles: Int { state.withLock { $0.files.values.reduce(0) { $0 + $1.count } } }
 }
 
-/// Placed with Hummingbird's additional handlers (which see HTTP types): puts a ``SendfileHandler`` below
-/// the HTTP/1 codec, where bodies are `IOData` and may be file regions.
-final class SendfileInstaller: ChannelInboundHandler, RemovableChannelHandler {
+/// Placed with Hummingbird's additional handlers (which see HTTP types): puts the handlers that need
+/// HTTP/1 itself below the HTTP/1 codec: ``HTTP10Handler`` always, ``SendfileHandler`` on plain HTTP.
+final class HTTP1HandlerInstaller: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
 
-    private let registry: SendfileRegistry
+    private let sendfile: SendfileRegistry?
 
-    init(registry: SendfileRegistry) { self.registry = registry }
+    init(sendfile: SendfileRegistry?) { self.sendfile = sendfile }
 
     func handlerAdded(context: ChannelHandlerContext) {
         let operations = context.pipeline.syncOperations
         guard let codec = try? operations.handler(type: HTTP1ToHTTPServerCodec.self) else { return }
-        try? operations.addHandler(
-            SendfileHandler(registry: registry, channel: ObjectIdentifier(context.channel)),
-            position: .before(codec)
-        )
+        try? operations.addHandler(HTTP10Handler(), position: .before(codec))
+        if let sendfile {
+            try? operations.addHandler(
+                SendfileHandler(registry: sendfile, channel: ObjectIdentifier(context.channel)),
+                position: .before(codec)
+            )
+        }
+    }
+}
+
+/// Answers an HTTP/1.0 request that did not ask to keep the connection alive with `Connection: close`,
+/// and has the connection closed after the response, as HTTP/1.0 expects: the request is passed on marked
+/// `Connection: close`, which Hummingbird honours.
+final class HTTP10Handler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// For each request in flight, in order: whether its response must close the connection.
+    private var closing: [Bool] = []
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head(var head) = unwrapInboundIn(data) else {
+            context.fireChannelRead(data)
+            return
+        }
+        let close = head.version == .http1_0 && !head.headers[canonicalForm: "connection"].contains("keep-alive")
+        closing.append(close)
+        if close {
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+            context.fireChannelRead(wrapInboundOut(.head(head)))
+        } else {
+            context.fireChannelRead(data)
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .head(var head) = unwrapOutboundIn(data), !closing.isEmpty else {
+            context.write(data, promise: promise)
+            return
+        }
+        if closing.removeFirst() {
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+        } else {
+            context.write(data, promise: promise)
+        }
     }
 }
 

@@ -17,6 +17,12 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             var headers: HTTPFields = [:]
             if let contentRange = error.contentRange { headers[.contentRange] = contentRange }
             return Self.response(error.status, code: error.code.rawValue, message: error.message, headers: headers)
+        } catch is NIOTooManyBytesError {
+            return Self.response(
+                .contentTooLarge,
+                code: "tooLarge",
+                message: "the request body is larger than this endpoint takes (a fault rule is one short line)"
+            )
         } catch let error as HTTPError where error.status == .notFound {
             return Self.response(
                 .notFound,

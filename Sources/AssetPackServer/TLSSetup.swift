@@ -26,21 +26,35 @@ public struct TLSSetup: Sendable {
     /// Loads or makes the TLS material for `mode`.
     ///
     /// In self-signed mode the CA is made once and kept; the server certificate is made again whenever it
-    /// does not name `host` or is about to expire. Its subject alternative name is exactly `host`: an IP
-    /// address entry for an address, a DNS entry for a name, as Apple's clients require.
+    /// does not name exactly `names` or is about to expire. Its subject alternative names are `names` (by
+    /// default `host`): an IP address entry for an address, a DNS entry for a name, as Apple's clients
+    /// require. A wildcard `host` (0.0.0.0, ::) names no address a client can use: `names` must be given.
     /// - Parameters:
     ///   - mode: Where the certificate comes from.
-    ///   - host: The name or address clients use.
+    ///   - host: The address listened on.
+    ///   - names: The names or addresses clients use (`--tls-name`); empty for `host`.
     ///   - stateFolder: The asset folder's `.ba-mock` folder.
     /// - Returns: `nil` for plain HTTP.
-    /// - Throws: ``AssetPackServerError`` with code `.tls`.
-    public static func make(mode: TLSMode, host: String, stateFolder: FilePath) throws -> TLSSetup? {
+    /// - Throws: ``AssetPackServerError`` with code `.tls`, or `.invalidOption` for a wildcard host without
+    ///   names.
+    public static func make(mode: TLSMode, host: String, names: [String] = [], stateFolder: FilePath) throws
+        -> TLSSetup?
+    {
         switch mode {
         case .none:
             return nil
         case .files(let certificate, let key):
             return TLSSetup(configuration: try serverConfiguration(certificate: certificate, key: key), caFile: nil)
         case .selfSigned:
+            let names = names.isEmpty ? [host] : names
+            if names == [host], isWildcard(host) {
+                throw AssetPackServerError(
+                    code: .invalidOption,
+                    message:
+                        "--host \(host) listens on every address, but a certificate must name the one clients use. "
+                        + "Fix: add --tls-name with that address or name, e.g. --tls-name 192.168.1.20 (repeatable)"
+                )
+            }
             let folder = stateFolder.appending("tls")
             do {
                 try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
@@ -50,12 +64,16 @@ public struct TLSSetup: Sendable {
                 {
                     try makeCA(certificate: caFile, key: caKeyFile)
                 }
-                let safeHost = host.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" ? $0 : "_" }
-                let leafFile = folder.appending("server-\(String(safeHost)).pem")
-                let leafKeyFile = folder.appending("server-\(String(safeHost))-key.pem")
-                if try !isUsable(leafFile, host: host) || !FileManager.default.fileExists(atPath: leafKeyFile.string) {
+                let label = names.joined(separator: "+")
+                let safe = String(
+                    label.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "+" ? $0 : "_" }
+                )
+                let leafFile = folder.appending("server-\(safe).pem")
+                let leafKeyFile = folder.appending("server-\(safe)-key.pem")
+                if try !isUsable(leafFile, names: names) || !FileManager.default.fileExists(atPath: leafKeyFile.string)
+                {
                     try makeServerCertificate(
-                        host: host,
+                        names: names,
                         ca: caFile,
                         caKey: caKeyFile,
                         into: leafFile,
@@ -136,8 +154,13 @@ public struct TLSSetup: Sendable {
         try writePEM(try ca.serializeAsPEM().pemString, to: certificate, secret: false)
     }
 
+    /// Whether `host` is an address that listens everywhere rather than one a client connects to.
+    public static func isWildcard(_ host: String) -> Bool {
+        ["0.0.0.0", "::", "[::]", "*"].contains(host)
+    }
+
     private static func makeServerCertificate(
-        host: String,
+        names: [String],
         ca caFile: FilePath,
         caKey caKeyFile: FilePath,
         into file: FilePath,
@@ -149,13 +172,14 @@ public struct TLSSetup: Sendable {
         )
         let privateKey = P256.Signing.PrivateKey()
         let publicKey = Certificate.PublicKey(privateKey.publicKey)
-        let name = try DistinguishedName { CommonName(host) }
-        let alternativeName: GeneralName =
+        let name = try DistinguishedName { CommonName(names.first ?? "localhost") }
+        let alternativeNames: [GeneralName] = names.map { host in
             if let address = ipAddressBytes(host) {
                 .ipAddress(ASN1OctetString(contentBytes: ArraySlice(address)))
             } else {
                 .dnsName(host)
             }
+        }
         let now = Date()
         let leaf = try Certificate(
             version: .v3,
@@ -170,7 +194,7 @@ public struct TLSSetup: Sendable {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([alternativeName])
+                SubjectAlternativeNames(alternativeNames)
                 SubjectKeyIdentifier(hash: publicKey)
             },
             issuerPrivateKey: .init(caKey)
@@ -179,18 +203,20 @@ public struct TLSSetup: Sendable {
         try writePEM(try leaf.serializeAsPEM().pemString, to: file, secret: false)
     }
 
-    /// Whether an existing server certificate names `host` and stays valid for at least a day.
-    private static func isUsable(_ file: FilePath, host: String) throws -> Bool {
+    /// Whether an existing server certificate names every one of `names` and stays valid for at least a day.
+    private static func isUsable(_ file: FilePath, names: [String]) throws -> Bool {
         guard let text = try? String(contentsOfFile: file.string, encoding: .utf8),
             let leaf = try? Certificate(pemEncoded: text)
         else { return false }
         guard leaf.notValidAfter > Date().addingTimeInterval(86400) else { return false }
-        guard let names = try? leaf.extensions.subjectAlternativeNames else { return false }
-        return names.contains { name in
-            switch name {
-            case .dnsName(let dns): dns == host
-            case .ipAddress(let bytes): ipAddressBytes(host).map { ArraySlice($0) == bytes.bytes } ?? false
-            default: false
+        guard let alternatives = try? leaf.extensions.subjectAlternativeNames else { return false }
+        return names.allSatisfy { host in
+            alternatives.contains { name in
+                switch name {
+                case .dnsName(let dns): dns == host
+                case .ipAddress(let bytes): ipAddressBytes(host).map { ArraySlice($0) == bytes.bytes } ?? false
+                default: false
+                }
             }
         }
     }

@@ -6,7 +6,7 @@ extension PackCompression: ExpressibleByArgument {}
 
 /// Compression options shared by the commands that build packs.
 struct BuildOptions: ParsableArguments {
-    @Option(help: "Compression filter: zstd, gzip, xz, lz4 or none. (default: zstd)")
+    @Option(help: "Compression filter.")
     var compression: PackCompression = .zstd
 
     @Option(

@@ -15,7 +15,7 @@ struct Export: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The asset folder. (default: ./Assets)")
+    @Argument(help: "The asset folder: packaging manifests (*.json) at its top level.")
     var folder: FilePath = "Assets"
 
     @Option(help: "The output folder (created if needed).")

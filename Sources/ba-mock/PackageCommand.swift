@@ -22,7 +22,7 @@ struct PackageCommand: ParsableCommand {
     @Option(name: [.short, .customLong("output")], help: "Where to write the pack archive.")
     var output: FilePath
 
-    @Option(help: "The folder selector paths are relative to. (default: the current folder)")
+    @Option(help: "The folder selector paths are relative to (the current folder by default).")
     var root: FilePath = "."
 
     @OptionGroup var build: BuildOptions

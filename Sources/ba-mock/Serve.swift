@@ -2,6 +2,7 @@ import ArgumentParser
 import AssetPackCLI
 import AssetPackFormat
 import AssetPackServer
+import Foundation
 import Hummingbird
 import Logging
 import SystemPackage
@@ -17,7 +18,7 @@ struct Serve: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The asset folder: packaging manifests (*.json) at its top level. (default: ./Assets)")
+    @Argument(help: "The asset folder: packaging manifests (*.json) at its top level.")
     var folder: FilePath = "Assets"
 
     @Option(help: "Address or host name to listen on; also the name in a --tls-self-signed certificate.")
@@ -34,6 +35,17 @@ struct Serve: AsyncParsableCommand {
 
     @Flag(help: "Serve HTTPS with a local CA made once in FOLDER/.ba-mock/tls/ (the CA file to trust is printed).")
     var tlsSelfSigned = false
+
+    @Option(
+        help: ArgumentHelp(
+            "A name or IP address clients use, for the --tls-self-signed certificate; repeatable. Needed with --host 0.0.0.0, e.g. the LAN address a phone connects to. (default: --host)",
+            valueName: "name-or-ip"
+        )
+    )
+    var tlsName: [String] = []
+
+    @Option(help: "Archives kept on disk per pack, the published one included; older ones are deleted.")
+    var keepArchives = 2
 
     @Option(
         name: .customLong("pack-version"),
@@ -90,6 +102,12 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("choose one of --tls-cert/--tls-key and --tls-self-signed")
         }
         if quiet && jsonLog { throw ValidationError("choose one of --quiet and --json-log") }
+        if !tlsName.isEmpty && !tlsSelfSigned {
+            throw ValidationError(
+                "--tls-name names the --tls-self-signed certificate; with --tls-cert the names come from your certificate"
+            )
+        }
+        guard keepArchives >= 1 else { throw ValidationError("--keep-archives must be 1 or more") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         guard watchInterval >= 0 else { throw ValidationError("--watch-interval must be 0 or more seconds") }
         guard sendTimeout > 0 else { throw ValidationError("--send-timeout must be more than 0 seconds") }
@@ -117,17 +135,24 @@ struct Serve: AsyncParsableCommand {
             folder: assetFolder,
             options: build.packOptions,
             pinnedVersions: try PackVersionPins.parse(packVersions),
+            archivesKept: keepArchives,
             log: { events.writeLine($0) }
         )
         for warning in try await catalog.load() { events.writeLine("warning: \(warning)") }
+        let rules = try faults.map(FaultRule.init(parsing:))
+        try Self.checkPackIDs(
+            pins: Array(try PackVersionPins.parse(packVersions).keys),
+            faults: rules.compactMap(\.pack),
+            known: await catalog.knownPackIDs
+        )
         let tlsMode: TLSMode =
             if let tlsCert, let tlsKey { .files(certificate: tlsCert, key: tlsKey) } else if tlsSelfSigned {
                 .selfSigned
             } else { .none }
-        let tls = try TLSSetup.make(mode: tlsMode, host: host, stateFolder: assetFolder.stateFolder)
+        let tls = try TLSSetup.make(mode: tlsMode, host: host, names: tlsName, stateFolder: assetFolder.stateFolder)
         let jsonLog = self.jsonLog
         let plan = FaultPlan(
-            rules: try faults.map(FaultRule.init(parsing:)),
+            rules: rules,
             seed: seed ?? UInt64.random(in: 0...UInt64.max)
         )
         if !plan.rules.isEmpty {
@@ -148,13 +173,25 @@ struct Serve: AsyncParsableCommand {
             faults: plan,
             sendTimeout: .milliseconds(Int64(sendTimeout * 1000))
         )
-        let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { url in
+        let (host, publicName) = (self.host, tlsName.first)
+        let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { listening in
+            // On a wildcard address, the URL to print is the one clients use: the certificate's first name.
+            var url = listening
+            if let publicName, TLSSetup.isWildcard(host) {
+                let shown = publicName.contains(":") ? "[\(publicName)]" : publicName
+                let bound = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+                url = listening.replacingOccurrences(of: "://\(bound):", with: "://\(shown):")
+            }
             Console.out(url)
             if !jsonLog {
                 Console.out(PackTable.render(catalog.snapshot))
                 Console.out("manifest: \(url)/manifest")
             }
-            if let ca = tls?.caFile { events.writeLine("TLS: trust the CA in \(ca) (e.g. curl --cacert \(ca))") }
+            if let ca = tls?.caFile {
+                events.writeLine(
+                    "TLS: trust the CA in \(ca): curl --cacert \(ca) \(url)/manifest, or ba-sync --ca-cert \(ca)"
+                )
+            }
             events.writeLine("serving \(folder) at \(url); Ctrl-C stops")
         }
         do {
@@ -164,6 +201,20 @@ struct Serve: AsyncParsableCommand {
             requestLines.flush()
         } catch {
             throw AssetPackServerError.listening(error, host: host, port: port)
+        }
+    }
+}
+
+extension Serve {
+    /// Pack IDs named by --pack-version and --fault must be packs of the folder: a typo would pin or break
+    /// nothing, silently.
+    static func checkPackIDs(pins: [String], faults: [String], known: Set<String>) throws {
+        let list = known.sorted().joined(separator: ", ")
+        for id in pins.sorted() where !known.contains(id) {
+            throw ValidationError("--pack-version \(id)=…: there is no pack \(id) in the folder (packs: \(list))")
+        }
+        for id in faults.sorted() where !known.contains(id) {
+            throw ValidationError("--fault …,pack=\(id): there is no pack \(id) in the folder (packs: \(list))")
         }
     }
 }

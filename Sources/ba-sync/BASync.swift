@@ -7,10 +7,13 @@ struct BASync: AsyncParsableCommand {
         abstract: "Mirror asset packs from a server into an app-group directory, as AssetPackManager does on a device.",
         discussion: """
             --server and --app-group may also come from BA_SYNC_SERVER and BA_SYNC_APP_GROUP.
+            Offline (no server needed): status (reports what the app group knows), remove, cat, url, verify, bench.
+            With --json every command prints JSON lines and ends with one {"event": "result"} line; a failure \
+            is an {"event": "error", "code", "message"} line.
             Exit codes: 0 done; 1 failed (the message names the pack, URL and cause; what was installed \
             before is kept); 2 an essential pack failed during sync (the app would not launch); 64 bad usage.
             """,
-        version: "0.1.0",
+        version: "0.2.0",
         subcommands: [
             List.self, Sync.self, Ensure.self, CheckUpdates.self, Remove.self, Status.self, Cat.self, URLCommand.self,
             Verify.self, Bench.self,
@@ -19,5 +22,8 @@ struct BASync: AsyncParsableCommand {
 
     // Declared here too, so that the options may come before the subcommand as well as after it
     // (`ba-sync --server URL --app-group DIR list`).
-    @OptionGroup var options: ClientOptions
+    @OptionGroup var app: AppGroupOptions
+    @OptionGroup var server: ServerOptions
+    @OptionGroup var downloads: DownloadOptions
+    @OptionGroup var lock: LockOptions
 }

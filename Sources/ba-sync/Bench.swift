@@ -25,27 +25,30 @@ struct Bench: AsyncParsableCommand {
             read every file once, untimed, first.
             Examples:
               ba-sync bench --app-group /tmp/ag
-              ba-sync bench --app-group /tmp/ag --pack Level1 --method descriptor --pattern random --block 4k --threads 2 --json
+              ba-sync bench --app-group /tmp/ag --pack Levels --method descriptor --pattern random --block 4k --threads 2 --json
             """
     )
 
-    @OptionGroup var options: ClientOptions
+    @OptionGroup var app: AppGroupOptions
 
     @Argument(help: "Namespace paths to read, e.g. Levels/World1/level.json; default: every installed file.")
     var paths: [String] = []
 
-    @Option(help: "Read the files of this pack only.")
+    @Option(help: "Read the files of this pack only. (default: every installed pack)")
     var pack: String?
 
     @Option(
-        help: ArgumentHelp("Read methods, comma-separated: contents, descriptor, copy.", valueName: "list"),
+        help: ArgumentHelp(
+            "Read methods, comma-separated: contents, descriptor, copy. (default: all three)",
+            valueName: "list"
+        ),
         transform: { try list($0, ReadBenchmark.Method.init(rawValue:), "method") }
     )
     var method: [ReadBenchmark.Method] = ReadBenchmark.Method.allCases
 
     @Option(
         help: ArgumentHelp(
-            "Patterns, comma-separated: sequential, random, first-byte, lookup.",
+            "Patterns, comma-separated: sequential, random, first-byte, lookup. (default: all four)",
             valueName: "list"
         ),
         transform: { try list($0, ReadBenchmark.Pattern.init(rawValue:), "pattern") }
@@ -53,14 +56,14 @@ struct Bench: AsyncParsableCommand {
     var pattern: [ReadBenchmark.Pattern] = ReadBenchmark.Pattern.allCases
 
     @Option(
-        help: ArgumentHelp("Cache states, comma-separated: warm, cold.", valueName: "list"),
+        help: ArgumentHelp("Cache states, comma-separated: warm, cold. (default: both)", valueName: "list"),
         transform: { try list($0, ReadBenchmark.Cache.init(rawValue:), "cache state") }
     )
     var cache: [ReadBenchmark.Cache] = ReadBenchmark.Cache.allCases
 
     @Option(
         help: ArgumentHelp(
-            "Block sizes of random reads, comma-separated, in bytes (k and m suffixes).",
+            "Block sizes of random reads, comma-separated, in bytes (k and m suffixes). (default: 4k,64k)",
             valueName: "list"
         ),
         transform: { try list($0, byteCount, "block size") }
@@ -73,7 +76,7 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds each case runs.")
     var duration: Double = 1
 
-    @Option(help: "Operations per case instead of a duration (over all threads).")
+    @Option(help: "Operations per case instead of a duration (over all threads). (default: run for --duration)")
     var iterations: Int?
 
     @Option(help: "Seed of the random block choice.")
@@ -87,7 +90,7 @@ struct Bench: AsyncParsableCommand {
         guard duration > 0 else { throw ValidationError("--duration must be more than 0 seconds") }
         if let iterations, iterations < 1 { throw ValidationError("--iterations must be 1 or more") }
         guard block.allSatisfy({ $0 >= 1 }) else { throw ValidationError("--block sizes must be 1 byte or more") }
-        guard !(csv && options.json) else { throw ValidationError("choose one of --csv and --json") }
+        guard !(csv && app.json) else { throw ValidationError("choose one of --csv and --json") }
     }
 
     func run() throws {
@@ -100,20 +103,20 @@ struct Bench: AsyncParsableCommand {
         settings.duration = .milliseconds(Int64(duration * 1000))
         settings.iterations = iterations
         settings.seed = seed
-        try options.offline { reader in
+        try app.read { reader in
             let benchmark = try ReadBenchmark(
                 reader: reader,
                 paths: paths.map { FilePath($0) },
                 assetPackID: pack,
                 options: settings
             )
-            let showProgress = !options.json && !csv && isatty(STDERR_FILENO) == 1
+            let showProgress = !app.json && !csv && isatty(STDERR_FILENO) == 1
             let results = try benchmark.run { benchCase, index, count in
                 if showProgress { Console.statusLine("[\(index + 1)/\(count)] \(benchCase)") }
             }
             if showProgress { Console.statusLine(nil) }
             let report = ReadBenchmark.Report(benchmark: benchmark, results: results)
-            if options.json {
+            if app.json {
                 Console.out(try report.json())
             } else if csv {
                 for line in report.csvLines() { Console.out(line) }

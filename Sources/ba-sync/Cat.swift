@@ -6,19 +6,20 @@ import SystemPackage
 
 struct Cat: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "contents(at:): write a file of the merged namespace to stdout (offline)."
+        abstract: "contents(at:): write a file of the merged namespace to stdout (offline).",
+        discussion: "The bytes go to stdout as they are; with --json, only a failure is printed (as an error line)."
     )
 
-    @OptionGroup var options: ClientOptions
+    @OptionGroup var app: AppGroupOptions
 
-    @Argument(help: "A path in the namespace, e.g. Levels/World1/Level1/level.json.")
+    @Argument(help: "A path in the namespace, e.g. Tutorial/strings/en.json.")
     var path: String
 
-    @Option(help: "Read from this pack only.")
+    @Option(help: "Read from this pack only. (default: the pack whose ID sorts first among those holding the path)")
     var pack: String?
 
     func run() throws {
-        try options.offline { reader in
+        try app.read { reader in
             let data = try reader.contents(at: FilePath(path), searchingInAssetPackWithID: pack)
             try data.withUnsafeBytes { _ = try FileDescriptor.standardOutput.writeAll($0) }
         }

@@ -5,15 +5,21 @@ import AssetPackClient
 struct CheckUpdates: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-updates",
-        abstract: "checkForUpdates(): update outdated installed packs, remove obsolete ones."
+        abstract: "checkForUpdates(): update outdated installed packs, remove obsolete ones.",
+        discussion:
+            "Unlike Apple's checkForUpdates(), which returns once the updates are scheduled, this waits until they are installed."
     )
 
-    @OptionGroup var options: ClientOptions
+    @OptionGroup var app: AppGroupOptions
+    @OptionGroup var server: ServerOptions
+    @OptionGroup var downloads: DownloadOptions
+    @OptionGroup var lock: LockOptions
 
     func run() async throws {
-        let (updated, removed) = try await options.run { manager in try await manager.checkForUpdates() }
-        if options.json {
-            Console.json(["updatingIDs": updated.sorted(), "removedIDs": removed.sorted()])
+        let ((updated, removed), _) = try await Session(app: app, server: server, downloads: downloads, lock: lock)
+            .run { manager in try await manager.checkForUpdates() }
+        if app.json {
+            Console.json(["event": "result", "updatingIDs": updated.sorted(), "removedIDs": removed.sorted()])
         } else {
             Console.out("updated: \(updated.isEmpty ? "none" : updated.sorted().joined(separator: ", "))")
             Console.out("removed: \(removed.isEmpty ? "none" : removed.sorted().joined(separator: ", "))")

@@ -6,50 +6,16 @@ import Foundation
 import NIOCore
 import SystemPackage
 
-/// Options every ba-sync command takes.
-struct ClientOptions: ParsableArguments {
-    @Option(help: "The server's base URL, e.g. http://127.0.0.1:8443. (env: BA_SYNC_SERVER)")
-    var server: String?
-
-    @Option(help: "The app-group directory packs are installed into; created if needed. (env: BA_SYNC_APP_GROUP)")
+/// Where the app group is and how to print: what every ba-sync command takes.
+struct AppGroupOptions: ParsableArguments {
+    @Option(help: "The app-group directory packs are installed into; created when a pack is. (env: BA_SYNC_APP_GROUP)")
     var appGroup: String?
-
-    @Option(help: "A PEM CA certificate to trust, e.g. the one `ba-mock serve --tls-self-signed` prints.")
-    var caCert: String?
-
-    @Flag(help: "Machine-readable output: JSON (JSON lines for progress).")
-    var json = false
-
-    @Option(help: "Packs downloaded at once.")
-    var concurrency: Int = 3
-
-    @Option(
-        help:
-            "Retries of a download or the manifest after a transient failure (connection error, stall, 5xx, 429), with exponential backoff and jitter, honouring Retry-After."
-    )
-    var retries: Int = 5
-
-    @Option(help: "Seconds without a byte before a connection attempt or a download counts as stalled.")
-    var timeout: Double = 30
-
-    @Option(
-        help:
-            "Seconds to wait for another ba-sync that holds the app group before giving up. (default: wait until it is done)"
-    )
-    var lockTimeout: Double?
 
     @Flag(
         help:
-            "Download each pack into a file before installing it, so that a killed run resumes where it stopped; by default a pack is extracted as it arrives (faster, half the disk writes; a cut connection still resumes within the run)."
+            "Machine-readable output: JSON lines (progress events, then one {\"event\": \"result\"} line; a failure is an {\"event\": \"error\"} line with a code)."
     )
-    var resumable = false
-
-    func validate() throws {
-        guard concurrency >= 1 else { throw ValidationError("--concurrency must be 1 or more") }
-        guard retries >= 0 else { throw ValidationError("--retries must be 0 or more") }
-        guard timeout > 0 else { throw ValidationError("--timeout must be more than 0 seconds") }
-        if let lockTimeout, lockTimeout < 0 { throw ValidationError("--lock-timeout must be 0 or more seconds") }
-    }
+    var json = false
 
     var appGroupPath: FilePath {
         get throws {
@@ -61,10 +27,50 @@ struct ClientOptions: ParsableArguments {
         }
     }
 
-    var serverURL: URL {
+    /// Runs an offline command: reads of the app group only, no server, no lock.
+    func read(_ body: (AssetPackReader) throws -> Void) throws {
+        do {
+            try body(AssetPackReader(appGroup: try appGroupPath))
+        } catch {
+            if json, !(error is ExitCode) { Console.jsonError(error) }
+            throw error
+        }
+    }
+}
+
+/// How to reach the server: what the commands that talk to it take.
+struct ServerOptions: ParsableArguments {
+    @Option(help: "The server's base URL, e.g. http://127.0.0.1:8443. (env: BA_SYNC_SERVER)")
+    var server: String?
+
+    @Option(help: "A PEM CA certificate to trust, e.g. the one `ba-mock serve --tls-self-signed` prints.")
+    var caCert: String?
+
+    @Option(
+        help:
+            "Retries of a download or the manifest after a transient failure (connection lost, stall, 5xx, 429), with exponential backoff and jitter, honouring Retry-After; a server that refuses the connection fails at once."
+    )
+    var retries: Int = 5
+
+    @Option(
+        help:
+            "Seconds for a connection attempt and for the whole manifest fetch; a download receiving nothing, or under 1 KiB/s, for this long counts as stalled."
+    )
+    var timeout: Double = 30
+
+    func validate() throws {
+        guard retries >= 0 else { throw ValidationError("--retries must be 0 or more") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be more than 0 seconds") }
+        if let caCert, !FileManager.default.fileExists(atPath: caCert) {
+            throw ValidationError("--ca-cert \(caCert) does not exist")
+        }
+    }
+
+    /// The server given, if any.
+    var serverURL: URL? {
         get throws {
             guard let value = server ?? ProcessInfo.processInfo.environment["BA_SYNC_SERVER"], !value.isEmpty else {
-                throw ValidationError("no server: pass --server URL (e.g. http://127.0.0.1:8443) or set BA_SYNC_SERVER")
+                return nil
             }
             guard let url = URL(string: value), let scheme = url.scheme?.lowercased(),
                 scheme == "http" || scheme == "https",
@@ -76,49 +82,94 @@ struct ClientOptions: ParsableArguments {
         }
     }
 
-    /// Opens the manager, with a client that trusts --ca-cert, and says when another process holds the lock.
-    func manager() throws -> (AssetPackManager, HTTPClient) {
-        if let caCert, !FileManager.default.fileExists(atPath: caCert) {
-            throw ValidationError("--ca-cert \(caCert) does not exist")
+    /// The server, which this command needs.
+    var requiredServerURL: URL {
+        get throws {
+            guard let url = try serverURL else {
+                throw ValidationError("no server: pass --server URL (e.g. http://127.0.0.1:8443) or set BA_SYNC_SERVER")
+            }
+            return url
         }
-        let appGroup = try appGroupPath
-        let server = try serverURL
-        let milliseconds = Int64(timeout * 1000)
+    }
+}
+
+/// How downloads run: what the commands that install take.
+struct DownloadOptions: ParsableArguments {
+    @Option(help: "Packs downloaded at once.")
+    var concurrency: Int = 3
+
+    @Flag(
+        help:
+            "Download each pack into a file before installing it, so that a killed run resumes where it stopped; by default a pack is extracted as it arrives (faster, half the disk writes; a cut connection still resumes within the run)."
+    )
+    var resumable = false
+
+    func validate() throws {
+        guard concurrency >= 1 else { throw ValidationError("--concurrency must be 1 or more") }
+    }
+}
+
+/// How long to wait for another process: what the commands that change the app group take.
+struct LockOptions: ParsableArguments {
+    @Option(
+        help:
+            "Seconds to wait for another ba-sync that holds the app group before giving up. (default: wait until it is done)"
+    )
+    var lockTimeout: Double?
+
+    func validate() throws {
+        if let lockTimeout, lockTimeout < 0 { throw ValidationError("--lock-timeout must be 0 or more seconds") }
+    }
+}
+
+/// A manager for one command, with its HTTP client and a printer of what happens.
+struct Session {
+    let app: AppGroupOptions
+    var server: ServerOptions?
+    var downloads: DownloadOptions?
+    var lock: LockOptions?
+    /// Whether the command cannot work without the server.
+    var needsServer = true
+
+    /// A failure as JSON: its code and message.
+    static func failure(_ error: AssetPackClientError) -> [String: Any] {
+        ["code": error.code.rawValue, "message": error.description]
+    }
+
+    /// Runs `body` with a manager and shows its events as they happen, then shuts the HTTP client down;
+    /// everything shown is written before the command prints its result. With `--json`, a failure is also
+    /// printed as an error line.
+    /// - Returns: What `body` returns, and the packs whose failure the progress already showed.
+    func run<T: Sendable>(_ body: (AssetPackManager) async throws -> T) async throws -> (T, shown: Set<String>) {
+        let appGroup = try app.appGroupPath
+        let url = needsServer ? try server?.requiredServerURL : try server?.serverURL
+        let milliseconds = Int64((server?.timeout ?? 30) * 1000)
         let client = AssetPackManager.makeHTTPClient(
-            trusting: caCert,
+            trusting: server?.caCert,
             connectTimeout: .milliseconds(min(milliseconds, 5000)),
             readTimeout: .milliseconds(milliseconds)
         )
         let manager: AssetPackManager
         do {
             manager = try AssetPackManager(
-                server: server,
+                server: url,
                 appGroup: appGroup,
                 client: client,
-                maxConcurrentDownloads: concurrency,
-                retryPolicy: RetryPolicy(retries: retries),
+                maxConcurrentDownloads: downloads?.concurrency ?? 3,
+                retryPolicy: RetryPolicy(retries: server?.retries ?? 5),
                 manifestTimeout: .milliseconds(milliseconds),
                 stallTimeout: .milliseconds(milliseconds),
-                resumableDownloads: resumable,
-                lockTimeout: lockTimeout.map { .milliseconds(Int64($0 * 1000)) }
-            ) { holder in
-                let who = holder.map { "ba-sync (pid \($0))" } ?? "another ba-sync"
-                Console.err("waiting for \(who), which holds \(appGroup)/.ba-sync/lock")
-            }
+                resumableDownloads: downloads?.resumable ?? false,
+                lockTimeout: lock?.lockTimeout.map { .milliseconds(Int64($0 * 1000)) }
+            )
         } catch {
-            try? client.syncShutdown()
+            try? await client.shutdown()
+            if app.json { Console.jsonError(error) }
             throw error
         }
-        return (manager, client)
-    }
-
-    /// Runs `body` with a manager and shows its downloads, then shuts the HTTP client down. Every update is
-    /// shown before the command prints its result.
-    func run<T: Sendable>(_ body: (AssetPackManager) async throws -> T) async throws -> T {
-        let (manager, client) = try manager()
-        let progress = ConsoleProgress(json: json)
-        let updates = manager.statusUpdates
-        let printer = Task { for await update in updates { progress.show(update) } }
+        let progress = ConsoleProgress(json: app.json, appGroup: appGroup.string)
+        let events = manager.events
+        let printer = Task { for await event in events { progress.show(event) } }
         let result: Result<T, any Error>
         do {
             result = .success(try await body(manager))
@@ -129,19 +180,7 @@ struct ClientOptions: ParsableArguments {
         await printer.value
         progress.flush()
         try? await client.shutdown()
-        if case .failure(let error) = result, json { Console.jsonError(error) }
-        return try result.get()
-    }
-}
-
-extension ClientOptions {
-    /// Runs an offline command: reads of the app group only, no server.
-    func offline(_ body: (AssetPackReader) throws -> Void) throws {
-        do {
-            try body(AssetPackReader(appGroup: try appGroupPath))
-        } catch {
-            if json { Console.jsonError(error) }
-            throw error
-        }
+        if case .failure(let error) = result, app.json, !(error is ExitCode) { Console.jsonError(error) }
+        return (try result.get(), progress.failuresShown)
     }
 }

@@ -8,9 +8,12 @@ struct Ensure: AsyncParsableCommand {
         discussion: "Returns at once for packs already installed (unless --latest finds a newer version)."
     )
 
-    @OptionGroup var options: ClientOptions
+    @OptionGroup var app: AppGroupOptions
+    @OptionGroup var server: ServerOptions
+    @OptionGroup var downloads: DownloadOptions
+    @OptionGroup var lock: LockOptions
 
-    @Argument(help: "Pack IDs.")
+    @Argument(help: "Pack IDs, e.g. HighResTextures.")
     var ids: [String]
 
     @Flag(help: "Also download a newer version when the server has one.")
@@ -22,30 +25,30 @@ struct Ensure: AsyncParsableCommand {
 
     func run() async throws {
         let (ids, latest) = (self.ids, self.latest)
-        do {
-            try await options.run { manager in
-                var packs: Set<AssetPack> = []
-                for id in ids { packs.insert(try await manager.assetPack(withID: id)) }
+        let (failures, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).run {
+            manager -> [AssetPack: AssetPackClientError] in
+            var packs: Set<AssetPack> = []
+            for id in ids { packs.insert(try await manager.assetPack(withID: id)) }
+            do {
                 try await manager.ensureLocalAvailability(of: packs, requireLatestVersions: latest)
+                return [:]
+            } catch let error as AssetPackManager.LocalAvailabilityError {
+                return error.failures
             }
-        } catch let error as AssetPackManager.LocalAvailabilityError {
-            if options.json {
-                Console.json([
-                    "event": "result", "ok": error.successes.map(\.id).sorted(),
-                    "failures": Dictionary(
-                        uniqueKeysWithValues: error.failures.map { ($0.key.id, $0.value.description) }
-                    ),
-                ])
-            }
-            for (pack, failure) in error.failures.sorted(by: { $0.key.id < $1.key.id }) {
-                Console.err("failed: \(pack.id): \(failure)")
-            }
-            throw ExitCode.failure
         }
-        if options.json {
-            Console.json(["event": "result", "ok": ids.sorted(), "failures": [String: String]()])
+        let failed = Set(failures.keys.map(\.id))
+        if app.json {
+            Console.json([
+                "event": "result", "ok": ids.filter { !failed.contains($0) }.sorted(),
+                "failures": Dictionary(uniqueKeysWithValues: failures.map { ($0.key.id, Session.failure($0.value)) }),
+            ])
         } else {
-            Console.out("local: \(ids.joined(separator: ", "))")
+            let ok = ids.filter { !failed.contains($0) }
+            if !ok.isEmpty { Console.out("local: \(ok.joined(separator: ", "))") }
+            for (pack, failure) in failures.sorted(by: { $0.key.id < $1.key.id }) {
+                Console.err(shown.contains(pack.id) ? "failed: \(pack.id) (above)" : "failed: \(pack.id): \(failure)")
+            }
         }
+        if !failures.isEmpty { throw ExitCode.failure }
     }
 }

@@ -7,34 +7,38 @@ import Foundation
 struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the server's packs with their local status.")
 
-    @OptionGroup var options: ClientOptions
+    @OptionGroup var app: AppGroupOptions
+    @OptionGroup var server: ServerOptions
 
     func run() async throws {
-        let rows = try await options.run { manager in
-            try await manager.statusOfAllAssetPacks().compactMap { entry in
-                entry.pack.map { ($0, entry.installed, entry.status) }
-            }
+        let (entries, _) = try await Session(app: app, server: server).run { manager in
+            try await manager.statusOfAllAssetPacks().filter { $0.pack != nil }
         }
-        if options.json {
-            Console.json(
-                rows.map { pack, installed, status in
-                    [
+        if app.json {
+            Console.json([
+                "event": "result",
+                "packs": entries.compactMap { entry -> [String: Any]? in
+                    guard let pack = entry.pack else { return nil }
+                    return [
                         "id": pack.id, "version": pack.version, "downloadPolicy": pack.downloadPolicy.name,
                         "downloadSize": pack.downloadSize, "installSize": pack.installSize, "fileCount": pack.fileCount,
-                        "installedVersion": installed.map { $0.version as Any } ?? NSNull(),
-                        "status": status.names, "statusRawValue": status.rawValue,
-                    ] as [String: Any]
-                }
-            )
+                        "installedVersion": entry.installed.map { $0.version as Any } ?? NSNull(),
+                        "status": entry.status.names, "statusRawValue": entry.status.rawValue,
+                    ]
+                },
+            ])
             return
         }
         Console.table(
             [["PACK", "POLICY", "VERSION", "DOWNLOAD", "INSTALLED", "STATUS"]]
-                + rows.map { pack, installed, status in
-                    [
-                        pack.id, pack.downloadPolicy.name, String(pack.version), ByteFormat.string(pack.downloadSize),
-                        installed.map { "v\($0.version)" } ?? "-", status.names.joined(separator: ","),
-                    ]
+                + entries.compactMap { entry in
+                    entry.pack.map { pack in
+                        [
+                            pack.id, pack.downloadPolicy.name, String(pack.version),
+                            ByteFormat.string(pack.downloadSize), entry.installed.map { "v\($0.version)" } ?? "-",
+                            entry.status.names.joined(separator: ","),
+                        ]
+                    }
                 }
         )
     }

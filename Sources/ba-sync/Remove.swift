@@ -4,17 +4,20 @@ import AssetPackClient
 
 struct Remove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "remove(assetPackWithID:): delete an installed pack; `ensure` downloads it again."
+        abstract: "remove(assetPackWithID:): delete an installed pack (offline); `ensure` downloads it again."
     )
 
-    @OptionGroup var options: ClientOptions
+    @OptionGroup var app: AppGroupOptions
+    @OptionGroup var lock: LockOptions
 
     @Argument(help: "The pack ID.")
     var id: String
 
     func run() async throws {
         let id = self.id
-        try await options.run { manager in try await manager.remove(assetPackWithID: id) }
-        if options.json { Console.json(["removed": id]) } else { Console.out("removed \(id)") }
+        _ = try await Session(app: app, lock: lock, needsServer: false).run { manager in
+            try await manager.remove(assetPackWithID: id)
+        }
+        if app.json { Console.json(["event": "result", "removed": id]) } else { Console.out("removed \(id)") }
     }
 }

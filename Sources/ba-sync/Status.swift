@@ -8,39 +8,53 @@ import SystemPackage
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Installed packs: Apple's status flags, version, sizes, folder.",
-        discussion:
-            "Asks the server for the flags it knows (updateAvailable, obsolete); offline, reports what the app group knows."
+        discussion: """
+            With a server (--server or BA_SYNC_SERVER) that answers, the flags are relative to what it \
+            publishes (updateAvailable, obsolete); without one, or when it does not answer, they are what the \
+            app group knows offline, and the output says so.
+            """
     )
 
-    @OptionGroup var options: ClientOptions
+    @OptionGroup var app: AppGroupOptions
+    @OptionGroup var server: ServerOptions
 
     @Argument(help: "One pack ID; default: every installed pack.")
     var id: String?
 
     func run() async throws {
         let id = self.id
-        let report = try await options.run { manager in await manager.statusReport(ofAssetPackWithID: id) }
+        let (report, _) = try await Session(app: app, server: server, needsServer: false).run { manager in
+            await manager.statusReport(ofAssetPackWithID: id)
+        }
         if let id, let entry = report.entries.first, entry.installed == nil, entry.status.isEmpty {
-            Console.err("pack \(id) is not installed and not known here")
+            let message = "pack \(id) is not installed and not known here"
+            if app.json { Console.json(["event": "error", "code": "assetPackNotFound", "message": message]) }
+            Console.err(message)
             throw ExitCode.failure
         }
-        let rows: [[String: Any]] = report.entries.map { entry in
-            var row: [String: Any] = [
-                "id": entry.id, "status": entry.status.names, "statusRawValue": Int(entry.status.rawValue),
+        let offline = report.offlineReason.map { "offline: \($0.message); flags are what the app group knows" }
+        if app.json {
+            var result: [String: Any] = [
+                "event": "result", "online": report.offlineReason == nil,
+                "packs": report.entries.map { entry in
+                    var row: [String: Any] = [
+                        "id": entry.id, "status": entry.status.names, "statusRawValue": Int(entry.status.rawValue),
+                    ]
+                    if let installed = entry.installed {
+                        row["version"] = installed.version
+                        row["installSize"] = installed.installSize
+                        row["fileCount"] = installed.fileCount
+                        row["downloadPolicy"] = installed.downloadPolicy.name
+                    }
+                    if let folder = entry.folder { row["path"] = folder.string }
+                    return row
+                },
             ]
-            if let installed = entry.installed {
-                row["version"] = installed.version
-                row["installSize"] = installed.installSize
-                row["fileCount"] = installed.fileCount
-                row["downloadPolicy"] = installed.downloadPolicy.name
-            }
-            if let folder = entry.folder { row["path"] = folder.string }
-            return row
-        }
-        if options.json {
-            Console.json(id == nil ? rows as Any : rows.first as Any)
+            if let offline { result["offlineReason"] = offline }
+            Console.json(result)
             return
         }
+        if let offline { Console.err(offline) }
         Console.table(
             [["PACK", "VERSION", "FILES", "INSTALL", "STATUS", "PATH"]]
                 + report.entries.map { entry in

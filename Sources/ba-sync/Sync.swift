@@ -14,19 +14,24 @@ struct Sync: AsyncParsableCommand {
             """
     )
 
-    @OptionGroup var options: ClientOptions
+    @OptionGroup var app: AppGroupOptions
+    @OptionGroup var server: ServerOptions
+    @OptionGroup var downloads: DownloadOptions
+    @OptionGroup var lock: LockOptions
 
     @Option(help: "The event: install, update or periodic.")
     var event: InstallationEvent = .install
 
     func run() async throws {
         let event = self.event
-        let report = try await options.run { manager in try await manager.sync(event: event) }
-        if options.json {
+        let (report, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).run {
+            manager in try await manager.sync(event: event)
+        }
+        if app.json {
             Console.json([
                 "event": "result", "installed": report.installed, "alreadyLocal": report.alreadyLocal,
                 "removed": report.removed, "essentialFailed": report.essentialFailed,
-                "failures": report.failures.mapValues { $0.description },
+                "failures": report.failures.mapValues(Session.failure),
             ])
         } else {
             if !report.installed.isEmpty { Console.out("installed: \(report.installed.joined(separator: ", "))") }
@@ -34,8 +39,9 @@ struct Sync: AsyncParsableCommand {
                 Console.out("already local: \(report.alreadyLocal.joined(separator: ", "))")
             }
             if !report.removed.isEmpty { Console.out("removed (obsolete): \(report.removed.joined(separator: ", "))") }
+            // A failure the progress showed is not repeated; one it could not show (before any download) is.
             for (id, error) in report.failures.sorted(by: { $0.key < $1.key }) {
-                Console.err("failed: \(id): \(error)")
+                Console.err(shown.contains(id) ? "failed: \(id) (above)" : "failed: \(id): \(error)")
             }
         }
         if report.essentialFailed { throw ExitCode(2) }

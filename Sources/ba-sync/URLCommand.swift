@@ -10,17 +10,17 @@ struct URLCommand: AsyncParsableCommand {
         abstract: "url(for:): where a file or folder of the merged namespace is on disk (offline)."
     )
 
-    @OptionGroup var options: ClientOptions
+    @OptionGroup var app: AppGroupOptions
 
-    @Argument(help: "A path in the namespace, e.g. Levels/ or Videos/Intro.m4v.")
+    @Argument(help: "A path in the namespace, e.g. Levels/ or Tutorial/strings/en.json.")
     var path: String
 
     func run() throws {
-        try options.offline { reader in
+        try app.read { reader in
             let url = try reader.url(for: FilePath(path))
-            if options.json {
+            if app.json {
                 Console.json([
-                    "path": path, "url": url.absoluteString,
+                    "event": "result", "path": path, "url": url.absoluteString,
                     "assetPackID": (try? reader.assetPackID(containing: FilePath(path))) as Any? ?? NSNull(),
                 ])
             } else {

@@ -4,18 +4,31 @@ import AssetPackClient
 
 struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Re-hash installed files against their pack's index (offline)."
+        abstract: "Re-hash installed files against their pack's index (offline).",
+        discussion: "Exits 1 when a file differs or is missing; --json lists them as data."
     )
 
-    @OptionGroup var options: ClientOptions
+    @OptionGroup var app: AppGroupOptions
 
     @Argument(help: "One pack ID; default: every installed pack.")
     var id: String?
 
     func run() throws {
-        try options.offline { reader in
-            let count = try reader.verify(assetPackWithID: id)
-            if options.json { Console.json(["verifiedFiles": count]) } else { Console.out("verified \(count) files") }
+        try app.read { reader in
+            guard app.json else {
+                Console.out("verified \(try reader.verify(assetPackWithID: id)) files")
+                return
+            }
+            let result = try reader.verification(ofAssetPackWithID: id)
+            Console.json([
+                "event": "result", "verifiedFiles": result.checked, "ok": result.problems.isEmpty,
+                "problems": result.problems.map { problem -> [String: Any] in
+                    var row: [String: Any] = ["pack": problem.pack, "problem": problem.kind.rawValue]
+                    if let path = problem.path { row["path"] = path }
+                    return row
+                },
+            ])
+            if !result.problems.isEmpty { throw ExitCode.failure }
         }
     }
 }

@@ -219,7 +219,7 @@ struct AssetPackManagerTests {
             }
             for await _ in entered { break }
             let contender = Task { try await second.sync(event: .install) }
-            while waited.pid == nil { try await Task.sleep(for: .milliseconds(10)) }
+            for _ in 0..<1000 where waited.pid == nil { try await Task.sleep(for: .milliseconds(10)) }
             #expect(waited.pid == getpid())
             releaseContinuation.yield()
             try await holder.value

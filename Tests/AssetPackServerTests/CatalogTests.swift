@@ -34,7 +34,7 @@ struct CatalogTests {
             try scratch.write("Textures/rock.ktx2", Scratch.noise(50_000, seed: 4))
             let report = try await server.catalog.refresh()
             #expect(report.changes == [CatalogReport.Change(id: "Textures", from: 1, to: 2)])
-            #expect(!FileManager.default.fileExists(atPath: oldPath.string), "retention 0 removes the old file")
+            #expect(!FileManager.default.fileExists(atPath: oldPath.string), "keeping 1 archive removes the old file")
 
             // The download under way finishes with the old bytes.
             while let chunk = try await iterator.next() { received.append(contentsOf: chunk.readableBytesView) }
@@ -117,7 +117,7 @@ struct CatalogTests {
         // recorded the manifest under the first spelling.
         try await PackCatalog(folder: AssetFolder(root: scratch.root)).refresh()
         let respelled = FilePath(scratch.root.string + "/./")
-        let catalog = try PackCatalog(folder: AssetFolder(root: respelled), retention: .zero)
+        let catalog = try PackCatalog(folder: AssetFolder(root: respelled), archivesKept: 1)
         try await catalog.refresh()
         if broken == "bad selector" {
             let text = String(decoding: try scratch.read(scratch.root.appending("Levels.json")), as: UTF8.self)
@@ -149,7 +149,7 @@ struct CatalogTests {
     @Test func watcherPicksUpChangesWithoutARestart() async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
-        let catalog = try PackCatalog(folder: AssetFolder(root: scratch.root), retention: .zero)
+        let catalog = try PackCatalog(folder: AssetFolder(root: scratch.root), archivesKept: 1)
         try await catalog.refresh()
         let (reports, continuation) = AsyncStream<CatalogReport>.makeStream()
         let watcher = Task { await catalog.watch(every: .milliseconds(50)) { continuation.yield($0) } }

@@ -16,7 +16,7 @@ struct ExportTests {
         try scratch.write("site/assets/images/logo.png", Scratch.noise(100, seed: 1))
         try scratch.write("site/assets/style.css", "body {}")
         try scratch.write("site/index.html", "<html></html>")
-        let catalog = try PackCatalog(folder: AssetFolder(root: scratch.root), retention: .zero)
+        let catalog = try PackCatalog(folder: AssetFolder(root: scratch.root), archivesKept: 1)
         try await catalog.refresh()
         _ = try Exporter.export(catalog.snapshot, to: out, baseURL: nil)
         for id in ["Levels", "Textures", "Tutorial"] {

@@ -151,8 +151,10 @@ struct FaultTests {
             #expect(added.status == 201)
             #expect(try await server.get("/assets/Levels").status == 500)
             let bad = try await server.get("/_mock/faults", method: .POST, body: "nonsense")
-            #expect(bad.status == 500 || bad.status == 400)
+            #expect(bad.status == 400)
             #expect(String(decoding: bad.body, as: UTF8.self).contains("is not a fault"))
+            let huge = try await server.get("/_mock/faults", method: .POST, body: String(repeating: "x", count: 10_000))
+            #expect(huge.status == 413 && huge.errorCode == "tooLarge")
             #expect(try await server.get("/_mock/faults", method: .DELETE).status == 200)
             #expect(try await server.get("/assets/Levels").status == 200)
 
@@ -164,8 +166,54 @@ struct FaultTests {
             #expect(try await server.get("/_mock/packs/Levels/obsolete", method: .DELETE).status == 200)
             #expect(try await server.manifest().assetPacks.count == 3)
             #expect(try await server.get("/_mock/packs/Nope/obsolete", method: .PUT).status == 404)
+            for bad in ["0", "-1", "seven"] {
+                #expect(
+                    try await server.get("/_mock/packs/Levels/version/\(bad)", method: .PUT).status == 400,
+                    "\(bad)"
+                )
+            }
+            // The pins and marks are visible, and a pin can be removed.
+            let listed = try await server.get("/_mock/packs")
+            let packs = try #require(listed.json?["packs"] as? [[String: Any]])
+            let levels = try #require(packs.first { $0["id"] as? String == "Levels" })
+            #expect(levels["publishedVersion"] as? Int == 5 && levels["contentVersion"] as? Int == 1)
+            #expect(levels["pinnedBy"] as? String == "control" && levels["obsolete"] as? Bool == false)
+            #expect(try await server.get("/_mock/packs/Levels/version", method: .DELETE).status == 200)
+            #expect(try await server.manifest().assetPacks.first { $0.id == "Levels" }?.version == 1)
             try await waitForLines(server) { $0.contains { $0.contains("fault=status=500,pack=Levels") } }
             #expect(server.requestLines.withLock { $0 }.contains { $0.contains("fault=status=500,pack=Levels") })
+        }
+    }
+
+    @Test func contentThatChangesUnderAPinIsSaidAndOldArchivesAreDeleted() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        // A build killed earlier left its files in the state folder.
+        try scratch.write(".ba-mock/packs/Levels.building", "half a pack")
+        try scratch.write(".ba-mock/packs/.Levels.building.tmp-99-1", "half a pack")
+        try await LiveServer.with(folder: scratch.root, pinnedVersions: ["Levels": 7]) { server in
+            let packs = scratch.root.appending(".ba-mock/packs")
+            let names = { try FileManager.default.contentsOfDirectory(atPath: packs.string) }
+            let atStart = try names()
+            #expect(!atStart.contains { $0.contains("building") }, "\(atStart)")
+
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 4}"#)
+            let report = try await server.catalog.refresh()
+            #expect(report.warnings.contains { $0.hasPrefix("Levels changed, but it is published as version 7") })
+            // LiveServer keeps one archive per pack: the superseded one is gone, the published one stays.
+            #expect(try names().filter { $0.hasPrefix("Levels-") }.count == 1)
+        }
+    }
+
+    @Test func anHTTP10RequestGetsConnectionClose() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+            let peer = try RawConnection(port: port, receiveBuffer: 1 << 20)
+            peer.send("GET /manifest HTTP/1.0\r\n\r\n")
+            let (bytes, closed) = peer.readToEnd(timeout: 5)
+            #expect(bytes > 0 && closed, "the server closes an HTTP/1.0 connection after the response")
         }
     }
 

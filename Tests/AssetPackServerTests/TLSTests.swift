@@ -2,6 +2,7 @@ import AssetPackFormat
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 import SystemPackage
 import TestSupport
@@ -43,6 +44,38 @@ struct TLSTests {
             try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", stateFolder: folder.stateFolder)
         )
         #expect(try scratch.read(try #require(again.caFile)) == before)
+    }
+
+    @Test func aWildcardHostNeedsTheNamesClientsUse() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let folder = AssetFolder(root: scratch.root)
+        let unnamed = #expect(throws: AssetPackServerError.self) {
+            try TLSSetup.make(mode: .selfSigned, host: "0.0.0.0", stateFolder: folder.stateFolder)
+        }
+        #expect(unnamed?.message.contains("--tls-name") == true)
+        // Named for the address and a DNS name clients use: both verify.
+        let tls = try #require(
+            try TLSSetup.make(
+                mode: .selfSigned,
+                host: "0.0.0.0",
+                names: ["127.0.0.1", "localhost"],
+                stateFolder: folder.stateFolder
+            )
+        )
+        try await LiveServer.with(folder: scratch.root, tls: tls) { server in
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.trustRoots = .file(try #require(tls.caFile).string)
+            let trusting = HTTPClient(configuration: .init(tlsConfiguration: configuration))
+            #expect(try await server.get("/manifest", client: trusting).status == 200)
+            let byName = server.url.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+            let response = try await trusting.execute(
+                HTTPClientRequest(url: byName + "/manifest"),
+                timeout: .seconds(10)
+            )
+            #expect(response.status.code == 200)
+            try await trusting.shutdown()
+        }
     }
 
     @Test func missingCertificateFilesAreNamed() throws {

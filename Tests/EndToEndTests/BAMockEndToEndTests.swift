@@ -301,5 +301,21 @@ struct BAMockEndToEndTests {
         let level = try runTool(tool, ["package", "x.json", "-o", "y", "--compression", "gzip", "--level", "30"])
         #expect(level.status != 0)
         #expect(level.stderr.contains("use 1 to 9"))
+
+        // Names of packs that do not exist, and version 0, are refused before anything is served.
+        let assets = try sampleFolder(scratch)
+        for (arguments, says) in [
+            (
+                ["--pack-version", "Nope=3"],
+                "there is no pack Nope in the folder (packs: HighResTextures, Levels, Tutorial)"
+            ),
+            (["--pack-version", "Levels=0"], "a version of 1 or more"),
+            (["--fault", "status=500,pack=Nope"], "--fault …,pack=Nope: there is no pack Nope"),
+            (["--host", "0.0.0.0", "--tls-self-signed"], "Fix: add --tls-name"),
+        ] {
+            let refused = try runTool(tool, ["serve", assets.string, "--port", "0"] + arguments, timeout: 60)
+            #expect(refused.status != 0, "\(arguments)")
+            #expect(refused.stderr.contains(says), "\(arguments): \(refused.stderr)")
+        }
     }
 }

@@ -47,10 +47,20 @@ struct BASyncEndToEndTests {
 
         let status = try run(["status", "Tutorial", "--json"], url: url, appGroup: appGroup)
         #expect(status.status == 0, "\(status.stderr)")
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        let statusResult = try #require(jsonLines(status.stdout).last)
+        #expect(statusResult["event"] as? String == "result" && statusResult["online"] as? Bool == true)
+        let object = try #require((statusResult["packs"] as? [[String: Any]])?.first)
         #expect(object["version"] as? Int == 1)
         #expect((object["status"] as? [String])?.contains("downloaded") == true)
         #expect(object["statusRawValue"] as? Int == 69)
+
+        // Without a server, status says it is offline and gives what the app group knows.
+        let offline = try runTool(sync, ["status", "--app-group", appGroup.string, "--json"])
+        #expect(offline.status == 0, "\(offline.stderr)")
+        let offlineResult = try #require(jsonLines(offline.stdout).last)
+        #expect(offlineResult["online"] as? Bool == false)
+        #expect((offlineResult["offlineReason"] as? String)?.contains("no server given") == true)
+        #expect((offlineResult["packs"] as? [[String: Any]])?.map { $0["id"] as? String } == ["Levels", "Tutorial"])
 
         let cat = try run(["cat", "Videos/Introduction.m4v"], url: url, appGroup: appGroup)
         #expect(cat.status == 0)
@@ -81,9 +91,76 @@ struct BASyncEndToEndTests {
         #expect(verify.stdout.hasPrefix("verified 41 files"))
 
         let list = try run(["list", "--json"], url: url, appGroup: appGroup)
-        let packs = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
+        let listResult = try #require(jsonLines(list.stdout).last)
+        #expect(listResult["event"] as? String == "result")
+        let packs = try #require(listResult["packs"] as? [[String: Any]])
         #expect(packs.map { $0["id"] as? String } == ["HighResTextures", "Levels", "Tutorial"])
         #expect(packs.first?["installedVersion"] is NSNull)
+
+        // Every command ends with one result line; verify lists what differs as data.
+        for command in [["url", "Levels/"], ["check-updates"], ["verify"]] {
+            let output = try run(command + ["--json"], url: url, appGroup: appGroup)
+            #expect(output.status == 0, "\(command): \(output.stderr)")
+            #expect(jsonLines(output.stdout).last?["event"] as? String == "result", "\(command): \(output.stdout)")
+        }
+        let installed = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: appGroup.appending("AssetPacks/Tutorial").string)
+                .first { !$0.hasSuffix(".json") }
+        )
+        try scratch.write("AppGroup/AssetPacks/Tutorial/\(installed)/Tutorial/strings/en.json", "tampered")
+        let tampered = try runTool(sync, ["verify", "--app-group", appGroup.string, "--json"])
+        #expect(tampered.status == 1)
+        let verdict = try #require(jsonLines(tampered.stdout).last)
+        #expect(verdict["event"] as? String == "result" && verdict["ok"] as? Bool == false)
+        let problems = try #require(verdict["problems"] as? [[String: String]])
+        #expect(problems == [["pack": "Tutorial", "path": "Tutorial/strings/en.json", "problem": "differs"]])
+
+        // remove needs no server.
+        let removed = try runTool(sync, ["remove", "Tutorial", "--app-group", appGroup.string, "--json"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(jsonLines(removed.stdout).last?["removed"] as? String == "Tutorial")
+    }
+
+    func jsonLines(_ text: String) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    @Test func retriesSayWhyResumesSayFromWhereAndEachFailureIsPrintedOnce() throws {
+        let scratch = try Scratch()
+        let source = repositoryRoot().appendingPathComponent("Assets")
+        let folder = scratch.root.appending("Assets")
+        try FileManager.default.copyItem(atPath: source.path, toPath: folder.string)
+        try? FileManager.default.removeItem(atPath: folder.appending(".ba-mock").string)
+        let server = try RunningTool(
+            mock,
+            [
+                "serve", folder.string, "--port", "0", "--fault", "status=503,pack=Levels,times=1",
+                "--fault", "reset-after=100000,pack=HighResTextures,times=1", "--fault", "status=404,pack=Tutorial",
+            ]
+        )
+        defer { server.interrupt() }
+        let url = try #require(server.waitForFirstLine())
+        let appGroup = scratch.root.appending("AppGroup")
+        let ensure = try run(["ensure", "Levels", "HighResTextures", "Tutorial"], url: url, appGroup: appGroup)
+        #expect(ensure.status == 1)
+        #expect(ensure.stderr.contains("Levels: status 503, attempt 2 of 6, next in"), "\(ensure.stderr)")
+        #expect(ensure.stderr.contains("HighResTextures: connection broke at byte"), "\(ensure.stderr)")
+        #expect(ensure.stderr.contains("HighResTextures: resuming at byte"), "\(ensure.stderr)")
+        // The 404 is shown once, where it happened; the summary only points at it.
+        #expect(ensure.stderr.components(separatedBy: "answered 404").count - 1 == 1, "\(ensure.stderr)")
+        #expect(ensure.stderr.contains("failed: Tutorial (above)"))
+        #expect(ensure.stdout.contains("local: Levels, HighResTextures"))
+
+        let json = try run(["ensure", "Tutorial", "--json"], url: url, appGroup: appGroup)
+        let lines = jsonLines(json.stdout)
+        let failed = try #require(lines.first { $0["event"] as? String == "failed" })
+        #expect(failed["code"] as? String == "httpStatus")
+        let result = try #require(lines.last)
+        #expect(result["event"] as? String == "result")
+        let failures = try #require(result["failures"] as? [String: [String: String]])
+        #expect(failures["Tutorial"]?["code"] == "httpStatus")
     }
 
     @Test func twoProcessesSyncingOneAppGroupDoNotCorruptIt() throws {
@@ -117,9 +194,12 @@ struct BASyncEndToEndTests {
         #expect(url.hasPrefix("https://127.0.0.1:"))
         let ca = folder.appending(".ba-mock/tls/ca.pem").string
         let appGroup = scratch.root.appending("AppGroup")
-        let refused = try run(["ensure", "Tutorial", "--retries", "0"], url: url, appGroup: appGroup)
+        let refused = try run(["ensure", "Tutorial"], url: url, appGroup: appGroup)
         #expect(refused.status == 1)
-        #expect(refused.stderr.contains("cannot fetch the manifest"))
+        // The failure names the fix, and is not retried (a certificate does not become trusted by waiting).
+        #expect(refused.stderr.contains("the TLS handshake with 127.0.0.1 failed"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("--ca-cert FILE"))
+        #expect(!refused.stderr.contains("attempts"))
         let trusted = try run(["ensure", "Tutorial", "--ca-cert", ca], url: url, appGroup: appGroup)
         #expect(trusted.status == 0, "\(trusted.stderr)")
         #expect(trusted.stdout.contains("local: Tutorial"))

@@ -15,11 +15,26 @@ struct TortureTests {
     /// Runs per fault rule and SIGKILL points: `BA_TORTURE_RUNS` (default 1 and 4).
     var runs: Int { Int(ProcessInfo.processInfo.environment["BA_TORTURE_RUNS"] ?? "") ?? 1 }
 
-    static let rules = [
-        "reset-after=150000", "truncate", "corrupt=3000", "wrong-length", "status=500,times=2",
-        "status=503,retry-after=1,times=1", "status=404", "latency=300", "throttle=4000000", "stall=3,times=1",
-        "no-ranges", "stale-manifest,times=1", "bad-manifest,times=1",
+    /// Every fault rule, with what a run under it must end as. Rules that hit every request cannot be
+    /// recovered from; `times` rules must be; `bad-manifest,times=1` is eaten by the first manifest fetch,
+    /// which in the runs that start from an installed app group is the install run's.
+    static let rules: [(rule: String, expected: @Sendable (Int) -> Expected)] = [
+        ("reset-after=150000", { _ in .recovered }),
+        ("truncate", { _ in .failedCleanly }),
+        ("corrupt=3000", { _ in .failedCleanly }),
+        ("wrong-length", { _ in .failedCleanly }),
+        ("status=500,times=2", { _ in .recovered }),
+        ("status=503,retry-after=1,times=1", { _ in .recovered }),
+        ("status=404", { _ in .failedCleanly }),
+        ("latency=300", { _ in .recovered }),
+        ("throttle=4000000", { _ in .recovered }),
+        ("stall=3,times=1", { _ in .recovered }),
+        ("no-ranges", { _ in .recovered }),
+        ("stale-manifest,times=1", { _ in .recovered }),
+        ("bad-manifest,times=1", { run in run % 2 == 1 ? .recovered : .failedCleanly }),
     ]
+
+    enum Expected: Equatable { case recovered, failedCleanly }
 
     final class Tally: @unchecked Sendable {
         var rows: [(String, Int, Int, Int, Int)] = []
@@ -49,23 +64,68 @@ struct TortureTests {
         return result
     }
 
-    /// What one run left: every installed file must equal the source as it was at some point.
+    /// What one run left.
     enum Outcome { case recovered, failedCleanly, corrupted(String) }
 
-    func judge(appGroup: FilePath, status: Int32, sources: [[String: String]]) throws -> Outcome {
-        let verify = try runTool(sync, ["verify", "--app-group", appGroup.string])
-        guard verify.status == 0 || verify.stderr.contains("is not installed") else {
-            return .corrupted("verify: \(verify.stderr)")
-        }
+    /// The installed files of every pack (one version folder each, or the run left a second one behind),
+    /// by pack, then path, with their digests.
+    func installed(_ appGroup: FilePath) throws -> [String: [String: String]] {
         let packs = appGroup.appending("AssetPacks")
+        var result: [String: [String: String]] = [:]
         for id in (try? FileManager.default.contentsOfDirectory(atPath: packs.string)) ?? [] {
-            for version in try FileManager.default.contentsOfDirectory(atPath: packs.appending(id).string)
-            where !version.hasSuffix(".json") {
-                for (path, digest) in try digests(packs.appending(id).appending(version))
-                where !sources.contains(where: { $0[path] == digest }) {
-                    return .corrupted("\(id)/\(version)/\(path) matches no source version")
-                }
+            let versions = try FileManager.default.contentsOfDirectory(atPath: packs.appending(id).string)
+                .filter { !$0.hasSuffix(".json") }
+            guard versions.count == 1, let version = versions.first else {
+                throw CancellationError()  // reported by the caller as a corruption
             }
+            result[id] = try digests(packs.appending(id).appending(version))
+        }
+        return result
+    }
+
+    /// The asset folder at one moment: every file's digest, and the files each pack's selectors pick.
+    struct Snapshot {
+        var digests: [String: String]
+        var packs: [String: Set<String>]
+    }
+
+    func snapshot(_ folder: FilePath) throws -> Snapshot {
+        var packs: [String: Set<String>] = [:]
+        for id in ["HighResTextures", "Levels", "Tutorial"] {
+            let parsed = try PackagingManifest.load(from: folder.appending("\(id).json"))
+            packs[id] = Set(try PackSource.resolve(parsed, root: folder).files.map(\.path))
+        }
+        return Snapshot(digests: try digests(folder), packs: packs)
+    }
+
+    /// The files pack `id` holds in a snapshot of the source, with their digests.
+    func files(of id: String, in source: Snapshot) -> [String: String] {
+        let paths = source.packs[id] ?? []
+        return source.digests.filter { paths.contains($0.key) }
+    }
+
+    /// Judges a run: verify passes; each installed pack is whole, byte for byte either what it was before the
+    /// run or a complete version of the source; a run that succeeded installed the latest source of every pack
+    /// it had to.
+    func judge(
+        appGroup: FilePath,
+        status: Int32,
+        before: [String: [String: String]],
+        sources: [Snapshot]
+    ) throws -> Outcome {
+        let verify = try runTool(sync, ["verify", "--app-group", appGroup.string])
+        guard verify.status == 0 else { return .corrupted("verify: \(verify.stderr)") }
+        guard let after = try? installed(appGroup) else { return .corrupted("a pack has two version folders") }
+        for (id, files) in after {
+            let complete = sources.contains { files == self.files(of: id, in: $0) }
+            if !complete && files != before[id] {
+                return .corrupted("\(id) is neither what it was nor a whole version of the source")
+            }
+        }
+        if status == 0, let latest = sources.last, let levels = after["Levels"],
+            levels != files(of: "Levels", in: latest)
+        {
+            return .corrupted("the update reported success without the latest Levels")
         }
         return status == 0 ? .recovered : .failedCleanly
     }
@@ -92,49 +152,68 @@ struct TortureTests {
         return folder
     }
 
+    /// Waits (up to 20 s) for `text` in the server's stderr, or its stdout (request lines, written when a
+    /// body ends: a stalled one ends after the stall).
+    func waitFor(_ text: String, in server: RunningTool, stdout: Bool = false) -> Bool {
+        for _ in 0..<200 {
+            if (stdout ? server.stdout : server.stderr).contains(text) { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+
     @Test func faultsAndKillsNeverCorruptTheAppGroup() throws {
         let tally = Tally()
-        for rule in Self.rules {
+        for (rule, expected) in Self.rules {
             var (recovered, failed, corrupted) = (0, 0, 0)
             for run in 0..<runs {
                 let scratch = try Scratch()
                 let folder = try copyAssets(scratch)
                 let appGroup = scratch.root.appending("AppGroup")
-                var sources = [try digests(folder)]
+                var sources = [try snapshot(folder)]
                 // Half of the runs start from a half-updated app group: v1 installed, v2 on the server.
                 let server = try RunningTool(
                     mock,
-                    ["serve", folder.string, "--port", "0", "--fault", rule, "--seed", "\(run)"]
+                    [
+                        "serve", folder.string, "--port", "0", "--fault", rule, "--seed", "\(run)", "--watch-interval",
+                        "0.2",
+                    ]
                 )
                 defer { server.interrupt() }
                 let url = try #require(server.waitForFirstLine(), "\(server.stderr)")
                 let common = ["--server", url, "--app-group", appGroup.string, "--retries", "3", "--timeout", "2"]
                 if run % 2 == 1 {
-                    let first = try runTool(sync, ["sync", "--event", "install"] + common)
-                    _ = first
+                    _ = try runTool(sync, ["sync", "--event", "install"] + common)
                     try scratch.write("Assets/Levels/README.txt", "updated in run \(run)\n")
-                    sources.append(try digests(folder))
-                    Thread.sleep(forTimeInterval: 1.5)  // the server's live update picks it up
+                    sources.append(try snapshot(folder))
+                    #expect(waitFor("updated Levels: version 1 -> 2", in: server), "\(rule): \(server.stderr)")
                 }
+                let before = (try? installed(appGroup)) ?? [:]
                 let result = try runTool(sync, ["sync", "--event", "update"] + common, timeout: 120)
-                switch try judge(appGroup: appGroup, status: result.status, sources: sources) {
-                case .recovered: recovered += 1
+                let kind = String(rule.prefix { $0 != "=" && $0 != "," })
+                #expect(
+                    waitFor("fault=\(kind)", in: server, stdout: true),
+                    "\(rule): the fault never fired: \(server.stdout)"
+                )
+                let outcome = try judge(appGroup: appGroup, status: result.status, before: before, sources: sources)
+                switch outcome {
+                case .recovered:
+                    recovered += 1
+                    #expect(expected(run) == .recovered, "\(rule), run \(run): recovered, expected to fail")
                 case .failedCleanly:
                     failed += 1
-                    #expect(
-                        result.stderr.contains("failed") || result.stderr.contains("Error"),
-                        "\(rule): \(result.stderr)"
-                    )
+                    #expect(expected(run) == .failedCleanly, "\(rule), run \(run): failed: \(result.stderr)")
+                    #expect(result.stderr.contains("failed") || result.stderr.contains("Error"), "\(rule)")
                 case .corrupted(let why):
                     corrupted += 1
                     Issue.record("\(rule): corrupted: \(why)")
                 }
-                // One more run without faults leaves no temporary files.
+                // One more run without faults: the device finishes what the faulted runs began (the install
+                // event, then the update event), and every pack holds exactly the latest source.
                 server.interrupt()
                 let clean = try RunningTool(mock, ["serve", folder.string, "--port", "0"])
                 defer { clean.interrupt() }
                 let cleanURL = try #require(clean.waitForFirstLine())
-                // The device finishes what the faulted runs began: the install event, then the update event.
                 for event in ["install", "update"] {
                     let again = try runTool(
                         sync,
@@ -142,6 +221,10 @@ struct TortureTests {
                     )
                     #expect(again.status == 0, "\(rule): \(again.stderr)")
                 }
+                let final = try installed(appGroup)
+                let latest = try #require(sources.last)
+                #expect(Set(final.keys) == ["Levels", "Tutorial"], "\(rule)")
+                for (id, files) in final { #expect(files == self.files(of: id, in: latest), "\(rule): \(id)") }
                 #expect(debris(appGroup).isEmpty, "\(rule): \(debris(appGroup))")
             }
             tally.add(rule, runs: runs, recovered: recovered, failedCleanly: failed, corrupted: corrupted)
@@ -154,16 +237,24 @@ struct TortureTests {
             let scratch = try Scratch()
             let folder = try copyAssets(scratch)
             let appGroup = scratch.root.appending("AppGroup")
-            let sources = [try digests(folder)]
-            let server = try RunningTool(mock, ["serve", folder.string, "--port", "0", "--fault", "throttle=8000000"])
+            let sources = [try snapshot(folder)]
+            let server = try RunningTool(mock, ["serve", folder.string, "--port", "0", "--fault", "throttle=2000000"])
             defer { server.interrupt() }
             let url = try #require(server.waitForFirstLine())
             let common = ["--server", url, "--app-group", appGroup.string]
-            let victim = try RunningTool(sync, ["ensure", "HighResTextures", "Levels", "Tutorial"] + common)
-            Thread.sleep(forTimeInterval: Double.random(in: 0.05...0.6, using: &generator))
-            victim.interrupt(signal: SIGKILL, timeout: 5)
+            // A kill that lands after the victim finished proves nothing: try again, sooner, until one lands.
+            var landed = false
+            var latest = 0.6
+            for _ in 0..<6 where !landed {
+                let victim = try RunningTool(sync, ["ensure", "HighResTextures", "Levels", "Tutorial"] + common)
+                usleep(UInt32(Double.random(in: 0.02...latest, using: &generator) * 1_000_000))
+                victim.interrupt(signal: SIGKILL, timeout: 5)
+                landed = victim.process.terminationReason == .uncaughtSignal
+                latest /= 2
+            }
+            #expect(landed, "no SIGKILL landed while ba-sync ran")
             let rerun = try runTool(sync, ["ensure", "HighResTextures", "Levels", "Tutorial"] + common)
-            switch try judge(appGroup: appGroup, status: rerun.status, sources: sources) {
+            switch try judge(appGroup: appGroup, status: rerun.status, before: [:], sources: sources) {
             case .recovered: recovered += 1
             case .failedCleanly: failed += 1
             case .corrupted(let why):
@@ -171,6 +262,9 @@ struct TortureTests {
                 Issue.record("SIGKILL: corrupted: \(why)")
             }
             #expect(rerun.status == 0, "after SIGKILL: \(rerun.stderr)")
+            let final = try installed(appGroup)
+            #expect(Set(final.keys) == ["HighResTextures", "Levels", "Tutorial"])
+            for (id, files) in final { #expect(files == self.files(of: id, in: sources[0]), "after SIGKILL: \(id)") }
             #expect(debris(appGroup).isEmpty, "after SIGKILL: \(debris(appGroup))")
         }
         tally.add(

@@ -37,7 +37,7 @@ public struct LiveServer: Sendable {
             folder: AssetFolder(root: folder),
             options: PackBuildOptions(threads: 1),
             pinnedVersions: pinnedVersions,
-            retention: .zero
+            archivesKept: 1
         )
         let report = try await catalog.refresh()
         guard report.problems.isEmpty else { throw report.problems[0] }

@@ -39,8 +39,19 @@ public final class RawConnection: @unchecked Sendable {
         }
     }
 
+    /// Reads until the peer closes or `timeout` passes; returns what arrived.
+    public func readAll(timeout: Double) -> Data {
+        var data = Data()
+        _ = read(timeout: timeout) { data.append(contentsOf: $0) }
+        return data
+    }
+
     /// Reads until the peer closes or `timeout` passes; returns the bytes and whether the peer closed.
     public func readToEnd(timeout: Double) -> (bytes: Int, closed: Bool) {
+        read(timeout: timeout) { _ in }
+    }
+
+    private func read(timeout: Double, _ take: (UnsafeRawBufferPointer) -> Void) -> (bytes: Int, closed: Bool) {
         var timeval = timeval(tv_sec: 0, tv_usec: 200_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeval, socklen_t(MemoryLayout<timeval>.size))
         let deadline = Date().addingTimeInterval(timeout)
@@ -53,6 +64,7 @@ public final class RawConnection: @unchecked Sendable {
                 if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { continue }
                 return (total, true)  // reset by the peer
             }
+            buffer.withUnsafeBytes { take(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
             total += count
         }
         return (total, false)
