@@ -93,7 +93,8 @@ public enum PackBuilder {
     ) throws -> BuiltPack {
         try options.validate()
         let (index, sha256, size) = try AtomicFile.write(to: output) { fd in
-            try withArchiveWriter(to: fd, options: options) { writer in
+            let binaryNames = source.files.contains { $0.path.utf8.contains { $0 >= 0x80 } }
+            return try withArchiveWriter(to: fd, options: options, binaryNames: binaryNames) { writer in
                 try writeEntries(source, writer: writer, progress: progress)
             }
         }

@@ -204,17 +204,23 @@ struct ArchiveWriter {
 /// - Returns: What `body` returns, the SHA-256 of the bytes written and their count.
 /// - Throws: ``AssetPackFormatError`` with code `.archive` (libarchive refused), `.io` (the output
 ///   could not be written) or `.invalidOption`.
+/// - Parameter binaryNames: Write names as the bytes they are, with `hdrcharset=BINARY`: needed when a name
+///   goes beyond ASCII, because libarchive converts names it believes are UTF-8 and normalizes them to NFC on
+///   the way (`e` + U+0301 would become U+00E9, a name the index does not have). It costs every entry a pax
+///   header, so an archive of ASCII names is written without it (the same bytes as before it existed).
 func withArchiveWriter<T>(
     to fd: FileDescriptor,
     options: PackBuildOptions,
+    binaryNames: Bool,
     _ body: (ArchiveWriter) throws -> T
 ) throws -> (result: T, sha256: String, size: Int64) {
-    try withUTF8Locale { try openArchiveWriter(to: fd, options: options, body) }
+    try withUTF8Locale { try openArchiveWriter(to: fd, options: options, binaryNames: binaryNames, body) }
 }
 
 private func openArchiveWriter<T>(
     to fd: FileDescriptor,
     options: PackBuildOptions,
+    binaryNames: Bool,
     _ body: (ArchiveWriter) throws -> T
 ) throws -> (result: T, sha256: String, size: Int64) {
     let sink = ArchiveSink(fd: fd)
@@ -236,14 +242,13 @@ private func openArchiveWriter<T>(
     defer { archive_entry_free(entry) }
 
     try check(archive_write_set_format_pax_restricted(archive), archive, "cannot select the pax format")
-    // Names are written as the bytes they are (UTF-8 from the file system) with `hdrcharset=BINARY`, so a
-    // reader takes them as bytes: libarchive converts names it believes are UTF-8 and normalizes them to
-    // NFC on the way, which would turn `e` + U+0301 into U+00E9 and install a name the index does not have.
-    try check(
-        archive_write_set_format_option(archive, "pax", "hdrcharset", "BINARY"),
-        archive,
-        "cannot select binary pax names"
-    )
+    if binaryNames {
+        try check(
+            archive_write_set_format_option(archive, "pax", "hdrcharset", "BINARY"),
+            archive,
+            "cannot select binary pax names"
+        )
+    }
     switch options.compression {
     case .zstd: try check(archive_write_add_filter_zstd(archive), archive, "zstd is not available in libarchive")
     case .gzip: try check(archive_write_add_filter_gzip(archive), archive, "gzip is not available in libarchive")
