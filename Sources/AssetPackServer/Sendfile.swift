@@ -18,14 +18,19 @@ import SystemPackage
 ///
 /// Hummingbird's response writer only takes `ByteBuffer`s, so the body writes small *markers* ("send bytes
 /// `offset..<offset+length` of file `token`"), and ``SendfileHandler``, placed just above NIO's HTTP/1
-/// encoder, swaps each for a `FileRegion`. The files a connection's bodies have open are kept per
-/// connection in a ``SendfileRegistry`` and closed when their last marker is sent or the connection closes,
-/// whichever comes first. TLS (which must encrypt the bytes) and fault injection (which must change them)
-/// use the buffered ``FileBody`` instead.
+/// encoder, swaps each for a `FileRegion`. The body keeps at most two regions in flight and waits for each
+/// to be written before it marks the next: a connection whose client stops reading holds one file handle
+/// and nothing else, and the request line's byte count is what the socket took. Each body's file is
+/// kept in a ``SendfileRegistry`` per connection and closed when its last region is written or the
+/// connection closes. TLS (which must encrypt the bytes) and fault injection (which must change them) use
+/// the buffered ``FileBody`` instead.
 enum Sendfile {
     /// Bytes per marker: the unit of backpressure (a connection whose socket is full gets no further
     /// marker until this much has gone).
     static let chunkLength = 1 << 20
+
+    /// Regions a body lets be queued on the connection at once.
+    static let regionsInFlight = 2
 
     /// The body for `range` of the file at `path`, sent by `sendfile` on the connection `channel`.
     static func body(
@@ -35,22 +40,32 @@ enum Sendfile {
         registry: SendfileRegistry
     ) -> ResponseBody {
         ResponseBody(contentLength: range.count) { writer in
-            let fd = try await BlockingIO.run {
-                try SystemPackage.FileDescriptor.open(path, .readOnly, options: [.closeOnExec], retryOnInterrupt: true)
+            let raw = try await BlockingIO.run {
+                let fd = try SystemPackage.FileDescriptor.open(
+                    path,
+                    .readOnly,
+                    options: [.closeOnExec],
+                    retryOnInterrupt: true
+                )
+                return fd.rawValue
             }
-            let token = registry.register(OpenFile(fd), channel: channel)
+            let token = registry.register(NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: raw), channel: channel)
             var offset = range.lowerBound
+            var marked = 0
             do {
                 while offset <= range.upperBound {
+                    try await registry.wait(token, channel: channel, untilDone: marked - regionsInFlight + 1)
                     let length = min(chunkLength, range.upperBound - offset + 1)
-                    let last = offset + length > range.upperBound
-                    try await writer.write(Marker(token: token, offset: offset, length: length, last: last).buffer)
+                    try await writer.write(Marker(token: token, offset: offset, length: length).buffer)
+                    marked += 1
                     offset += length
                 }
+                try await registry.wait(token, channel: channel, untilDone: marked)
             } catch {
-                registry.unregister(token, channel: channel)
+                registry.finish(token, channel: channel)
                 throw error
             }
+            registry.finish(token, channel: channel)
             try await writer.finish(nil)
         }
     }
@@ -61,23 +76,20 @@ enum Sendfile {
     }
 }
 
-/// "Send `length` bytes of file `token` from `offset`", as a 40-byte buffer that no pack chunk can be
+/// "Send `length` bytes of file `token` from `offset`", as a 32-byte buffer that no pack chunk can be
 /// mistaken for (it must also name a file the connection has registered).
 struct Marker {
     static let magic: UInt64 = 0x4241_5345_4E44_4649  // "BASENDFI"
-    static let size = 40
+    static let size = 32
 
     var token: UInt64
     var offset: Int
     var length: Int
-    /// Whether this is the body's last marker (its file is closed once the region is sent).
-    var last: Bool
 
-    init(token: UInt64, offset: Int, length: Int, last: Bool) {
+    init(token: UInt64, offset: Int, length: Int) {
         self.token = token
         self.offset = offset
         self.length = length
-        self.last = last
     }
 
     init?(_ buffer: ByteBuffer) {
@@ -86,10 +98,9 @@ struct Marker {
             let token = buffer.getInteger(at: buffer.readerIndex + 8, as: UInt64.self),
             let offset = buffer.getInteger(at: buffer.readerIndex + 16, as: Int64.self),
             let length = buffer.getInteger(at: buffer.readerIndex + 24, as: Int64.self),
-            let last = buffer.getInteger(at: buffer.readerIndex + 32, as: UInt64.self),
             offset >= 0, length > 0
         else { return nil }
-        self.init(token: token, offset: Int(offset), length: Int(length), last: last == 1)
+        self.init(token: token, offset: Int(offset), length: Int(length))
     }
 
     var buffer: ByteBuffer {
@@ -99,57 +110,128 @@ struct Marker {
         buffer.writeInteger(token)
         buffer.writeInteger(Int64(offset))
         buffer.writeInteger(Int64(length))
-        buffer.writeInteger(UInt64(last ? 1 : 0))
         return buffer
     }
 }
 
-/// A file a body has open; closed when the last reference goes.
-final class OpenFile: Sendable {
-    let fd: SystemPackage.FileDescriptor
-
-    init(_ fd: SystemPackage.FileDescriptor) { self.fd = fd }
-
-    deinit { try? fd.close() }
-}
-
-/// The files the bodies of each connection have open, by connection and token.
+/// The file each `sendfile` body has open, by connection and token, and how many of its regions were
+/// written: a body waits on it before it marks more (backpressure), and its file is closed once the body is
+/// done and no region of it is queued, or when its connection closes.
 final class SendfileRegistry: Sendable {
+    private struct Body {
+        var handle: NIOFileHandle
+        var queued = 0
+        var done = 0
+        var failure: (any Error)?
+        var finished = false
+        var waiter: (count: Int, continuation: CheckedContinuation<Void, any Error>)?
+    }
+
     private struct State {
-        var files: [ObjectIdentifier: [UInt64: OpenFile]] = [:]
+        var bodies: [ObjectIdentifier: [UInt64: Body]] = [:]
         var nextToken: UInt64 = 1
     }
 
     private let state = Mutex(State())
 
-    func register(_ file: OpenFile, channel: ObjectIdentifier) -> UInt64 {
+    /// Keeps a body's file (which it now owns) and returns the token its markers name.
+    func register(_ handle: NIOFileHandle, channel: ObjectIdentifier) -> UInt64 {
         state.withLock { state in
             let token = state.nextToken
             state.nextToken += 1
-            state.files[channel, default: [:]][token] = file
+            state.bodies[channel, default: [:]][token] = Body(handle: handle)
             return token
         }
     }
 
-    /// The file of a marker; a last marker takes it out of the registry.
-    func file(_ marker: Marker, channel: ObjectIdentifier) -> OpenFile? {
+    /// The file of a marker, counted as queued; `nil` for a token the connection does not have.
+    func queue(_ marker: Marker, channel: ObjectIdentifier) -> NIOFileHandle? {
         state.withLock { state in
-            if marker.last { return state.files[channel]?.removeValue(forKey: marker.token) }
-            return state.files[channel]?[marker.token]
+            guard state.bodies[channel]?[marker.token] != nil else { return nil }
+            state.bodies[channel]?[marker.token]?.queued += 1
+            return state.bodies[channel]?[marker.token]?.handle
         }
     }
 
-    func unregister(_ token: UInt64, channel: ObjectIdentifier) {
-        _ = state.withLock { $0.files[channel]?.removeValue(forKey: token) }
+    /// A region of a body was written (or failed to be).
+    func regionWritten(_ token: UInt64, channel: ObjectIdentifier, failure: (any Error)?) {
+        let (resume, close) = state.withLock { state -> (CheckedContinuation<Void, any Error>?, NIOFileHandle?) in
+            guard var body = state.bodies[channel]?[token] else { return (nil, nil) }
+            body.done += 1
+            if let failure, body.failure == nil { body.failure = failure }
+            var resume: CheckedContinuation<Void, any Error>?
+            if let waiter = body.waiter, body.done >= waiter.count || body.failure != nil {
+                resume = waiter.continuation
+                body.waiter = nil
+            }
+            if body.finished && body.done >= body.queued {
+                state.bodies[channel]?[token] = nil
+                return (resume, body.handle)
+            }
+            state.bodies[channel]?[token] = body
+            return (resume, nil)
+        }
+        try? close?.close()
+        if let resume {
+            if let failure { resume.resume(throwing: failure) } else { resume.resume() }
+        }
     }
 
-    /// Drops every file of a connection that closed (markers it never sent hold none).
+    /// Waits until at least `count` regions of the body were written.
+    /// - Throws: The error a region failed with, `ChannelError.ioOnClosedChannel` once the connection closed,
+    ///   or `CancellationError` (a server shutting down cancels its bodies).
+    func wait(_ token: UInt64, channel: ObjectIdentifier, untilDone count: Int) async throws {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome = state.withLock { state -> Result<Void, any Error>? in
+                    guard var body = state.bodies[channel]?[token] else {
+                        return .failure(ChannelError.ioOnClosedChannel)
+                    }
+                    if let failure = body.failure { return .failure(failure) }
+                    if body.done >= count { return .success(()) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    body.waiter = (count, continuation)
+                    state.bodies[channel]?[token] = body
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                let waiter = state.bodies[channel]?[token]?.waiter?.continuation
+                state.bodies[channel]?[token]?.waiter = nil
+                return waiter
+            }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// The body is done marking; its file closes once its queued regions are written.
+    func finish(_ token: UInt64, channel: ObjectIdentifier) {
+        let close = state.withLock { state -> NIOFileHandle? in
+            guard var body = state.bodies[channel]?[token] else { return nil }
+            body.finished = true
+            if body.done >= body.queued {
+                state.bodies[channel]?[token] = nil
+                return body.handle
+            }
+            state.bodies[channel]?[token] = body
+            return nil
+        }
+        try? close?.close()
+    }
+
+    /// The connection closed: every body's file is closed, and a body waiting on it learns it.
     func connectionClosed(_ channel: ObjectIdentifier) {
-        _ = state.withLock { $0.files.removeValue(forKey: channel) }
+        let bodies = state.withLock { $0.bodies.removeValue(forKey: channel) } ?? [:]
+        for body in bodies.values {
+            try? body.handle.close()
+            body.waiter?.continuation.resume(throwing: ChannelError.ioOnClosedChannel)
+        }
     }
 
-    /// How many files are open for bodies now (for tests).
-    var openFiles: Int { state.withLock { $0.files.values.reduce(0) { $0 + $1.count } } }
+    /// How many bodies have a file open now (for tests).
+    var openFiles: Int { state.withLock { $0.bodies.values.reduce(0) { $0 + $1.count } } }
 }
 
 /// Placed with Hummingbird's additional handlers (which see HTTP types): puts the handlers that need
@@ -215,8 +297,8 @@ final class HTTP10Handler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// Swaps body markers for file regions, which the channel sends with `sendfile(2)`; each region has a
-/// descriptor of its own (a `dup`), closed when the region is written or dropped.
+/// Swaps body markers for file regions of their body's file, which the channel sends with `sendfile(2)`,
+/// and tells the registry when each region is written.
 final class SendfileHandler: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
@@ -231,23 +313,20 @@ final class SendfileHandler: ChannelOutboundHandler, RemovableChannelHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         guard case .body(.byteBuffer(let buffer)) = unwrapOutboundIn(data), let marker = Marker(buffer),
-            let file = registry.file(marker, channel: channel)
+            let handle = registry.queue(marker, channel: channel)
         else {
             context.write(data, promise: promise)
             return
         }
-        let copy = dup(file.fd.rawValue)
-        guard copy >= 0 else {
-            let error = IOError(errnoCode: errno, reason: "dup")
-            promise?.fail(error)
-            context.close(promise: nil)
-            return
-        }
-        let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: copy)
         let region = FileRegion(fileHandle: handle, readerIndex: marker.offset, endIndex: marker.offset + marker.length)
         let written = context.eventLoop.makePromise(of: Void.self)
+        let (registry, channel) = (self.registry, self.channel)
         written.futureResult.whenComplete { result in
-            try? handle.close()
+            if case .failure(let error) = result {
+                registry.regionWritten(marker.token, channel: channel, failure: error)
+            } else {
+                registry.regionWritten(marker.token, channel: channel, failure: nil)
+            }
             promise?.completeWith(result)
         }
         context.write(wrapOutboundOut(.body(.fileRegion(region))), promise: written)
