@@ -13,8 +13,9 @@ public struct InstalledPack: Sendable, Hashable, Codable {
     public var id: String
     /// The installed version.
     public var version: Int
-    /// The archive's SHA-256 it was installed from.
-    public var sha256: String
+    /// The archive's SHA-256 it was installed from; `nil` when the manifest gave none (the archive's digest
+    /// was not checked; every file was, against the pack's index).
+    public var sha256: String?
     /// Its download policy.
     public var downloadPolicy: DownloadPolicy
     /// The version folder, relative to the app group (`AssetPacks/<id>/<version>-<digest>-<install>`).
@@ -25,6 +26,8 @@ public struct InstalledPack: Sendable, Hashable, Codable {
     public var fileCount: Int
     /// When it was installed.
     public var installedAt: Date
+    /// The language of a localized pack, or `nil`.
+    public var language: String? = nil
 }
 
 /// The app group's persistent state: what is installed, what is obsolete, the latest versions seen.
@@ -94,9 +97,9 @@ public struct AppGroupStore: Sendable {
             throw AssetPackClientError(
                 code: .io,
                 message:
-                    "\(stateFile.path) is damaged (\(error.message)). Fix: delete the app group's .ba-sync folder "
-                    + "and sync again",
-                cause: error
+                    "\(stateFile.path) is damaged or from a version of ba-sync this one does not understand. Fix: "
+                    + "delete the app group's .ba-sync folder and sync again",
+                cause: error.cause ?? error
             )
         }
     }
@@ -132,11 +135,43 @@ public struct AppGroupStore: Sendable {
         try? FileManager.default.removeItem(atPath: packsFolder.appending(pack.id).string)
     }
 
+    /// Takes a pack out of the state and removes its files; `nil` when it is not installed. On a full disk
+    /// the state file cannot be rewritten, so the pack's folder is moved out of the way (a rename needs no
+    /// space) and deleted first, and the state written then: the command that frees space works when space
+    /// has run out. A crash in between leaves a state that names a missing folder, which recovery drops.
+    func removeInstalled(_ id: String) throws -> InstalledPack? {
+        do {
+            guard let removed = try update({ $0.installed.removeValue(forKey: id) }) else { return nil }
+            removePack(removed)
+            return removed
+        } catch  where AssetPackClientError.isDiskFull(error) {
+            guard let pack = try loadState().installed[id] else { return nil }
+            let trash = stagingFolder.appending("removing-\(id)-\(UUID().uuidString)")
+            if rename(packsFolder.appending(id).string, trash.string) == 0 {
+                try? FileManager.default.removeItem(atPath: trash.string)
+                _ = unlink(indexFile(for: pack).string)
+            }
+            guard let removed = try update({ $0.installed.removeValue(forKey: id) }) else { return nil }
+            removePack(removed)
+            return removed
+        }
+    }
+
     /// Removes what a crashed or killed run left behind: staging folders, temporary files of atomic writes,
     /// and version folders that the state does not name. Partial downloads are kept to resume.
     /// - Throws: ``AssetPackClientError`` when the state cannot be read.
     func recover() throws {
-        let state = try loadState()
+        var state = try loadState()
+        // A pack whose folder is gone (a removal on a full disk that was cut short) is not installed.
+        let missing = state.installed.values.filter {
+            !FileManager.default.fileExists(atPath: root.appending($0.directory).string)
+        }
+        if !missing.isEmpty {
+            state = try update { state in
+                for pack in missing { state.installed[pack.id] = nil }
+                return state
+            }
+        }
         for name in (try? FileManager.default.contentsOfDirectory(atPath: stagingFolder.string)) ?? [] {
             try? FileManager.default.removeItem(atPath: stagingFolder.appending(name).string)
         }

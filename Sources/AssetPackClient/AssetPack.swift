@@ -11,14 +11,22 @@ public struct AssetPack: Sendable, Hashable, Identifiable, Codable {
     public let downloadSize: Int64
     /// When the system downloads it.
     public let downloadPolicy: DownloadPolicy
-    /// The archive's SHA-256.
-    public let sha256: String
-    /// The bytes the files take once installed.
-    public let installSize: Int64
-    /// How many files it holds.
-    public let fileCount: Int
+    /// The archive's SHA-256; `nil` when the manifest gives none (Apple's tools write none): the size is
+    /// still checked, and every file against the pack's own index.
+    public let sha256: String?
+    /// The bytes the files take once installed, when the manifest says.
+    public let installSize: Int64?
+    /// How many files it holds, when the manifest says.
+    public let fileCount: Int?
     /// Where the archive is downloaded from.
     public let url: URL
+    /// The platforms it is for; `nil` for all.
+    public let platforms: [String]?
+    /// The language of a localized pack (a BCP-47 tag); `nil` for a pack every language uses (Apple's
+    /// `AssetPack.language`).
+    public let language: String?
+    /// What the packaging manifest's `userInfo` held.
+    public let userInfo: JSONValue?
 
     /// Builds a pack from a manifest entry, resolving a relative URL against the manifest's own URL.
     init(_ entry: DownloadManifest.Entry, manifestURL: URL) throws {
@@ -37,7 +45,16 @@ public struct AssetPack: Sendable, Hashable, Identifiable, Codable {
         self.installSize = entry.installSize
         self.fileCount = entry.fileCount
         self.url = url
+        self.platforms = entry.platforms
+        self.language = entry.language.flatMap { try? LanguageTag(parsing: $0).description }
+        self.userInfo = entry.userInfo
     }
+
+    /// The archive as a short name: the digest's first 12 characters, or `v<version>` without a digest.
+    var archiveLabel: String { sha256.map { String($0.prefix(12)) } ?? "v\(version)" }
+
+    /// What identifies this very archive: the digest, or URL, version and size without one.
+    var archiveIdentity: String { sha256 ?? "\(url.absoluteString)#\(version)#\(downloadSize)" }
 
     /// The state of a pack on this device, with Apple's `AssetPack.Status` bits and raw values.
     public struct Status: OptionSet, Sendable, Hashable, Codable {

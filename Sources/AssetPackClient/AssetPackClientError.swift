@@ -50,6 +50,8 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
     public var cause: (any Error & Sendable)?
     /// The HTTP status the server answered, for `.httpStatus` errors.
     public var httpStatus: Int?
+    /// The namespace path, for `.fileNotFound` (Apple's `fileNotFound(at:)`).
+    public var path: FilePath?
     /// How long the server asked to wait (`Retry-After`), if it did.
     var retryAfter: Duration?
     /// Whether a network failure is worth retrying: a server that refuses connections before anything was
@@ -102,6 +104,11 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
     /// Whether `error` is a TLS handshake that failed (an untrusted or mismatched certificate, most often).
     static func isTLSFailure(_ error: any Error) -> Bool {
         error is NIOSSLError || "\(error)".contains("CERTIFICATE_VERIFY_FAILED")
+    }
+
+    /// Whether a TLS failure comes from a server that does not speak TLS (an https URL to plain HTTP).
+    static func isPlainHTTP(_ error: any Error) -> Bool {
+        "\(error)".contains("WRONG_VERSION_NUMBER")
     }
 
     /// The advice for a TLS failure.

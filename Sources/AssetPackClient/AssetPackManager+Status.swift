@@ -70,7 +70,10 @@ extension AssetPackManager {
 
     /// The status of every installed pack, or of pack `id` (installed or not), as `ba-sync status` shows it:
     /// the flags the server's manifest gives when it answers, else the flags the app group knows offline.
-    public func statusReport(ofAssetPackWithID id: String? = nil) async -> AssetPackStatusReport {
+    /// - Throws: ``AssetPackClientError`` when the app group's state cannot be read (that is not "offline").
+    public func statusReport(ofAssetPackWithID id: String? = nil) async throws -> AssetPackStatusReport {
+        let store = self.store
+        let state = try await BlockingIO.run { try store.loadState() }
         let online: [AssetPackStatusEntry]?
         var offlineReason: AssetPackClientError?
         do {
@@ -78,14 +81,10 @@ extension AssetPackManager {
                 throw AssetPackClientError(code: .network, message: "no server given (--server or BA_SYNC_SERVER)")
             }
             online = try await statusOfAllAssetPacks()
-        } catch {
+        } catch let error as AssetPackClientError where [.network, .httpStatus, .badManifest].contains(error.code) {
             online = nil
-            offlineReason =
-                error as? AssetPackClientError
-                ?? AssetPackClientError(code: .network, message: "the server did not answer: \(error)")
+            offlineReason = error
         }
-        let store = self.store
-        let state = (try? await BlockingIO.run { try store.loadState() }) ?? StoreState()
         let ids = id.map { [$0] } ?? state.installed.keys.sorted()
         var entries: [AssetPackStatusEntry] = []
         for id in ids {

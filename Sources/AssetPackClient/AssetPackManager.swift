@@ -257,14 +257,13 @@ public actor AssetPackManager {
             await self.gate.waitForInstall(of: id)
             let store = self.store
             try await BlockingIO.run {
-                guard let removed = try store.update({ $0.installed.removeValue(forKey: id) }) else {
+                guard try store.removeInstalled(id) != nil else {
                     throw AssetPackClientError(
                         code: .assetPackNotFound,
                         message: "pack \(id) is not installed in \(store.root)",
                         assetPackID: id
                     )
                 }
-                store.removePack(removed)
             }
         }
     }

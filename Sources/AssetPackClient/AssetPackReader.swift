@@ -278,6 +278,24 @@ public final class AssetPackReader: Sendable {
     private func resolve(_ path: FilePath, _ assetPackID: String?, namespace view: Namespace) throws -> String {
         let relative = try namespacePath(path)
         guard let (_, file) = view.locate(relative, in: assetPackID) else {
+            if let assetPackID, view.installed[assetPackID] == nil {
+                throw AssetPackClientError(
+                    code: .assetPackNotFound,
+                    message:
+                        "pack \(assetPackID) is not installed in \(store.root). Fix: `ba-sync status` lists installed packs",
+                    assetPackID: assetPackID
+                )
+            }
+            if view.folders[PathKey(relative)] != nil {
+                var error = AssetPackClientError(
+                    code: .fileNotFound,
+                    message:
+                        "\(path) is a folder of the namespace, not a file. Fix: `ba-sync url \(path)` says where it is",
+                    assetPackID: assetPackID
+                )
+                error.path = path
+                throw error
+            }
             throw fileNotFound(path, in: assetPackID)
         }
         return file
@@ -285,11 +303,13 @@ public final class AssetPackReader: Sendable {
 
     private func fileNotFound(_ path: FilePath, in assetPackID: String? = nil) -> AssetPackClientError {
         let scope = assetPackID.map { "pack \($0)" } ?? "any installed pack"
-        return AssetPackClientError(
+        var error = AssetPackClientError(
             code: .fileNotFound,
             message: "\(path) is not in \(scope) in \(store.root). Fix: `ba-sync status` lists installed packs",
             assetPackID: assetPackID
         )
+        error.path = path  // Apple's fileNotFound(at:) carries the path
+        return error
     }
 }
 

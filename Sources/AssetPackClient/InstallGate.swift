@@ -27,13 +27,13 @@ actor InstallGate {
         while true {
             if let current = inFlight[pack.id] {
                 let outcome = await current.task.result
-                if current.sha256 == pack.sha256 { return try outcome.get() }
+                if current.sha256 == pack.archiveIdentity { return try outcome.get() }
                 continue
             }
             guard try await needed() else { return }
             if inFlight[pack.id] != nil { continue }  // another caller started while `needed` ran
             let task = Task { try await install() }
-            inFlight[pack.id] = InFlight(sha256: pack.sha256, task: task)
+            inFlight[pack.id] = InFlight(sha256: pack.archiveIdentity, task: task)
             let outcome = await withTaskCancellationHandler {
                 await task.result
             } onCancel: {

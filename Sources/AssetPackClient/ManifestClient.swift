@@ -50,7 +50,9 @@ struct ManifestClient: Sendable {
             let connect = AssetPackClientError.isConnectFailure(error)
             let tls = AssetPackClientError.isTLSFailure(error)
             let message =
-                if tls {
+                if AssetPackClientError.isPlainHTTP(error) {
+                    "\(url.host ?? "the server") does not speak TLS on that port. Fix: use http:// in --server"
+                } else if tls {
                     "the TLS handshake with \(url.host ?? "the server") failed. \(AssetPackClientError.tlsFix)"
                 } else if connect {
                     "cannot connect to \(url.host ?? "")\(url.port.map { ":\($0)" } ?? "") for \(url). Fix: is the "

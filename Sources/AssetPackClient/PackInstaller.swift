@@ -114,20 +114,24 @@ struct PackInstaller: Sendable {
         do {
             index = try body()
         } catch let error as AssetPackFormatError {
-            throw AssetPackClientError(
+            var failure = AssetPackClientError(
                 code: error.code == .io ? .io : .corruptPack,
                 message: "cannot install pack \(pack.id) from \(pack.url): \(error.message); nothing was installed",
                 assetPackID: pack.id,
                 cause: error
             )
+            failure.retryable = !error.isRuleViolation  // a pack that breaks the rules is not fetched again
+            throw failure
         }
         guard index.assetPackID == pack.id else {
-            throw AssetPackClientError(
+            var failure = AssetPackClientError(
                 code: .corruptPack,
                 message:
                     "the archive at \(pack.url) holds pack \(index.assetPackID), not \(pack.id); nothing was installed",
                 assetPackID: pack.id
             )
+            failure.retryable = false
+            throw failure
         }
         return index
     }
@@ -171,7 +175,8 @@ struct PackInstaller: Sendable {
             directory: relative,
             installSize: index.installSize,
             fileCount: index.fileCount,
-            installedAt: Date()
+            installedAt: Date(),
+            language: pack.language ?? index.language
         )
         let previous = try store.update { state in
             let previous = state.installed[pack.id]
@@ -185,7 +190,8 @@ struct PackInstaller: Sendable {
     }
 
     /// A version folder that does not exist and never did in this app group:
-    /// `AssetPacks/<id>/<version>-<digest>-<install>`, where `<install>` is random.
+    /// `AssetPacks/<id>/<version>-<digest>-<install>`, where `<install>` is random (`<digest>` is `v<version>`
+    /// when the manifest gives no digest).
     private static func newVersionFolder(for pack: AssetPack, store: AppGroupStore) throws -> (String, FilePath) {
         let parent = store.packsFolder.appending(pack.id)
         do {
@@ -195,7 +201,7 @@ struct PackInstaller: Sendable {
         }
         while true {
             let install = String(UInt32.random(in: 0...UInt32.max), radix: 16)
-            let relative = "AssetPacks/\(pack.id)/\(pack.version)-\(pack.sha256.prefix(12))-\(install)"
+            let relative = "AssetPacks/\(pack.id)/\(pack.version)-\(pack.archiveLabel)-\(install)"
             let destination = store.root.appending(relative)
             var info = stat()
             if lstat(destination.string, &info) != 0 && lstat(destination.string + ".index.json", &info) != 0 {

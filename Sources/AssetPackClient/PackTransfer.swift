@@ -27,13 +27,17 @@ struct PackTransfer: Sendable {
     ///   - progress: Called as bytes arrive, with the total received so far.
     ///   - push: Takes each chunk, in order.
     /// - Throws: ``AssetPackClientError`` (`.network`, `.httpStatus`, `.sizeMismatch`), or what `push` throws.
+    /// - Parameter validator: What identifies the archive for `If-Range`: the manifest's digest when it has
+    ///   one, else the first response's strong `ETag` or `Last-Modified` (kept here for the resumes).
     func fetch(
         _ pack: AssetPack,
         from offset: Int64,
+        validator: Validator,
         progress: @escaping @Sendable (DownloadProgress) -> Void,
         push: @escaping @Sendable (ByteBuffer) async throws -> Void
     ) async throws {
-        let (response, whole) = try await request(pack, from: offset)
+        let (response, whole) = try await request(pack, from: offset, validator: validator.value(for: pack))
+        if whole { validator.record(response) }
         progress(DownloadProgress(completed: offset, total: pack.downloadSize))
         let written = try await receive(
             pack,
@@ -54,11 +58,15 @@ struct PackTransfer: Sendable {
 
     /// Asks for the archive from byte `offset` on. Returns the response and whether it is the whole body
     /// (a 200: the server ignored the range, or the pack changed).
-    private func request(_ pack: AssetPack, from offset: Int64) async throws -> (HTTPClientResponse, whole: Bool) {
+    private func request(_ pack: AssetPack, from offset: Int64, validator: String?) async throws -> (
+        HTTPClientResponse, whole: Bool
+    ) {
         var request = HTTPClientRequest(url: pack.url.absoluteString)
-        if offset > 0 {
+        // A resume needs a validator, so that a server whose pack changed sends it whole instead of the rest of
+        // another version; without one, the whole pack is asked for again (and the first bytes skipped).
+        if offset > 0, let validator {
             request.headers.add(name: "Range", value: "bytes=\(offset)-")
-            request.headers.add(name: "If-Range", value: "\"\(pack.sha256)\"")
+            request.headers.add(name: "If-Range", value: validator)
         }
         let response: HTTPClientResponse
         do {
@@ -209,6 +217,24 @@ struct PackTransfer: Sendable {
             )
         }
         return watch.written
+    }
+}
+
+/// What a download's resumes send in `If-Range`: the manifest's digest as an entity tag when it has one
+/// (ba-mock's `ETag` is the digest), else what the first response said.
+final class Validator: Sendable {
+    private let recorded = Mutex<String?>(nil)
+
+    func value(for pack: AssetPack) -> String? {
+        pack.sha256.map { "\"\($0)\"" } ?? recorded.withLock { $0 }
+    }
+
+    func record(_ response: HTTPClientResponse) {
+        if let etag = response.headers.first(name: "ETag"), etag.hasPrefix("\"") {
+            recorded.withLock { $0 = etag }
+        } else if let date = response.headers.first(name: "Last-Modified") {
+            recorded.withLock { $0 = date }
+        }
     }
 }
 

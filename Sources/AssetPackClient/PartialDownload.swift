@@ -15,6 +15,7 @@ struct PartialDownload: Sendable {
 
     /// What a partial file was downloading.
     private struct Description: Codable, Sendable {
+        /// The archive's digest, or its identity without one (URL, version, size).
         var sha256: String
         var downloadSize: Int64
         var url: String
@@ -33,7 +34,7 @@ struct PartialDownload: Sendable {
 
     private var describesThisArchive: Bool {
         guard let description = try? descriptionFile.load() else { return false }
-        return description.sha256 == pack.sha256 && description.downloadSize == pack.downloadSize
+        return description.sha256 == pack.archiveIdentity && description.downloadSize == pack.downloadSize
     }
 
     /// Keeps the partial file only if it is of this very archive, describes it, and returns how many of its
@@ -44,7 +45,11 @@ struct PartialDownload: Sendable {
             discard()
             do {
                 try descriptionFile.save(
-                    Description(sha256: pack.sha256, downloadSize: pack.downloadSize, url: pack.url.absoluteString)
+                    Description(
+                        sha256: pack.archiveIdentity,
+                        downloadSize: pack.downloadSize,
+                        url: pack.url.absoluteString
+                    )
                 )
             } catch let error as AssetPackFormatError {
                 throw AssetPackClientError(code: .io, message: error.message, assetPackID: pack.id, cause: error)

@@ -37,7 +37,7 @@ public struct RetryPolicy: Sendable, Hashable {
     func decide(_ error: AssetPackClientError, failures: Int, mismatches: Int) -> Decision {
         switch error.code {
         case .sizeMismatch, .digestMismatch, .corruptPack:
-            return mismatches <= integrityRetries ? .refetch : .fail
+            return error.retryable && mismatches <= integrityRetries ? .refetch : .fail
         case .network:
             guard error.retryable else { return .fail }
         case .httpStatus:

@@ -16,6 +16,8 @@ final class TransferConsumer<Product: Sendable>: Sendable {
     private let pushedCount: Atomic<Int64>
     /// What the consumer writes to (a staging folder, a partial file), for whoever disposes of it.
     let destination: FilePath
+    /// What the resumes into this consumer send in `If-Range`.
+    let validator = Validator()
 
     /// What the consumer saw: its work's product, the SHA-256 of every byte from 0, and their count.
     struct Outcome: Sendable {

@@ -37,6 +37,9 @@ public struct AssetPackFormatError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// The error underneath, if any (an `Errno`, a libarchive message, a decoding error).
     public var cause: (any Error & Sendable)?
+    /// For `.corruptPack`: the archive breaks a rule of packs (a link, a special file, a name outside
+    /// `Contents/`), which the same bytes would break again; damage in transit would not.
+    public var isRuleViolation = false
 
     /// Creates an error.
     public init(code: Code, message: String, cause: (any Error & Sendable)? = nil) {
@@ -69,6 +72,7 @@ extension AssetPackFormatError {
     }
 
     static func manifest(_ file: String, key: String, _ problem: String, fix: String) -> Self {
+        // The same shape as a ManifestProblem's description.
         .init(code: .invalidManifest, message: "\(file): \(key): \(problem). Fix: \(fix)")
     }
 }

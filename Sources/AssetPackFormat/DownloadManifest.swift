@@ -8,7 +8,9 @@ import Foundation
 ///   "sha256": "…", "installSize": 450560, "fileCount": 6, "compression": "zstd"}]}
 /// ```
 public struct DownloadManifest: Sendable, Hashable, Codable {
-    /// One pack as the manifest lists it.
+    /// One pack as the manifest lists it: Apple's fields (`id`, `url`, `version`, `downloadSize`,
+    /// `downloadPolicy`, `host`, and Xcode 27's `userInfo`, `language`, `platforms`), and ours (`sha256`,
+    /// `installSize`, `fileCount`, `compression`), which a manifest made by Apple's tools lacks.
     public struct Entry: Sendable, Hashable, Codable {
         /// The pack's ID.
         public var id: String
@@ -20,16 +22,22 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
         public var downloadSize: Int64
         /// When the pack is downloaded.
         public var downloadPolicy: DownloadPolicy
-        /// Who hosts the pack; always `{"thirdParty": {}}` here, as for Apple's self-hosted packs.
+        /// Who hosts the pack; `{"thirdParty": {}}` for self-hosted packs.
         public var host: Host
-        /// Lower-case hex SHA-256 of the archive (not in Apple's manifest).
-        public var sha256: String
-        /// The bytes the pack's files take once installed (not in Apple's manifest).
-        public var installSize: Int64
-        /// How many files the pack holds (not in Apple's manifest).
-        public var fileCount: Int
-        /// The archive's compression filter (not in Apple's manifest).
-        public var compression: PackCompression
+        /// Lower-case hex SHA-256 of the archive (ours; `nil` in Apple's manifests).
+        public var sha256: String?
+        /// The bytes the pack's files take once installed (ours).
+        public var installSize: Int64?
+        /// How many files the pack holds (ours).
+        public var fileCount: Int?
+        /// The archive's compression filter (ours).
+        public var compression: PackCompression?
+        /// The platforms the pack is for (Xcode 27); `nil` for every platform.
+        public var platforms: [String]?
+        /// The language of a localized pack, a BCP-47 tag (OS 27); `nil` for every language.
+        public var language: String?
+        /// What the packaging manifest's `userInfo` held (Xcode 27).
+        public var userInfo: JSONValue?
 
         /// Creates an entry.
         public init(
@@ -38,10 +46,13 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
             version: Int,
             downloadSize: Int64,
             downloadPolicy: DownloadPolicy,
-            sha256: String,
-            installSize: Int64,
-            fileCount: Int,
-            compression: PackCompression
+            sha256: String?,
+            installSize: Int64?,
+            fileCount: Int?,
+            compression: PackCompression?,
+            platforms: [String]? = nil,
+            language: String? = nil,
+            userInfo: JSONValue? = nil
         ) {
             self.id = id
             self.url = url
@@ -53,6 +64,32 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
             self.installSize = installSize
             self.fileCount = fileCount
             self.compression = compression
+            self.platforms = platforms
+            self.language = language
+            self.userInfo = userInfo
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, url, version, downloadSize, downloadPolicy, host, sha256, installSize, fileCount, compression
+            case platforms, language, userInfo
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            id = try container.decode(String.self, forKey: .id)
+            url = try container.decode(String.self, forKey: .url)
+            version = try container.decode(Int.self, forKey: .version)
+            downloadSize = try container.decode(Int64.self, forKey: .downloadSize)
+            downloadPolicy = try container.decode(DownloadPolicy.self, forKey: .downloadPolicy)
+            host = try container.decodeIfPresent(Host.self, forKey: .host) ?? Host()
+            sha256 = try container.decodeIfPresent(String.self, forKey: .sha256)
+            installSize = try container.decodeIfPresent(Int64.self, forKey: .installSize)
+            fileCount = try container.decodeIfPresent(Int.self, forKey: .fileCount)
+            // A filter this version does not know is not a reason to refuse the pack.
+            compression = try? container.decodeIfPresent(PackCompression.self, forKey: .compression)
+            platforms = try container.decodeIfPresent([String].self, forKey: .platforms)
+            language = try container.decodeIfPresent(String.self, forKey: .language)
+            userInfo = try container.decodeIfPresent(JSONValue.self, forKey: .userInfo)
         }
     }
 
@@ -123,13 +160,18 @@ extension DownloadManifest {
             }
             guard seen.insert(entry.id).inserted else { throw bad("lists pack \(entry.id) twice") }
             let limit: Int64 = 1 << 50
-            guard (0...limit).contains(entry.downloadSize), (0...limit).contains(entry.installSize),
-                entry.fileCount >= 0, entry.version >= 0
+            guard (0...limit).contains(entry.downloadSize), (0...limit).contains(entry.installSize ?? 0),
+                (entry.fileCount ?? 0) >= 0, entry.version >= 0
             else {
                 throw bad("gives pack \(entry.id) a negative or impossible size, count or version")
             }
-            guard entry.sha256.utf8.count == 64, entry.sha256.utf8.allSatisfy({ isHexDigit($0) }) else {
+            if let sha256 = entry.sha256, sha256.utf8.count != 64 || !sha256.utf8.allSatisfy({ isHexDigit($0) }) {
                 throw bad("gives pack \(entry.id) a sha256 that is not 64 hex digits")
+            }
+            if let language = entry.language, (try? LanguageTag(parsing: language)) == nil {
+                throw bad(
+                    "gives pack \(entry.id) a language \"\(AssetPackID.printable(language))\" that is not a BCP-47 tag"
+                )
             }
             if let colon = entry.url.firstIndex(of: ":"), !entry.url[..<colon].contains("/") {
                 let scheme = entry.url[..<colon].lowercased()

@@ -1,7 +1,8 @@
 import Foundation
 
-/// A parsed JSON document, used to validate manifests key by key with precise messages.
-enum JSONValue: Sendable, Hashable, Decodable {
+/// A JSON document: manifests are validated key by key through it, and a manifest's `userInfo` travels in
+/// it, as written, to the download manifest.
+public enum JSONValue: Sendable, Hashable, Codable {
     case null
     case bool(Bool)
     case number(Double)
@@ -9,7 +10,7 @@ enum JSONValue: Sendable, Hashable, Decodable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    init(from decoder: any Decoder) throws {
+    public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -23,6 +24,24 @@ enum JSONValue: Sendable, Hashable, Decodable {
             self = .array(value)
         } else {
             self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .number(let value):
+            // Whole numbers stay whole: 2 is written 2, not 2.0.
+            if value.rounded() == value, abs(value) < 1e15 {
+                try container.encode(Int64(value))
+            } else {
+                try container.encode(value)
+            }
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
         }
     }
 
@@ -80,5 +99,14 @@ enum JSONValue: Sendable, Hashable, Decodable {
             }
         }
         return out
+    }
+}
+
+extension JSONEncoder {
+    /// An encoder with sorted keys: the same value always gives the same bytes.
+    static var sorted: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
     }
 }

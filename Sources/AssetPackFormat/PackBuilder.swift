@@ -191,6 +191,7 @@ public enum PackBuilder {
             assetPackID: source.manifest.assetPackID,
             downloadPolicy: source.manifest.downloadPolicy,
             platforms: source.manifest.platforms,
+            language: source.manifest.language,
             installSize: rows.reduce(0) { $0 + $1.size },
             fileCount: rows.count,
             files: rows

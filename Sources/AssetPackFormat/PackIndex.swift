@@ -28,6 +28,8 @@ public struct PackIndex: Sendable, Hashable, Codable {
     public var downloadPolicy: DownloadPolicy
     /// The pack's platforms.
     public var platforms: [String]
+    /// The language of a localized pack (absent from the index of a pack every language uses).
+    public var language: String?
     /// The sum of the files' sizes.
     public var installSize: Int64
     /// How many files the pack holds.

@@ -37,40 +37,26 @@ public enum PackPath {
     private static let backslash = UInt8(ascii: "\\")
     private static let dot = UInt8(ascii: ".")
 
-    /// Checks a selector path from a manifest; throws an `.unsafePath` error naming the file and key.
+    /// Checks a selector path from a manifest; throws a ``ManifestProblem`` naming the file and key.
     static func checkSelector(_ path: String, file: String, key: String) throws {
-        let fix = "give a path relative to the asset folder that stays inside it, e.g. \"Levels/World1\""
-        if path.utf8.first == UInt8(ascii: "/") {
-            throw AssetPackFormatError(
-                code: .unsafePath,
-                message: "\(file): \(key): \"\(path)\" is absolute. Fix: \(fix)"
-            )
+        let fix = "give a path relative to the source root that stays inside it, e.g. \"Levels/World1\""
+        func unsafe(_ problem: String, _ fix: String) -> ManifestProblem {
+            .error(file, key, problem, fix: fix, code: .unsafePath)
         }
-        if climbs(path) {
-            throw AssetPackFormatError(
-                code: .unsafePath,
-                message: "\(file): \(key): \"\(path)\" climbs out of the asset folder with '..'. Fix: \(fix)"
-            )
-        }
+        if path.utf8.first == UInt8(ascii: "/") { throw unsafe("\"\(path)\" is absolute", fix) }
+        if climbs(path) { throw unsafe("\"\(path)\" climbs out of the asset folder with '..'", fix) }
         if path.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\\") }) {
-            throw AssetPackFormatError(
-                code: .unsafePath,
-                message: "\(file): \(key): the path contains a NUL, a control character or a backslash. Fix: \(fix)"
-            )
+            throw unsafe("the path contains a NUL, a control character or a backslash", fix)
         }
         guard let normalized = normalize(path) else {
-            throw AssetPackFormatError(
-                code: .unsafePath,
-                message:
-                    "\(file): \(key): \"\(path)\" names the whole asset folder, which would pack the manifests too "
-                    + "(ba-package fails the same way). Fix: name a subfolder"
+            throw unsafe(
+                "\"\(path)\" names the whole asset folder, which would pack the manifests too (ba-package fails the "
+                    + "same way)",
+                "name a subfolder"
             )
         }
         if normalized == stateFolderName || normalized.hasBytePrefix(stateFolderName + "/") {
-            throw AssetPackFormatError(
-                code: .unsafePath,
-                message: "\(file): \(key): \"\(path)\" is inside \(stateFolderName)/, ba-mock's own state. Fix: \(fix)"
-            )
+            throw unsafe("\"\(path)\" is inside \(stateFolderName)/, ba-mock's own state", fix)
         }
     }
 }

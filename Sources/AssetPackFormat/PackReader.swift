@@ -86,7 +86,7 @@ public enum PackReader {
             try withDiskWriter { disk in
                 while let header = try reader.next() {
                     if header.name.utf8.elementsEqual(PackPath.indexEntryName.utf8) {
-                        guard index == nil else { throw corrupt(archive, "holds two index entries") }
+                        guard index == nil else { throw rule(archive, "holds two index entries") }
                         // An index lists every file once: its size follows from the entries before it, so a
                         // small download cannot declare an index of hundreds of megabytes.
                         let bound = min(maximumIndexSize, 64 << 10 + Int64(nameBytes) + 256 * Int64(seen.count))
@@ -101,7 +101,7 @@ public enum PackReader {
                     }
                     let relative = try entryPath(header, archive: archive)
                     guard seen[PathKey(relative)] == nil else {
-                        throw corrupt(archive, "holds \(header.name) twice")
+                        throw rule(archive, "holds \(header.name) twice")
                     }
                     nameBytes += relative.utf8.count
                     // Compared without adding: a declared size near Int64.max cannot overflow.
@@ -152,7 +152,7 @@ public enum PackReader {
             }
         }
         if let extra = seen.keys.min() {
-            throw corrupt(archive, "holds \(extra), which its index does not list")
+            throw rule(archive, "holds \(extra), which its index does not list")
         }
         return index
     }
@@ -160,18 +160,18 @@ public enum PackReader {
     /// Validates an entry and returns its path in the namespace (without `Contents/`).
     private static func entryPath(_ header: ArchiveEntryHeader, archive: String) throws -> String {
         if header.hardlink != nil {
-            throw corrupt(archive, "holds a hard link (\(header.name)); packs hold regular files only")
+            throw rule(archive, "holds a hard link (\(header.name)); packs hold regular files only")
         }
         guard header.type == ArchiveFileType.regular else {
             let kind = header.type == ArchiveFileType.symlink ? "a symlink" : "a special file (device, FIFO or socket)"
-            throw corrupt(archive, "holds \(kind) (\(header.name)); packs hold regular files only")
+            throw rule(archive, "holds \(kind) (\(header.name)); packs hold regular files only")
         }
         // Bytes, not characters: `Contents/` followed by a combining mark is still `Contents/` to a file system.
         let rest = String(Substring(header.name.utf8.dropFirst(PackPath.contentsPrefix.utf8.count)))
         guard header.name.hasBytePrefix(PackPath.contentsPrefix), let relative = PackPath.normalize(rest),
             relative.utf8.elementsEqual(rest.utf8)
         else {
-            throw corrupt(
+            throw rule(
                 archive,
                 "holds an entry named \"\(AssetPackID.printable(header.name))\", outside Contents/ or with '..', "
                     + "'.', '//' or an absolute path; refused"
@@ -216,5 +216,13 @@ public enum PackReader {
 
     private static func corrupt(_ archive: String, _ problem: String) -> AssetPackFormatError {
         AssetPackFormatError(code: .corruptPack, message: "pack \(archive) \(problem)")
+    }
+
+    /// An archive that breaks a rule of packs (a link, a special file, a name outside `Contents/`, an entry
+    /// twice or unlisted): the same bytes would break it again, unlike damage in transit.
+    private static func rule(_ archive: String, _ problem: String) -> AssetPackFormatError {
+        var error = corrupt(archive, problem)
+        error.isRuleViolation = true
+        return error
     }
 }

@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import SystemPackage
 
 #if canImport(Glibc)
@@ -49,71 +50,174 @@ public struct PackSource: Sendable, Hashable {
         add(manifest.downloadPolicy.name)
         add(manifest.downloadPolicy.installationEventTypes.map(\.rawValue).joined(separator: ","))
         add(manifest.platforms.joined(separator: ","))
+        add(manifest.language ?? "-")
+        add((try? String(decoding: JSONEncoder.sorted.encode(manifest.userInfo), as: UTF8.self)) ?? "-")
         for file in files {
             add("\(file.path) \(file.size) \(file.modified) \(file.inode) \(file.changed)")
         }
         return hasher.finalize().hexString
     }
 
-    /// Resolves a manifest's selectors against an asset folder.
+    /// Resolves a manifest's selectors against its source root.
     ///
+    /// The source root is the manifest's `sourceRoot` (relative to the manifest file's folder), or `root`.
     /// Every selected path is resolved through all its components: a symlink anywhere on the way (a linked
-    /// parent folder included) must lead to a place inside the asset folder. File names are kept as the
-    /// exact UTF-8 bytes the file system holds (no Unicode normalization).
+    /// parent folder included) must lead to a place inside the source root, and the source root itself must
+    /// be inside `boundary` when one is given (a server serves nothing from outside its asset folder). File
+    /// names are kept as the exact UTF-8 bytes the file system holds (no Unicode normalization).
     /// - Parameters:
     ///   - parsed: A validated manifest.
-    ///   - root: The asset folder that selector paths are relative to.
-    /// - Returns: The pack's files; a path named by two selectors is listed once.
+    ///   - root: The folder selector paths are relative to when the manifest names no `sourceRoot`.
+    ///   - boundary: A folder the source root must be inside, or `nil`.
+    /// - Returns: The pack's files; a path named by two selectors for one file is listed once.
     /// - Throws: ``AssetPackFormatError``: `.notFound` for a missing file or folder, `.unsafePath` for a
-    ///   path that leads outside the folder or a name that is not UTF-8, `.invalidManifest` for a `file`
-    ///   selector naming a folder (or the reverse), a special file, or a pack with no files.
-    public static func resolve(_ parsed: ParsedManifest, root: FilePath) throws -> PackSource {
+    ///   path that leads outside the source root or a name that is not UTF-8, `.invalidManifest` for a `file`
+    ///   selector naming a folder (or the reverse), a special file, two files placed at one path, or a pack
+    ///   with no files.
+    public static func resolve(_ parsed: ParsedManifest, root: FilePath, boundary: FilePath? = nil) throws -> PackSource
+    {
         let file = parsed.file
-        let tree = try SourceTree(root: root)
-        var collected: [PathKey: PackFile] = [:]
-        var warnings = parsed.warnings
-        for (index, selector) in parsed.manifest.fileSelectors.enumerated() {
-            let key = "fileSelectors[\(index)].\(selector.key)"
-            guard let relative = PackPath.normalize(selector.path) else { continue }  // checked when parsed
-            let found = try tree.resolve(relative, file: file, key: key)
-            switch (selector, found.kind) {
-            case (.file, .regular(let stat)):
-                collected[PathKey(relative)] = PackFile(path: relative, source: found.real, stat: stat)
-            case (.file, .directory):
-                throw AssetPackFormatError.manifest(
-                    file,
-                    key: key,
-                    "\"\(selector.path)\" is a folder",
-                    fix: "use {\"directory\": \"\(selector.path)\"}"
+        let manifest = parsed.manifest
+        let base: FilePath
+        if let sourceRoot = manifest.sourceRoot {
+            let folder = FilePath(file).removingLastComponent()
+            base = (folder.isEmpty ? FilePath(".") : folder).appending(sourceRoot)
+        } else {
+            base = root
+        }
+        let tree: SourceTree
+        do {
+            tree = try SourceTree(root: base)
+        } catch let error as AssetPackFormatError where manifest.sourceRoot != nil {
+            throw AssetPackFormatError(
+                code: .notFound,
+                message:
+                    "\(file): sourceRoot: \"\(manifest.sourceRoot ?? "")\" (\(base)) does not exist. Fix: give a folder "
+                    + "relative to the manifest's own folder",
+                cause: error
+            )
+        }
+        if let boundary {
+            let outer = try SourceTree.realPath(boundary, orThrow: "asset folder")
+            guard tree.rootReal.hasBytePrefix(outer + "/") || tree.rootReal.utf8.elementsEqual(outer.utf8) else {
+                throw AssetPackFormatError(
+                    code: .unsafePath,
+                    message:
+                        "\(file): sourceRoot: \"\(manifest.sourceRoot ?? "")\" is \(tree.rootReal), outside the asset "
+                        + "folder \(outer); ba-mock serves nothing from outside the folder it was given. Fix: keep the "
+                        + "source inside it, or build this pack with `ba-mock package`"
                 )
-            case (.directory, .regular):
-                throw AssetPackFormatError.manifest(
-                    file,
-                    key: key,
-                    "\"\(selector.path)\" is a file",
-                    fix: "use {\"file\": \"\(selector.path)\"}"
-                )
-            case (.directory, .directory):
-                var walk = SourceTree.Walk()
-                try tree.walk(found.real, relative: relative, file: file, key: key, into: &walk)
-                if walk.files.isEmpty {
-                    warnings.append("\(file): \(key): \"\(selector.path)\" holds no files")
-                }
-                warnings.append(contentsOf: walk.warnings)
-                for item in walk.files { collected[PathKey(item.path)] = item }
             }
         }
-        if collected.isEmpty {
+        var collector = Collector(file: file)
+        var warnings = parsed.problems.map(\.description)
+        var exclusions: [Glob] = []
+        var everything: [SourceTree.Found]?
+        for (index, selector) in manifest.fileSelectors.enumerated() {
+            let key = "fileSelectors[\(index)].\(selector.key)"
+            switch selector {
+            case .file(let path):
+                let relative = PackPath.normalize(path) ?? path
+                let found = try tree.resolve(relative, file: file, key: key)
+                guard case .regular(let stat) = found.kind else {
+                    throw AssetPackFormatError.manifest(
+                        file,
+                        key: key,
+                        "\"\(path)\" is a folder",
+                        fix: "use {\"directory\": \"\(path)\"}"
+                    )
+                }
+                try collector.add(relative, from: .init(relative: relative, real: found.real, stat: stat), key: key)
+            case .directory(let path), .directoryMapping(source: let path, destination: _):
+                let relative = PackPath.normalize(path) ?? path
+                let found = try tree.resolve(relative, file: file, key: key)
+                guard case .directory = found.kind else {
+                    throw AssetPackFormatError.manifest(
+                        file,
+                        key: key,
+                        "\"\(path)\" is a file",
+                        fix: "directory" == selector.key
+                            ? "use {\"file\": \"\(path)\"}" : "use fileSource and fileDestination"
+                    )
+                }
+                var walk = SourceTree.Walk()
+                try tree.walk(found.real, relative: relative, file: file, key: key, into: &walk)
+                if walk.files.isEmpty { warnings.append("\(file): \(key): \"\(path)\" holds no files") }
+                warnings.append(contentsOf: walk.warnings)
+                var destination: String?
+                if case .directoryMapping(_, let target) = selector { destination = PackPath.normalize(target) }
+                for item in walk.files {
+                    let inside = String(Substring(item.relative.utf8.dropFirst(relative.utf8.count + 1)))
+                    let path = destination.map { $0 + "/" + inside } ?? item.relative
+                    try collector.add(path, from: item, key: key)
+                }
+            case .fileMapping(let source, let destination):
+                let relative = PackPath.normalize(source) ?? source
+                let found = try tree.resolve(relative, file: file, key: key)
+                guard case .regular(let stat) = found.kind else {
+                    throw AssetPackFormatError.manifest(
+                        file,
+                        key: key,
+                        "\"\(source)\" is a folder",
+                        fix: "use directorySource and directoryDestination"
+                    )
+                }
+                try collector.add(
+                    PackPath.normalize(destination) ?? destination,
+                    from: .init(relative: relative, real: found.real, stat: stat),
+                    key: key
+                )
+            case .filePattern(let glob):
+                if everything == nil {
+                    var walk = SourceTree.Walk()
+                    try tree.walk(tree.rootReal, relative: "", file: file, key: key, into: &walk)
+                    everything = walk.files
+                }
+                let matching = (everything ?? []).filter { glob.matches($0.relative) }
+                if matching.isEmpty { warnings.append("\(file): \(key): \"\(glob)\" matches no file") }
+                for item in matching { try collector.add(item.relative, from: item, key: key) }
+            case .fileExclusion(let glob):
+                exclusions.append(glob)
+            }
+        }
+        // Exclusions apply wherever they stand: to a file's path in the source root, or in the pack.
+        let chosen = collector.files.filter { entry in
+            !exclusions.contains { $0.matches(entry.value.relative) || $0.matches(entry.key.path) }
+        }
+        if chosen.isEmpty {
             throw AssetPackFormatError.manifest(
                 file,
                 key: "fileSelectors",
-                "select no files",
+                collector.files.isEmpty ? "select no files" : "select no files once the exclusions are applied",
                 fix: "point the selectors at files or folders that hold files"
             )
         }
-        let files = collected.values.sorted { PathKey($0.path) < PathKey($1.path) }
+        let files = chosen.map { path, found in PackFile(path: path.path, source: found.real, stat: found.stat) }
+            .sorted { PathKey($0.path) < PathKey($1.path) }
         warnings.append(contentsOf: normalizationTwins(files.map(\.path), file: file))
-        return PackSource(manifest: parsed.manifest, manifestFile: file, files: files, warnings: warnings)
+        return PackSource(manifest: manifest, manifestFile: file, files: files, warnings: warnings)
+    }
+
+    /// The files chosen so far, by their path in the pack; two different files at one path are an error.
+    private struct Collector {
+        let file: String
+        var files: [PathKey: SourceTree.Found] = [:]
+        var chosenBy: [PathKey: String] = [:]
+
+        mutating func add(_ path: String, from found: SourceTree.Found, key: String) throws {
+            let destination = PathKey(path)
+            if let earlier = files[destination], earlier.real != found.real {
+                throw AssetPackFormatError.manifest(
+                    file,
+                    key: key,
+                    "places \(found.relative) at \"\(path)\", where \(chosenBy[destination] ?? "another selector") already "
+                        + "placed \(earlier.relative)",
+                    fix: "give one of them another destination, or exclude one"
+                )
+            }
+            files[destination] = found
+            chosenBy[destination] = key
+        }
     }
 
     /// Warnings for names that differ only in Unicode normalization (`é` as U+00E9 and as `e` + U+0301):
@@ -200,9 +304,16 @@ struct SourceTree {
         }
     }
 
+    /// A file found in the source root: its path there, its real path, and its `stat`.
+    struct Found {
+        var relative: String
+        var real: String
+        var stat: stat
+    }
+
     /// What a walk found.
     struct Walk {
-        var files: [PackFile] = []
+        var files: [Found] = []
         var warnings: [String] = []
     }
 
@@ -212,7 +323,7 @@ struct SourceTree {
     func walk(_ real: String, relative: String, file: String, key: String, into found: inout Walk) throws {
         for name in try Self.names(in: real, file: file, key: key) {
             let path = real + "/" + name
-            let childRelative = relative + "/" + name
+            let childRelative = relative.isEmpty ? name : relative + "/" + name
             if childRelative.utf8.elementsEqual(PackPath.stateFolderName.utf8) { continue }
             guard let info = Self.lstatInfo(path) else { continue }  // removed while listing
             if name == ".DS_Store" {
@@ -240,7 +351,7 @@ struct SourceTree {
             }
             switch try kind(of: target, shownAs: path, file: file, key: key) {
             case .regular(let stat):
-                found.files.append(PackFile(path: childRelative, source: target, stat: stat))
+                found.files.append(Found(relative: childRelative, real: target, stat: stat))
             case .directory:
                 try walk(target, relative: childRelative, file: file, key: key, into: &found)
             }
@@ -266,6 +377,15 @@ struct SourceTree {
                             "\(file): \(key): \(folder)/\(shown) has a name that is not UTF-8 (bytes "
                             + "\(bytes.map { String($0, radix: 16) }.joined(separator: " "))); packs store names as "
                             + "UTF-8. Fix: rename it"
+                    )
+                }
+                if bytes.contains(UInt8(ascii: "\\")) {
+                    // Pack readers refuse it (it reads as a Windows separator); refuse it here, not on devices.
+                    throw AssetPackFormatError(
+                        code: .unsafePath,
+                        message:
+                            "\(file): \(key): \(folder)/\(name) has a backslash in its name, which pack archives do not "
+                            + "hold. Fix: rename it"
                     )
                 }
                 return name

@@ -153,7 +153,9 @@ struct CatalogWatcher: Service {
                         log("added \(change.id): version \(change.to)")
                     }
                 }
-                for id in report.removed { log("removed \(id): its manifest is gone; clients will see it as obsolete") }
+                for id in report.removed {
+                    log("removed \(id): no manifest names it any more; clients will see it as obsolete")
+                }
                 for problem in report.problems { log("error: \(problem) (the last good version stays published)") }
                 for warning in report.warnings { log("warning: \(warning)") }
             }

@@ -15,6 +15,8 @@ public struct AssetFolder: Sendable {
         public var warnings: [String]
         /// Every manifest file found, valid or not.
         public var manifestFiles: Set<String> = []
+        /// Every problem of every manifest, errors and warnings, with file, key and fix (for `validate`).
+        public var manifestProblems: [ManifestProblem] = []
     }
 
     /// The folder.
@@ -55,45 +57,85 @@ public struct AssetFolder: Sendable {
         var sources: [PackSource] = []
         var problems: [AssetPackFormatError] = []
         var warnings: [String] = []
+        var manifestProblems: [ManifestProblem] = []
         var owners: [String: String] = [:]
         for name in manifests {
             let file = root.appending(name)
             do {
-                let parsed = try PackagingManifest.load(from: file)
+                let checked = try PackagingManifest.check(file: file)
+                manifestProblems += checked.problems
+                guard let parsed = checked.parsed else {
+                    problems.append(try Self.firstError(checked))
+                    continue
+                }
                 let id = parsed.manifest.assetPackID
                 if let other = owners[id] {
-                    problems.append(
-                        AssetPackFormatError(
-                            code: .duplicatePackID,
-                            message:
-                                "\(file): assetPackID: \"\(id)\" is also the ID in \(other). Fix: give every pack "
-                                + "its own ID"
-                        )
+                    let duplicate = ManifestProblem(
+                        file: file.string,
+                        key: "assetPackID",
+                        severity: .error,
+                        message: "\"\(id)\" is also the ID in \(other)",
+                        fix: "give every pack its own ID"
                     )
+                    manifestProblems.append(duplicate)
+                    problems.append(AssetPackFormatError(code: .duplicatePackID, message: duplicate.description))
                     continue
                 }
                 owners[id] = file.string
-                sources.append(try PackSource.resolve(parsed, root: root))
+                // A server serves nothing from outside its folder: a source root must be inside it.
+                let source = try PackSource.resolve(parsed, root: root, boundary: root)
+                manifestProblems += source.warnings.dropFirst(parsed.problems.count).map {
+                    ManifestProblem(file: file.string, key: "fileSelectors", severity: .warning, message: $0, fix: nil)
+                }
+                sources.append(source)
             } catch let error as AssetPackFormatError {
                 problems.append(error)
+                manifestProblems.append(
+                    ManifestProblem(
+                        file: file.string,
+                        key: "fileSelectors",
+                        severity: .error,
+                        message: error.message,
+                        fix: nil
+                    )
+                )
             }
         }
         sources.sort { $0.manifest.assetPackID < $1.manifest.assetPackID }
         for source in sources { warnings.append(contentsOf: source.warnings) }
-        warnings.append(contentsOf: Self.collisions(sources))
+        warnings.append(contentsOf: Self.collisions(sources))  // also among manifestProblems, below
+        let collisions = Self.collisions(sources)
+        manifestProblems += collisions.map {
+            ManifestProblem(file: root.string, key: "(folder)", severity: .warning, message: $0, fix: nil)
+        }
         return Scan(
             sources: sources,
             problems: problems,
             warnings: warnings,
-            manifestFiles: Set(manifests.map { root.appending($0).string })
+            manifestFiles: Set(manifests.map { root.appending($0).string }),
+            manifestProblems: manifestProblems
         )
+    }
+
+    /// The first error of a manifest, as the error `load` throws.
+    private static func firstError(_ checked: ManifestCheck) throws -> AssetPackFormatError {
+        do {
+            _ = try PackagingManifest.throwingFirst(checked)
+            return AssetPackFormatError(code: .invalidManifest, message: "invalid")
+        } catch let error as AssetPackFormatError {
+            return error
+        }
     }
 
     /// Warnings for paths that more than one pack holds: they collide in the merged namespace.
     static func collisions(_ sources: [PackSource]) -> [String] {
+        // Keyed by String on purpose: two spellings of one name collide on Apple's file systems too. A pack
+        // holding both spellings is its own warning (PackSource), not a collision between packs.
         var packsByPath: [String: [String]] = [:]
         for source in sources {
-            for file in source.files { packsByPath[file.path, default: []].append(source.manifest.assetPackID) }
+            for file in source.files where packsByPath[file.path]?.last != source.manifest.assetPackID {
+                packsByPath[file.path, default: []].append(source.manifest.assetPackID)
+            }
         }
         return packsByPath.filter { $0.value.count > 1 }.keys.sorted().map { path in
             let packs = packsByPath[path, default: []].joined(separator: ", ")

@@ -55,6 +55,13 @@ struct ControlController {
     @Sendable func addFault(_ request: Request, context: MockRequestContext) async throws -> Response {
         let body = try await request.body.collect(upTo: 4096)
         let rule = try FaultRule(parsing: String(buffer: body).trimmingCharacters(in: .whitespacesAndNewlines))
+        if let pack = rule.pack, await !catalog.knownPackIDs.contains(pack) {
+            let known = await catalog.knownPackIDs.sorted().joined(separator: ", ")
+            throw AssetPackServerError(
+                code: .invalidOption,
+                message: "fault \"\(rule)\": there is no pack \(pack) (packs: \(known))"
+            )
+        }
         faults.add(rule)
         return json(["added": rule.description, "faults": faults.rules.map(\.description)], status: .created)
     }

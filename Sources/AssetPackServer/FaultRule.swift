@@ -123,7 +123,9 @@ public struct FaultRule: Sendable, Hashable, CustomStringConvertible {
         } else if retryAfter != nil {
             throw fail("retry-after goes with status=CODE")
         }
+        var seen: Set<String> = []
         for (key, value) in items {
+            guard seen.insert(key).inserted else { throw fail("\(key) is given twice") }
             switch key {
             case "pack":
                 guard let value, !value.isEmpty else { throw fail("pack needs an ID") }

@@ -26,6 +26,10 @@ struct MockState: Sendable, Codable {
         var manifestFile: String
         /// Set when the pack's manifest was removed: the pack is no longer published.
         var removed: Bool
+        /// The manifest's platforms, language and userInfo, for the download manifest.
+        var platforms: [String]?
+        var language: String?
+        var userInfo: JSONValue?
     }
 
     /// The layout version of this file.

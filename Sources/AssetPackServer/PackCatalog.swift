@@ -206,9 +206,10 @@ public actor PackCatalog {
             do {
                 var report = try await refresh()
                 let problems = report.problems.map(\.message)
+                report.problems = report.problems.filter { !lastProblems.contains($0.message) }  // said once
                 report.warnings = report.warnings.filter { !shownWarnings.contains($0) }  // each is said once
                 shownWarnings.formUnion(report.warnings)
-                if !report.changes.isEmpty || !report.removed.isEmpty || problems != lastProblems
+                if !report.changes.isEmpty || !report.removed.isEmpty || !report.problems.isEmpty
                     || !report.warnings.isEmpty
                 {
                     onReport(report)
@@ -334,7 +335,10 @@ public actor PackCatalog {
             compression: built.compression,
             downloadPolicy: source.manifest.downloadPolicy,
             manifestFile: source.manifestFile,
-            removed: false
+            removed: false,
+            platforms: source.manifest.platforms,
+            language: source.manifest.language,
+            userInfo: source.manifest.userInfo
         )
     }
 
@@ -354,7 +358,10 @@ public actor PackCatalog {
                 installSize: record.installSize,
                 fileCount: record.fileCount,
                 compression: record.compression,
-                lastModified: record.builtAt
+                lastModified: record.builtAt,
+                platforms: record.platforms,
+                language: record.language,
+                userInfo: record.userInfo
             )
         }.sorted { $0.id < $1.id }
         let before = current.withLock { $0 }

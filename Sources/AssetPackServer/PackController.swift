@@ -26,7 +26,14 @@ struct PackController {
     }
 
     @Sendable func manifest(_ request: Request, context: Context) async throws -> Response {
-        let base = baseURL ?? request.head.authority.map { "\(scheme)://\($0)" } ?? ""
+        guard let base = baseURL ?? Self.authority(request.head.authority).map({ "\(scheme)://\($0)" }) else {
+            throw AssetPackServerError(
+                code: .invalidOption,
+                message:
+                    "the Host header \"\(AssetPackID.printable(request.head.authority ?? ""))\" is not a host and port; "
+                    + "pack URLs are made from it. Fix: send Host: NAME[:PORT], or start ba-mock with --base-url"
+            )
+        }
         let injected = faults.draw(pack: nil)
         var faultHeaders: HTTPFields = [:]
         if !injected.isEmpty { faultHeaders[.mockFault] = injected.map(\.description).joined(separator: "; ") }
@@ -169,6 +176,17 @@ struct PackController {
         return ResponseBody(contentLength: length + (faulty.extraByte ? 1 : 0)) { writer in
             try await body.write(FaultyBodyWriter(base: writer, plan: faulty))
         }
+    }
+
+    /// The `Host` header when it is a host name or address and an optional port, nothing else (it goes into
+    /// every pack URL of the manifest).
+    static func authority(_ header: String?) -> String? {
+        guard let header, !header.isEmpty, header.utf8.count <= 255 else { return nil }
+        let allowed = header.unicodeScalars.allSatisfy { scalar in
+            (scalar >= "a" && scalar <= "z") || (scalar >= "A" && scalar <= "Z") || (scalar >= "0" && scalar <= "9")
+                || ".-:[]_".unicodeScalars.contains(scalar)
+        }
+        return allowed ? header : nil
     }
 
     /// `If-None-Match`: a list of entity tags or `*`, compared weakly.

@@ -24,6 +24,10 @@ public struct ServedPack: Sendable, Hashable {
     public var compression: PackCompression
     /// When this version was built (`Last-Modified`, whole seconds).
     public var lastModified: Date
+    /// The packaging manifest's platforms, language and userInfo.
+    public var platforms: [String]? = nil
+    public var language: String? = nil
+    public var userInfo: JSONValue? = nil
 
     /// The strong entity tag of this version.
     public var etag: String { "\"\(sha256)\"" }
@@ -40,7 +44,10 @@ public struct ServedPack: Sendable, Hashable {
             sha256: sha256,
             installSize: installSize,
             fileCount: fileCount,
-            compression: compression
+            compression: compression,
+            platforms: platforms,
+            language: language,
+            userInfo: userInfo
         )
     }
 }

@@ -12,7 +12,7 @@ struct BAMock: AsyncParsableCommand {
             /assets/<id>, and rebuilds a pack when its files change.
             """,
         version: "0.1.0",
-        subcommands: [Serve.self, PackageCommand.self, Template.self, Export.self, Inspect.self],
+        subcommands: [Serve.self, PackageCommand.self, Validate.self, Template.self, Export.self, Inspect.self],
         defaultSubcommand: Serve.self
     )
 }

@@ -30,6 +30,7 @@ struct Inspect: ParsableCommand {
         Console.out(
             "\(index.assetPackID): \(index.downloadPolicy.name), \(index.fileCount) files, "
                 + "\(ByteFormat.string(index.installSize)), platforms \(index.platforms.joined(separator: ", "))"
+                + (index.language.map { ", language \($0)" } ?? "")
         )
         for file in index.files {
             Console.out("  \(file.sha256.prefix(12))  \(String(file.size).leftPadded(10))  \(file.path)")

@@ -109,9 +109,14 @@ struct Serve: AsyncParsableCommand {
         }
         guard keepArchives >= 1 else { throw ValidationError("--keep-archives must be 1 or more") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
-        guard watchInterval >= 0 else { throw ValidationError("--watch-interval must be 0 or more seconds") }
-        guard sendTimeout > 0 else { throw ValidationError("--send-timeout must be more than 0 seconds") }
-        guard shutdownGrace >= 0 else { throw ValidationError("--shutdown-grace must be 0 or more seconds") }
+        for (value, option, positive) in [
+            (watchInterval, "--watch-interval", false), (sendTimeout, "--send-timeout", true),
+            (shutdownGrace, "--shutdown-grace", false),
+        ] {
+            if let problem = secondsProblem(value, option: option, positive: positive) {
+                throw ValidationError(problem)
+            }
+        }
         do {
             _ = try PackVersionPins.parse(packVersions)
         } catch let error as AssetPackServerError {

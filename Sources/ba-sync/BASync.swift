@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 
 @main
 struct BASync: AsyncParsableCommand {
@@ -26,4 +27,26 @@ struct BASync: AsyncParsableCommand {
     @OptionGroup var server: ServerOptions
     @OptionGroup var downloads: DownloadOptions
     @OptionGroup var lock: LockOptions
+
+    /// Runs the command; with `--json`, a usage error is also a `{"event": "error", "code": "usage"}` line on
+    /// stdout, as every other failure is, so that a script reading stdout alone learns why nothing happened.
+    static func main() async {
+        let json = CommandLine.arguments.dropFirst().contains("--json")
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if json,
+                error is ValidationError
+                    || !(error is ExitCode || error is CleanExit) && exitCode(for: error) == .validationFailure
+            {
+                Console.json(["event": "error", "code": "usage", "message": message(for: error)])
+            }
+            exit(withError: error)
+        }
+    }
 }

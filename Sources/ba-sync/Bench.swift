@@ -87,7 +87,9 @@ struct Bench: AsyncParsableCommand {
 
     func validate() throws {
         guard threads >= 1 else { throw ValidationError("--threads must be 1 or more") }
-        guard duration > 0 else { throw ValidationError("--duration must be more than 0 seconds") }
+        if let problem = secondsProblem(duration, option: "--duration", positive: true) {
+            throw ValidationError(problem)
+        }
         if let iterations, iterations < 1 { throw ValidationError("--iterations must be 1 or more") }
         guard block.allSatisfy({ $0 >= 1 }) else { throw ValidationError("--block sizes must be 1 byte or more") }
         guard !(csv && app.json) else { throw ValidationError("choose one of --csv and --json") }

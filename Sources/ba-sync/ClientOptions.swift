@@ -29,8 +29,9 @@ struct AppGroupOptions: ParsableArguments {
 
     /// Runs an offline command: reads of the app group only, no server, no lock.
     func read(_ body: (AssetPackReader) throws -> Void) throws {
+        let reader = AssetPackReader(appGroup: try appGroupPath)  // a usage error is printed by main
         do {
-            try body(AssetPackReader(appGroup: try appGroupPath))
+            try body(reader)
         } catch {
             if json, !(error is ExitCode) { Console.jsonError(error) }
             throw error
@@ -60,7 +61,7 @@ struct ServerOptions: ParsableArguments {
 
     func validate() throws {
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more") }
-        guard timeout > 0 else { throw ValidationError("--timeout must be more than 0 seconds") }
+        if let problem = secondsProblem(timeout, option: "--timeout", positive: true) { throw ValidationError(problem) }
         if let caCert, !FileManager.default.fileExists(atPath: caCert) {
             throw ValidationError("--ca-cert \(caCert) does not exist")
         }
@@ -72,12 +73,14 @@ struct ServerOptions: ParsableArguments {
             guard let value = server ?? ProcessInfo.processInfo.environment["BA_SYNC_SERVER"], !value.isEmpty else {
                 return nil
             }
-            guard let url = URL(string: value), let scheme = url.scheme?.lowercased(),
+            guard var url = URL(string: value), let scheme = url.scheme?.lowercased(),
                 scheme == "http" || scheme == "https",
                 url.host != nil
             else {
-                throw ValidationError("--server \(value) is not an http:// or https:// URL")
+                throw ValidationError("--server \(value) is not an http:// or https:// URL, e.g. http://127.0.0.1:8443")
             }
+            // The manifest's own URL (as `ba-mock serve` prints it) names the server as well.
+            if url.lastPathComponent == "manifest" { url.deleteLastPathComponent() }
             return url
         }
     }
@@ -118,7 +121,9 @@ struct LockOptions: ParsableArguments {
     var lockTimeout: Double?
 
     func validate() throws {
-        if let lockTimeout, lockTimeout < 0 { throw ValidationError("--lock-timeout must be 0 or more seconds") }
+        if let lockTimeout, let problem = secondsProblem(lockTimeout, option: "--lock-timeout", positive: false) {
+            throw ValidationError(problem)
+        }
     }
 }
 
@@ -181,6 +186,18 @@ struct Session {
         progress.flush()
         try? await client.shutdown()
         if case .failure(let error) = result, app.json, !(error is ExitCode) { Console.jsonError(error) }
+        // A failure the progress already showed in full is not printed in full again.
+        if case .failure(let error as AssetPackClientError) = result, !app.json, let id = error.assetPackID,
+            progress.failuresShown.contains(id)
+        {
+            throw ShownFailure(pack: id)
+        }
         return (try result.get(), progress.failuresShown)
     }
+}
+
+/// A pack's failure that the progress lines showed already: the command's error only points at it.
+struct ShownFailure: Error, CustomStringConvertible {
+    var pack: String
+    var description: String { "\(pack) failed (above)" }
 }

@@ -24,7 +24,9 @@ struct Ensure: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (ids, latest) = (self.ids, self.latest)
+        var seen: Set<String> = []
+        let ids = self.ids.filter { seen.insert($0).inserted }  // `ensure Levels Levels` is one pack
+        let latest = self.latest
         let (failures, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).run {
             manager -> [AssetPack: AssetPackClientError] in
             var packs: Set<AssetPack> = []

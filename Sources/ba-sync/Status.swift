@@ -24,7 +24,7 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         let id = self.id
         let (report, _) = try await Session(app: app, server: server, needsServer: false).run { manager in
-            await manager.statusReport(ofAssetPackWithID: id)
+            try await manager.statusReport(ofAssetPackWithID: id)
         }
         if let id, let entry = report.entries.first, entry.installed == nil, entry.status.isEmpty {
             let message = "pack \(id) is not installed and not known here"

@@ -105,4 +105,35 @@ struct DiskFullTests {
             )
         }
     }
+
+    /// The command that frees space works when space has run out.
+    @Test func removeWorksOnAFullDisk() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let appGroup = scratch.root.appending("AppGroup")
+        try FileManager.default.createDirectory(atPath: appGroup.string, withIntermediateDirectories: true)
+        #expect(
+            try runTool(
+                URL(fileURLWithPath: "/bin/mount"),
+                ["-t", "tmpfs", "-o", "size=400k", "tmpfs", appGroup.string]
+            )
+            .status == 0
+        )
+        defer { _ = try? runTool(URL(fileURLWithPath: "/bin/umount"), ["-l", appGroup.string]) }
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Tutorial"))
+            // Fill what is left.
+            let filler = appGroup.appending("filler")
+            let fd = try FileDescriptor.open(filler, .writeOnly, options: [.create], permissions: .ownerReadWrite)
+            let block = [UInt8](repeating: 1, count: 4096)
+            while (try? fd.writeAll(block)) != nil {}
+            try fd.close()
+            try await manager.remove(assetPackWithID: "Tutorial")
+            #expect(!manager.assetPackIsAvailableLocally(withID: "Tutorial"))
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: appGroup.appending("AssetPacks").string).isEmpty
+            )
+        }
+    }
 }

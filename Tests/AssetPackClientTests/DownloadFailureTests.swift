@@ -175,6 +175,8 @@ struct DownloadFailureTests {
                 try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Evil"))
             }
             #expect(error?.code == .corruptPack)
+            // The same bytes would break the same rule again: downloaded once, not three times.
+            #expect(server.log.lines.count == 1, "\(server.log.lines)")
             #expect(!FileManager.default.fileExists(atPath: scratch.root.appending("escaped.txt").string))
             #expect(!FileManager.default.fileExists(atPath: appGroup.appending("escaped.txt").string))
             #expect(

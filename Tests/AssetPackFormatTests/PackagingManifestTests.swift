@@ -190,10 +190,73 @@ struct PackagingManifestTests {
         ),
         Rule(
             name: "unknown selector",
-            text: replacing(#"{"file": "a.txt"}"#, #"{"filePattern": "*.txt"}"#),
+            text: replacing(#"{"file": "a.txt"}"#, #"{"fileGlob": "*.txt"}"#),
             code: .invalidManifest,
+            key: "fileSelectors[0].fileGlob",
+            fix: "{\"fileExclusion\": GLOB}"
+        ),
+        Rule(
+            name: "misspelt selector",
+            text: replacing(#"{"file": "a.txt"}"#, #"{"filepattern": "*.txt"}"#),
+            code: .invalidManifest,
+            key: "fileSelectors[0].filepattern",
+            fix: "did you mean \"filePattern\"?"
+        ),
+        Rule(
+            name: "a destination without its source",
+            text: replacing(#"{"file": "a.txt"}"#, #"{"fileDestination": "b.txt"}"#),
+            code: .invalidManifest,
+            key: "fileSelectors[0].fileDestination: needs \"fileSource\"",
+            fix: "write both"
+        ),
+        Rule(
+            name: "a pattern that climbs out",
+            text: replacing(#"{"file": "a.txt"}"#, #"{"filePattern": "../**/*.key"}"#),
+            code: .unsafePath,
             key: "fileSelectors[0].filePattern",
-            fix: "Xcode 27"
+            fix: "relative to the source root"
+        ),
+        Rule(
+            name: "an unclosed bracket",
+            text: replacing(#"{"file": "a.txt"}"#, #"{"fileExclusion": "[a-z*.png"}"#),
+            code: .unsafePath,
+            key: "never closed",
+            fix: "(* ? [a-z] **)"
+        ),
+        Rule(
+            name: "an absolute source root",
+            text: replacing(#""platforms""#, #""sourceRoot": "/etc", "platforms""#),
+            code: .unsafePath,
+            key: "sourceRoot: \"/etc\" is absolute",
+            fix: "relative to the manifest's own folder"
+        ),
+        Rule(
+            name: "a language with a variant",
+            text: replacing(#""platforms""#, #""language": "de-Latn-DE-1996", "platforms""#),
+            code: .invalidManifest,
+            key: "has more than a language, a script and a region",
+            fix: "zh-Hant-TW"
+        ),
+        Rule(
+            name: "a language that is not one",
+            text: replacing(#""platforms""#, #""language": "english", "platforms""#),
+            code: .invalidManifest,
+            key: "language: \"english\"",
+            fix: "pt-BR"
+        ),
+        Rule(
+            name: "userInfo not an object",
+            text: replacing(#""platforms""#, #""userInfo": [1], "platforms""#),
+            code: .invalidManifest,
+            key: "userInfo: is an array",
+            fix: "minimumAppVersion"
+        ),
+        Rule(
+            name: "misspelt key",
+            text: replacing(#""assetPackID""#, #""assetPackId""#),
+            code: .invalidManifest,
+            key: "assetPackId: is not a key",
+            fix: "did you mean \"assetPackID\"?"
         ),
         Rule(
             name: "selector with two keys",
@@ -207,14 +270,14 @@ struct PackagingManifestTests {
             text: replacing(#""a.txt""#, #""/etc/passwd""#),
             code: .unsafePath,
             key: "is absolute",
-            fix: "relative to the asset folder"
+            fix: "relative to the source root"
         ),
         Rule(
             name: "dot-dot path",
             text: replacing(#""a.txt""#, #""../secret.txt""#),
             code: .unsafePath,
             key: "climbs out",
-            fix: "relative to the asset folder"
+            fix: "relative to the source root"
         ),
         Rule(
             name: "whole folder",
@@ -228,11 +291,11 @@ struct PackagingManifestTests {
             text: replacing(#"{"file": "a.txt"}"#, #"{"directory": ".ba-mock/packs"}"#),
             code: .unsafePath,
             key: ".ba-mock/",
-            fix: "relative to the asset folder"
+            fix: "relative to the source root"
         ),
         Rule(
             name: "missing platforms",
-            text: replacing(#""platforms": ["iOS"]"#, #""other": 1"#),
+            text: replacing(",\n \"platforms\": [\"iOS\"]", ""),
             code: .invalidManifest,
             key: "platforms: is missing",
             fix: "\"platforms\": [\"iOS\""
@@ -272,13 +335,50 @@ struct PackagingManifestTests {
         #expect(parsed.warnings.first?.contains("App Store Connect rejects") == true)
     }
 
-    @Test func warnsAboutUnknownKeys() throws {
-        let parsed = try parse(Self.replacing(#""platforms""#, #""sourceRoot": "x", "platforms""#))
+    @Test func everyProblemIsFoundNotOnlyTheFirst() throws {
+        let text =
+            #"{"assetPackId": "P", "downloadPolicy": {"prefetch": {}}, "fileSelectors": [], "platforms": ["iPadOS"], "language": "x"}"#
+        let checked = PackagingManifest.check(Array(text.utf8), file: "Pack.json")
+        #expect(checked.parsed == nil)
+        let keys = checked.problems.map(\.key)
         #expect(
-            parsed.warnings == [
-                "Pack.json: sourceRoot: unknown key, ignored (supported: assetPackID, downloadPolicy, fileSelectors, platforms)"
-            ]
+            keys == [
+                "assetPackId", "assetPackID", "downloadPolicy.prefetch.installationEventTypes", "fileSelectors",
+                "platforms", "language",
+            ],
+            "\(checked.problems)"
         )
+        #expect(checked.problems.allSatisfy { $0.severity == .error && $0.fix != nil })
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try PackagingManifest.parse(Array(text.utf8), file: "Pack.json")
+        }
+        #expect(error?.message.contains("(and 5 more: `ba-mock validate Pack.json` lists every problem)") == true)
+    }
+
+    @Test func xcode27KeysAreRead() throws {
+        let text = """
+            {"assetPackID": "Strings-fr", "downloadPolicy": {"onDemand": {}}, "sourceRoot": "../Content",
+             "language": "FR_ca", "userInfo": {"minimumAppVersion": "2.1", "tier": 3},
+             "fileSelectors": [{"filePattern": "Strings/**/*.json"}, {"fileExclusion": "**/draft-*"},
+                               {"fileSource": "Logo.png", "fileDestination": "Images/logo.png"},
+                               {"directorySource": "Voice/fr", "directoryDestination": "Voice"}],
+             "platforms": ["iOS", "visionOS"]}
+            """
+        let manifest = try parse(text).manifest
+        #expect(manifest.sourceRoot == "../Content")
+        #expect(manifest.language == "fr-CA")
+        #expect(manifest.userInfo == .object(["minimumAppVersion": .string("2.1"), "tier": .number(3)]))
+        #expect(manifest.fileSelectors.map(\.key) == ["filePattern", "fileExclusion", "fileSource", "directorySource"])
+        #expect(manifest.fileSelectors[2] == .fileMapping(source: "Logo.png", destination: "Images/logo.png"))
+    }
+
+    @Test func aManifestThatIsNotJSONByNameIsRefusedAsBaPackageDoes() throws {
+        let scratch = try Scratch()
+        let file = try scratch.write("Pack.jsonc", Self.valid)
+        let checked = try PackagingManifest.check(file: file)
+        #expect(checked.parsed == nil)
+        #expect(checked.problems.first?.message.contains("not \"json\", which ba-package refuses") == true)
+        #expect(checked.problems.first?.fix == "rename it to Pack.json")
     }
 
     @Test func missingManifestFileSaysHowToMakeOne() throws {

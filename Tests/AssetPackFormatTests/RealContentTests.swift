@@ -149,6 +149,16 @@ struct RealContentTests {
         #expect(error?.code == .corruptPack, "\(error?.description ?? "")")
     }
 
+    @Test func aBackslashInANameIsRefusedWhenPacking() throws {
+        let scratch = try Scratch()
+        try scratch.write("Assets/Weird/back\\slash.txt", "x")
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try PackSource.resolve(try manifest(#"{"directory": "Weird"}"#), root: scratch.root.appending("Assets"))
+        }
+        #expect(error?.code == .unsafePath)
+        #expect(error?.message.contains("has a backslash in its name") == true, "\(error?.message ?? "")")
+    }
+
     @Test func anIndexFarLargerThanItsFilesNeedIsRefused() throws {
         let scratch = try Scratch()
         let data = Data("x".utf8)

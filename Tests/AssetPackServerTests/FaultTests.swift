@@ -155,6 +155,9 @@ struct FaultTests {
             #expect(String(decoding: bad.body, as: UTF8.self).contains("is not a fault"))
             let huge = try await server.get("/_mock/faults", method: .POST, body: String(repeating: "x", count: 10_000))
             #expect(huge.status == 413 && huge.errorCode == "tooLarge")
+            for refused in ["status=503,pack=Nope", "status=503,pack=Levels,pack=Tutorial"] {
+                #expect(try await server.get("/_mock/faults", method: .POST, body: refused).status == 400, "\(refused)")
+            }
             #expect(try await server.get("/_mock/faults", method: .DELETE).status == 200)
             #expect(try await server.get("/assets/Levels").status == 200)
 
@@ -202,6 +205,22 @@ struct FaultTests {
             #expect(report.warnings.contains { $0.hasPrefix("Levels changed, but it is published as version 7") })
             // LiveServer keeps one archive per pack: the superseded one is gone, the published one stays.
             #expect(try names().filter { $0.hasPrefix("Levels-") }.count == 1)
+        }
+    }
+
+    @Test func aHostHeaderThatIsNotAHostIsRefused() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+            for host in ["evil.example/\"x", ""] {
+                let peer = try RawConnection(port: port, receiveBuffer: 1 << 16)
+                peer.send("GET /manifest HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+                let answer = String(decoding: peer.readAll(timeout: 5), as: UTF8.self)
+                #expect(answer.hasPrefix("HTTP/1.1 400"), "Host \(host): \(answer.prefix(200))")
+                #expect(!answer.contains("\"url\""), "no manifest is made from it")
+            }
+            #expect(try await server.get("/manifest").status == 200)
         }
     }
 

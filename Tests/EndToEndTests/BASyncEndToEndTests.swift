@@ -222,6 +222,20 @@ struct BASyncEndToEndTests {
         let noServer = try runTool(sync, ["list", "--app-group", appGroup.string])
         #expect(noServer.status == 64)
         #expect(noServer.stderr.contains("BA_SYNC_SERVER"))
+        // With --json, a usage error is a JSON line too; a duration that is not one is a usage error, not a crash.
+        let usage = try runTool(sync, ["list", "--app-group", appGroup.string, "--json"])
+        #expect(usage.status == 64)
+        let line = try #require(try JSONSerialization.jsonObject(with: Data(usage.stdout.utf8)) as? [String: Any])
+        #expect(line["event"] as? String == "error" && line["code"] as? String == "usage")
+        for value in ["inf", "nan", "1e300"] {
+            let bad = try runTool(sync, ["list", "--server", "http://127.0.0.1:\(port)", "--timeout", value])
+            #expect(bad.status == 64, "--timeout \(value): \(bad.stderr)")
+        }
+        // A damaged state is an error, not "offline".
+        try scratch.write("AppGroup/.ba-sync/state.json", "{garbage")
+        let damaged = try runTool(sync, ["status", "--app-group", appGroup.string])
+        #expect(damaged.status == 1)
+        #expect(damaged.stderr.components(separatedBy: "is damaged").count - 1 == 1, "\(damaged.stderr)")
     }
 
     @Test func benchMeasuresInstalledFilesAsTableJSONAndCSV() throws {
