@@ -38,6 +38,10 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         case verificationFailed
         /// Another process held the app group's lock for longer than the lock timeout.
         case lockTimeout
+        /// A language given is not a BCP-47 tag of language, script and region.
+        case invalidLanguage
+        /// A path is held by several installed packs and the collision rule is `fail`.
+        case pathCollision
     }
 
     /// What kind of failure this is.
@@ -136,7 +140,15 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         return error
     }
 
-    static func notFound(_ id: String, server: String) -> Self {
+    static func invalidLanguage(_ text: String, _ problem: LanguageTagError) -> Self {
+        AssetPackClientError(
+            code: .invalidLanguage,
+            message: "the language \"\(text)\" \(problem). Fix: give a tag such as fr, pt-BR or zh-Hant-TW"
+        )
+    }
+
+    /// No pack with this ID at `server` (Apple's `assetPackNotFound(withID:)`).
+    public static func assetPackNotFound(withID id: String, server: String) -> Self {
         .init(
             code: .assetPackNotFound,
             message: "no asset pack \"\(AssetPackID.printable(id))\" at \(server). Fix: `ba-sync list` shows the packs",

@@ -26,7 +26,8 @@ public struct SyncReport: Sendable {
 
 extension AssetPackManager {
     /// Does what the system does on `event`: essential packs first (all of them, before any prefetch pack),
-    /// then prefetch packs, concurrently up to the download bound.
+    /// then prefetch packs, concurrently up to the download bound. Localized packs are installed for the
+    /// resolved language only, beside the unlocalized ones.
     /// - Returns: What was installed, updated, removed and what failed.
     /// - Throws: Only when the manifest cannot be fetched or the app group cannot be locked; pack failures
     ///   are in the report.
@@ -38,7 +39,7 @@ extension AssetPackManager {
             let before = try await BlockingIO.run { try store.loadState().installed.mapValues(\.version) }
             if event != .install {
                 do {
-                    let (_, removed) = try await self.checkForUpdates()
+                    let (_, removed) = try await self.checkForUpdatesAndWait()
                     report.removed = removed.sorted()
                 } catch let error as AssetPackClientError {
                     report.failures[error.assetPackID ?? "update"] = error
@@ -46,14 +47,17 @@ extension AssetPackManager {
             }
             if event != .periodic {
                 let trigger: InstallationEventType = event == .install ? .firstInstallation : .subsequentUpdate
-                let wanted = packs.values.filter { $0.downloadPolicy.installationEventTypes.contains(trigger) }
+                let language = self.resolvedLanguage
+                let wanted = packs.values.filter { pack in
+                    pack.downloadPolicy.installationEventTypes.contains(trigger) && pack.isFor(language)
+                }
                 for essential in [true, false] {
                     let group = wanted.filter { pack in
                         if case .essential = pack.downloadPolicy { return essential }
                         return !essential
                     }
                     do {
-                        try await self.ensureLocalAvailability(of: Set(group), requireLatestVersions: event == .update)
+                        try await self.ensureAll(Set(group)) { try await self.ensure($0, latest: event == .update) }
                     } catch let error as LocalAvailabilityError {
                         for (pack, failure) in error.failures {
                             report.failures[pack.id] = failure

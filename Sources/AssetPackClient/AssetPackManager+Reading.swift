@@ -37,6 +37,26 @@ extension AssetPackManager {
     /// ``AssetPackReader/url(for:)``.
     public nonisolated func url(for path: FilePath) throws -> URL { try reader.url(for: path) }
 
+    /// The contents of a file as localized for `language` (Apple's `contents(at:asLocalizedFor:options:)`):
+    /// see ``AssetPackReader/contents(at:asLocalizedFor:options:)``.
+    public nonisolated func contents(
+        at path: FilePath,
+        asLocalizedFor language: String,
+        options: Data.ReadingOptions = .mappedIfSafe
+    ) throws -> Data {
+        try reader.contents(at: path, asLocalizedFor: language, options: options)
+    }
+
+    /// A descriptor of a file as localized for `language` (Apple's `descriptor(for:asLocalizedFor:)`).
+    public nonisolated func descriptor(for path: FilePath, asLocalizedFor language: String) throws -> FileDescriptor {
+        try reader.descriptor(for: path, asLocalizedFor: language)
+    }
+
+    /// The URL of a file or folder as localized for `language` (Apple's `url(for:asLocalizedFor:)`).
+    public nonisolated func url(for path: FilePath, asLocalizedFor language: String) throws -> URL {
+        try reader.url(for: path, asLocalizedFor: language)
+    }
+
     /// Which installed pack a path resolves to, if any.
     public nonisolated func assetPackID(containing path: FilePath) throws -> String? {
         try reader.assetPackID(containing: path)

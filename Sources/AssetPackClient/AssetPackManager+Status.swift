@@ -26,16 +26,19 @@ public struct AssetPackStatusReport: Sendable {
 }
 
 extension AssetPackManager {
-    /// The pack's status from what this app group knows, without the network; empty for an unknown ID.
+    /// The pack's status from what this app group knows, without the network (Apple's `localStatus`): only
+    /// the flags Apple says can be known offline, `downloaded`, `outOfDate` (the last manifest seen listed
+    /// another version) and `obsolete` (it listed none); empty for an unknown ID.
     public func localStatus(ofAssetPackWithID id: String) async -> AssetPack.Status {
         let store = self.store
         let state = (try? await BlockingIO.run { try store.loadState() }) ?? StoreState()
-        return PackStatus.local(id, state: state, downloading: await gate.installing)
+        return PackStatus.local(id, state: state)
     }
 
     /// The pack's status relative to a given description of it, asking the server (Apple's
     /// `status(relativeTo:)`): `outOfDate` when the local version differs from `pack`'s, `updateAvailable`
-    /// when the server still publishes `pack`'s version and it differs from the local one.
+    /// when the server still publishes `pack`'s version and it is higher than the local one (a lower version
+    /// published is not an update).
     public func status(relativeTo pack: AssetPack) async throws -> AssetPack.Status {
         let packs = try await serverPacks()
         let store = self.store
@@ -109,27 +112,22 @@ extension AssetPackManager {
 
 /// How Apple's status flags follow from the app group's state and the server's manifest.
 enum PackStatus {
-    /// What is known without the network.
-    static func local(_ id: String, state: StoreState, downloading: Set<String>) -> AssetPack.Status {
+    /// What is known without the network: `downloaded`, `outOfDate`, `obsolete` (as Apple's `localStatus`).
+    static func local(_ id: String, state: StoreState) -> AssetPack.Status {
         var status: AssetPack.Status = []
-        if downloading.contains(id) { status.insert(.downloading) }
         if state.obsolete.contains(id) { status.insert(.obsolete) }
         if let installed = state.installed[id] {
             status.insert(.downloaded)
-            if let latest = state.latestKnown[id], latest != installed.version {
-                status.insert(.outOfDate)
-            } else if !state.obsolete.contains(id) {
-                status.insert(.upToDate)
-            }
+            if let latest = state.latestKnown[id], latest != installed.version { status.insert(.outOfDate) }
         }
         return status
     }
 
     /// An installed pack the server no longer lists.
     static func dropped(_ id: String, state: StoreState, downloading: Set<String>) -> AssetPack.Status {
-        var status = local(id, state: state, downloading: downloading)
+        var status = local(id, state: state)
         status.insert(.obsolete)
-        status.remove(.upToDate)
+        if downloading.contains(id) { status.insert(.downloading) }
         return status
     }
 
@@ -153,7 +151,7 @@ enum PackStatus {
             return status
         }
         status.insert(.downloadAvailable)
-        if let installed, installed.version != current.version, current.version == pack.version {
+        if let installed, installed.version < current.version, current.version == pack.version {
             status.insert(.updateAvailable)
         }
         return status

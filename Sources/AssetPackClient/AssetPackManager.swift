@@ -33,6 +33,13 @@ public actor AssetPackManager {
     public nonisolated let store: AppGroupStore
     /// The read side: the merged namespace of what is installed.
     public nonisolated let reader: AssetPackReader
+    /// The platform this manager plays (`iOS`, `macOS`, `tvOS`, `visionOS`); packs for other platforms are
+    /// invisible to it, as on a device. `nil` sees every pack.
+    public nonisolated let platform: String?
+    /// The language localized packs are chosen for, by downloads and reads (Apple's `resolvedLanguage`).
+    public nonisolated var resolvedLanguage: LanguageTag { reader.language }
+    /// Downloads `checkForUpdates()` started and did not wait for.
+    var backgroundUpdates: Task<[String: AssetPackClientError], Never>?
     let manifests: ManifestClient?
     private let installer: PackInstaller
     let gate = InstallGate()
@@ -57,6 +64,10 @@ public actor AssetPackManager {
     ///     run, and a partial file left by a resumable run is resumed either way.
     ///   - lockTimeout: How long to wait for another process that holds the app group; `nil` waits as long as
     ///     it takes (a cancelled task stops waiting).
+    ///   - platform: The platform to play; packs for others are invisible. `nil` sees every pack.
+    ///   - language: The resolved language for localized packs (a BCP-47 tag); `nil` takes the environment's
+    ///     (`LC_ALL`, then `LANG`), else `en`.
+    ///   - collisions: Which pack a path held by several packs is read from.
     ///   - onLockWait: Called with the holder's PID when another process holds the app group.
     /// - Throws: ``AssetPackClientError`` with code `.io` when `appGroup` exists and is not a folder.
     public init(
@@ -70,6 +81,9 @@ public actor AssetPackManager {
         stallTimeout: Duration = .seconds(30),
         resumableDownloads: Bool = false,
         lockTimeout: Duration? = nil,
+        platform: String? = nil,
+        language: String? = nil,
+        collisions: CollisionRule = .first,
         onLockWait: @escaping @Sendable (Int32?) -> Void = { _ in }
     ) throws {
         var isFolder: ObjCBool = false
@@ -80,7 +94,14 @@ public actor AssetPackManager {
             )
         }
         self.server = server
-        self.reader = AssetPackReader(appGroup: appGroup)
+        let resolved: LanguageTag
+        do {
+            resolved = try LanguageTag.resolve(language)
+        } catch {
+            throw AssetPackClientError.invalidLanguage(language ?? "", error)
+        }
+        self.platform = platform
+        self.reader = AssetPackReader(appGroup: appGroup, language: resolved, collisions: collisions)
         self.store = reader.store
         self.manifests = server.map {
             ManifestClient(server: $0, client: client, retryPolicy: retryPolicy, timeout: manifestTimeout)
@@ -120,7 +141,7 @@ public actor AssetPackManager {
 
     // MARK: Server information
 
-    /// Every pack the server lists, by ID.
+    /// Every pack the server lists for this manager's platform, by ID.
     /// - Throws: ``AssetPackClientError`` with code `.network` when no server was given.
     func serverPacks() async throws -> [String: AssetPack] {
         guard let manifests else {
@@ -129,14 +150,18 @@ public actor AssetPackManager {
                 message: "this needs the server, and none was given. Fix: pass --server URL or set BA_SYNC_SERVER"
             )
         }
-        return try await manifests.fetch()
+        let packs = try await manifests.fetch()
+        guard let platform else { return packs }
+        return packs.filter { _, pack in
+            pack.platforms?.contains { $0.caseInsensitiveCompare(platform) == .orderedSame } ?? true
+        }
     }
 
     /// The pack with this ID, as the server describes it now.
     /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound`, or a network error.
     public func assetPack(withID id: String) async throws -> AssetPack {
         guard let pack = try await serverPacks()[id] else {
-            throw AssetPackClientError.notFound(id, server: server?.absoluteString ?? "the server")
+            throw AssetPackClientError.assetPackNotFound(withID: id, server: server?.absoluteString ?? "the server")
         }
         return pack
     }
@@ -179,73 +204,124 @@ public actor AssetPackManager {
 
     /// Makes sure a pack is installed (Apple's `ensureLocalAvailability(of:requireLatestVersion:)`).
     ///
-    /// Returns at once when the pack is local (and, with `requireLatestVersion`, at the server's version).
-    /// Otherwise downloads, verifies and installs it. Returning means the pack is local; throwing means it is
-    /// not guaranteed to be, and what was installed before is still there. A second call for the same pack
+    /// Returns at once when the pack is local (and, with `requireLatestVersion`, at the server's version or
+    /// a later one). Otherwise downloads, verifies and installs the archive the server publishes now: an
+    /// `AssetPack` value from an earlier listing is refreshed first, so that a pack the server moved on is
+    /// not fetched against a stale digest. Returning means the pack is local; throwing means it is not
+    /// guaranteed to be, and what was installed before is still there. A second call for the same pack
     /// while one is downloading waits for it instead of downloading it again.
-    /// - Throws: ``AssetPackClientError``: `.obsolete` for a pack the server dropped, `.assetPackNotFound`,
-    ///   network, size, digest or install errors; `CancellationError`.
+    /// - Throws: ``AssetPackClientError``: `.obsolete` for a pack the server dropped, network, size, digest
+    ///   or install errors; `CancellationError`.
     public func ensureLocalAvailability(of pack: AssetPack, requireLatestVersion: Bool = false) async throws {
         try await withExclusiveControl {
-            guard requireLatestVersion else { return try await self.ensure(pack, exactVersion: false) }
-            guard let current = try await self.serverPacks()[pack.id] else {
-                let store = self.store
-                try await BlockingIO.run { try store.update { $0.obsolete.insert(pack.id) } }
-                throw AssetPackClientError(
-                    code: .obsolete,
-                    message:
-                        "pack \(pack.id) is obsolete: \(self.server?.absoluteString ?? "the server") no longer lists it",
-                    assetPackID: pack.id
-                )
-            }
-            try await self.ensure(current, exactVersion: true)
+            if !requireLatestVersion, self.reader.assetPackIsAvailableLocally(withID: pack.id) { return }
+            guard let current = try await self.serverPacks()[pack.id] else { throw try await self.obsolete(pack.id) }
+            try await self.ensure(current, latest: requireLatestVersion)
         }
     }
 
-    /// Makes sure several packs are installed, downloading up to the concurrency bound at once.
-    /// - Throws: ``LocalAvailabilityError`` listing successes and failures when any pack failed.
+    /// Makes sure several packs are installed, downloading up to the concurrency bound at once; the server's
+    /// listing is fetched once for all of them (not at all when all are local and no update is required).
+    /// - Throws: ``LocalAvailabilityError`` listing successes and failures when any pack failed; a network
+    ///   error when the listing cannot be fetched.
     public func ensureLocalAvailability(of packs: Set<AssetPack>, requireLatestVersions: Bool = false) async throws {
         try await withExclusiveControl {
+            let reader = self.reader
+            let local = Set(packs.map(\.id).filter { reader.assetPackIsAvailableLocally(withID: $0) })
+            let needsListing = requireLatestVersions || packs.contains { !local.contains($0.id) }
+            let listing = needsListing ? try await self.serverPacks() : [:]
             try await self.ensureAll(packs) { pack in
-                try await self.ensureLocalAvailability(of: pack, requireLatestVersion: requireLatestVersions)
+                guard requireLatestVersions || !local.contains(pack.id) else { return }
+                guard let current = listing[pack.id] else { throw try await self.obsolete(pack.id) }
+                try await self.ensure(current, latest: requireLatestVersions)
             }
         }
     }
 
-    /// Gets the latest manifest, updates outdated installed packs and removes obsolete ones (Apple's
-    /// `checkForUpdates()`); unlike Apple's, it returns when the updates are installed.
-    /// - Returns: The IDs updated and the IDs removed.
-    /// - Throws: The first update's error after trying them all; removals are done regardless.
+    /// Records that the server no longer lists pack `id`.
+    /// - Returns: The error to throw: the pack is obsolete.
+    private func obsolete(_ id: String) async throws -> AssetPackClientError {
+        let store = self.store
+        try await BlockingIO.run { try store.update { $0.obsolete.insert(id) } }
+        return AssetPackClientError(
+            code: .obsolete,
+            message: "pack \(id) is obsolete: \(server?.absoluteString ?? "the server") no longer lists it",
+            assetPackID: id
+        )
+    }
+
+    /// Gets the latest manifest, schedules the updates of outdated installed packs and removes obsolete ones
+    /// (Apple's `checkForUpdates()`). As Apple's, it returns without waiting for the downloads: follow them on
+    /// ``statusUpdates``, or wait with ``waitForScheduledUpdates()``. A pack is outdated when the server
+    /// publishes a higher version than the installed one; a lower version is not an update.
+    /// - Returns: The IDs being updated and the IDs removed.
+    /// - Throws: A network error when the manifest cannot be fetched.
     @discardableResult
     public func checkForUpdates() async throws -> (updatingIDs: Set<String>, removedIDs: Set<String>) {
-        try await withExclusiveControl {
-            let packs = try await self.serverPacks()
-            let store = self.store
-            let (removed, outdated) = try await BlockingIO.run {
-                let (removed, state) = try store.update { state in
-                    let removed = state.installed.values.filter { packs[$0.id] == nil }
-                    for pack in removed { state.installed[pack.id] = nil }
-                    for id in Set(removed.map(\.id)).union(state.latestKnown.keys) where packs[id] == nil {
-                        state.obsolete.insert(id)
-                    }
-                    for (id, pack) in packs {
-                        state.latestKnown[id] = pack.version
-                        state.obsolete.remove(id)  // published again: a new listing, no longer obsolete
-                    }
-                    return (removed, state)
-                }
-                for pack in removed { store.removePack(pack) }
-                let outdated = state.installed.values.compactMap { installed in
-                    packs[installed.id].flatMap { $0.version != installed.version ? $0 : nil }
-                }
-                return (Set(removed.map(\.id)), outdated)
-            }
+        let (outdated, removed) = try await withExclusiveControl { try await self.planUpdates() }
+        let previous = backgroundUpdates
+        backgroundUpdates = Task {
+            var failures = await previous?.value ?? [:]
             do {
-                try await self.ensureAll(Set(outdated)) { pack in try await self.ensure(pack, exactVersion: true) }
+                try await self.withExclusiveControl {
+                    try await self.ensureAll(Set(outdated)) { pack in try await self.ensure(pack, latest: true) }
+                }
+            } catch let error as LocalAvailabilityError {
+                for (pack, failure) in error.failures { failures[pack.id] = failure }
+            } catch let error as AssetPackClientError {
+                failures[error.assetPackID ?? "update"] = error
+            } catch {}
+            return failures
+        }
+        return (Set(outdated.map(\.id)), removed)
+    }
+
+    /// ``checkForUpdates()``, returning when the updates are installed (what `ba-sync check-updates` does).
+    /// - Throws: The first update's error after trying them all; removals are done regardless.
+    @discardableResult
+    public func checkForUpdatesAndWait() async throws -> (updatingIDs: Set<String>, removedIDs: Set<String>) {
+        try await withExclusiveControl {
+            let (outdated, removed) = try await self.planUpdates()
+            do {
+                try await self.ensureAll(Set(outdated)) { pack in try await self.ensure(pack, latest: true) }
             } catch let error as LocalAvailabilityError {
                 if let first = error.failures.sorted(by: { $0.key.id < $1.key.id }).first?.value { throw first }
             }
             return (Set(outdated.map(\.id)), removed)
+        }
+    }
+
+    /// Waits for the updates ``checkForUpdates()`` scheduled.
+    /// - Returns: The packs whose update failed, with why (empty when all were installed).
+    @discardableResult
+    public func waitForScheduledUpdates() async -> [String: AssetPackClientError] {
+        await backgroundUpdates?.value ?? [:]
+    }
+
+    /// Fetches the manifest, removes the installed packs it no longer lists and records the versions seen.
+    /// - Returns: The server's description of each installed pack it publishes a higher version of, and the
+    ///   IDs removed.
+    private func planUpdates() async throws -> (outdated: [AssetPack], removed: Set<String>) {
+        let packs = try await serverPacks()
+        let store = self.store
+        return try await BlockingIO.run {
+            let (removed, state) = try store.update { state in
+                let removed = state.installed.values.filter { packs[$0.id] == nil }
+                for pack in removed { state.installed[pack.id] = nil }
+                for id in Set(removed.map(\.id)).union(state.latestKnown.keys) where packs[id] == nil {
+                    state.obsolete.insert(id)
+                }
+                for (id, pack) in packs {
+                    state.latestKnown[id] = pack.version
+                    state.obsolete.remove(id)  // published again: a new listing, no longer obsolete
+                }
+                return (removed, state)
+            }
+            for pack in removed { store.removePack(pack) }
+            let outdated = state.installed.values.compactMap { installed in
+                packs[installed.id].flatMap { $0.version > installed.version ? $0 : nil }
+            }
+            return (outdated, Set(removed.map(\.id)))
         }
     }
 
@@ -270,26 +346,19 @@ public actor AssetPackManager {
 
     // MARK: Download and install
 
-    /// Installs `pack` unless it is installed (at exactly its version, with `exactVersion`); a concurrent
-    /// install of the same pack is waited for rather than repeated.
-    func ensure(_ pack: AssetPack, exactVersion: Bool) async throws {
+    /// Installs `pack` (as the server lists it now) unless it is installed (with `latest`, at its version or
+    /// a later one); a concurrent install of the same pack is waited for rather than repeated.
+    func ensure(_ pack: AssetPack, latest: Bool) async throws {
         let store = self.store
         try await gate.run(pack) {
             let state = try await BlockingIO.run { try store.loadState() }
-            if let installed = state.installed[pack.id], !exactVersion || installed.version == pack.version {
+            if let installed = state.installed[pack.id], !latest || installed.version >= pack.version {
                 return false
             }
             if state.obsolete.contains(pack.id) {
-                // Apple's rule: an obsolete pack cannot be downloaded again. A pack the server publishes again
-                // is a new listing, though (otherwise a manifest broken for a minute would lose it for good).
-                guard try await self.serverPacks()[pack.id] != nil else {
-                    throw AssetPackClientError(
-                        code: .obsolete,
-                        message:
-                            "pack \(pack.id) is obsolete: the server dropped it, so it cannot be downloaded again",
-                        assetPackID: pack.id
-                    )
-                }
+                // Apple's rule: an obsolete pack cannot be downloaded again. `pack` comes from the server's
+                // current listing, though: a pack published again is a new listing (otherwise a manifest
+                // broken for a minute would lose it for good).
                 try await BlockingIO.run { try store.update { $0.obsolete.remove(pack.id) } }
             }
             return true

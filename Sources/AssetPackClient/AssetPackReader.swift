@@ -17,14 +17,43 @@ import SystemPackage
 public final class AssetPackReader: Sendable {
     /// The app group.
     public let store: AppGroupStore
-    private let namespace = Mutex<Namespace?>(nil)
+    /// The namespace last built, what reads see, and the language as given.
+    private let view: Mutex<(namespace: Namespace?, scope: ReadScope, language: LanguageTag)>
     /// The state file's path, made once: every read checks it.
     private let stateFilePath: String
 
     /// Opens an app group for reading; nothing is created.
-    public init(appGroup: FilePath) {
+    /// - Parameters:
+    ///   - language: The language reads are for: a path held by a localized pack of that language resolves
+    ///     to it, else to an unlocalized pack (Apple's `resolvedLanguage`). `nil` takes the environment's
+    ///     (``LanguageTag/preferred(in:)``).
+    ///   - collisions: Which pack a path held by several packs is read from.
+    public init(appGroup: FilePath, language: LanguageTag? = nil, collisions: CollisionRule = .first) {
         self.store = AppGroupStore(root: appGroup)
         self.stateFilePath = store.stateFilePath.string
+        let language = language ?? .preferred()
+        self.collisions = collisions
+        self.view = Mutex((nil, ReadScope(language: language, collisions: collisions), language))
+    }
+
+    /// The language reads resolve localized packs for (Apple's `resolvedLanguage`); setting it changes what
+    /// later reads see.
+    public var language: LanguageTag {
+        get { view.withLock { $0.language } }
+        set {
+            view.withLock {
+                $0.language = newValue
+                $0.scope = ReadScope(language: newValue, collisions: collisions)
+            }
+        }
+    }
+
+    /// Which pack a path held by several packs is read from.
+    public let collisions: CollisionRule
+
+    /// The languages of the installed localized packs (Apple's `locallyAvailableLanguages`), sorted.
+    public var locallyAvailableLanguages: [String] {
+        Set(installedPacks.compactMap(\.language)).sorted()
     }
 
     /// Every installed pack, sorted by ID.
@@ -63,7 +92,26 @@ public final class AssetPackReader: Sendable {
         searchingInAssetPackWithID assetPackID: String? = nil,
         options: Data.ReadingOptions = .mappedIfSafe
     ) throws -> Data {
-        let (fd, file) = try openInstalled(path, assetPackID)
+        try contents(at: path, assetPackID, scope: nil, options: options)
+    }
+
+    /// The contents of a file as localized for `language` (Apple's `contents(at:asLocalizedFor:options:)`):
+    /// from a localized pack of that language when one holds the path, else from an unlocalized pack.
+    /// - Parameter language: A BCP-47 tag; `en` matches `en-US` but not `en-CA`.
+    /// - Throws: ``AssetPackClientError`` with code `.invalidLanguage`, `.fileNotFound`, `.invalidPath`,
+    ///   `.pathCollision` or `.io`.
+    public func contents(
+        at path: FilePath,
+        asLocalizedFor language: String,
+        options: Data.ReadingOptions = .mappedIfSafe
+    ) throws -> Data {
+        try contents(at: path, nil, scope: try scope(for: language), options: options)
+    }
+
+    private func contents(at path: FilePath, _ assetPackID: String?, scope: ReadScope?, options: Data.ReadingOptions)
+        throws -> Data
+    {
+        let (fd, file) = try openInstalled(path, assetPackID, scope: scope)
         defer { try? fd.close() }
         var info = stat()
         guard fstat(fd.rawValue, &info) == 0 else {
@@ -101,28 +149,49 @@ public final class AssetPackReader: Sendable {
         try openInstalled(path, assetPackID).fd
     }
 
-    /// The URL of a file or folder in the merged namespace (Apple's `url(for:)`).
-    ///
-    /// A file resolves like ``contents(at:searchingInAssetPackWithID:options:)``. A folder resolves to that
-    /// folder in the first pack (by ID) that has something below it: this client does not build a merged
-    /// view of folders split across packs. Do not keep the URL beyond the current process: an update moves
-    /// the pack to a new folder.
-    /// - Throws: ``AssetPackClientError`` with code `.fileNotFound` or `.invalidPath`.
-    public func url(for path: FilePath) throws -> URL {
-        let relative = try namespacePath(path)
-        let view = try currentNamespace()
-        if let (_, file) = view.locate(relative, in: nil) {
-            return URL(fileURLWithPath: file)
-        }
-        if let id = view.folders[PathKey(relative)]?.first, let pack = view.installed[id] {
-            return URL(fileURLWithPath: folder(of: pack).appending(relative).string, isDirectory: true)
-        }
-        throw fileNotFound(path)
+    /// A descriptor of a file as localized for `language` (Apple's `descriptor(for:asLocalizedFor:)`): see
+    /// ``contents(at:asLocalizedFor:options:)``.
+    public func descriptor(for path: FilePath, asLocalizedFor language: String) throws -> FileDescriptor {
+        try openInstalled(path, nil, scope: try scope(for: language)).fd
     }
 
-    /// Which installed pack a path resolves to, if any.
+    /// The URL of a file or folder in the merged namespace (Apple's `url(for:)`).
+    ///
+    /// A file resolves like ``contents(at:searchingInAssetPackWithID:options:)``. As Apple's, it returns a
+    /// well-formed URL when nothing is there: a path under `<app group>/.ba-sync/absent/` that never exists.
+    /// A folder resolves to that folder in one pack with something below it (chosen as a file would be):
+    /// unlike Apple's, this client does not build a merged view of a folder split across packs (with the
+    /// collision rule `fail`, such a folder fails; ``paths(inAssetPackWithID:)`` lists the merged namespace).
+    /// Do not keep the URL beyond the current process: an update moves the pack to a new folder.
+    /// - Throws: ``AssetPackClientError`` with code `.invalidPath` or `.pathCollision`.
+    public func url(for path: FilePath) throws -> URL {
+        try url(for: path, scope: nil)
+    }
+
+    /// The URL of a file or folder as localized for `language` (Apple's `url(for:asLocalizedFor:)`): see
+    /// ``url(for:)`` and ``contents(at:asLocalizedFor:options:)``.
+    public func url(for path: FilePath, asLocalizedFor language: String) throws -> URL {
+        try url(for: path, scope: try scope(for: language))
+    }
+
+    private func url(for path: FilePath, scope: ReadScope?) throws -> URL {
+        let relative = try namespacePath(path)
+        let (view, defaultScope) = try currentView()
+        let scope = scope ?? defaultScope
+        if let (_, file) = try view.locate(relative, in: nil, as: scope) {
+            return URL(fileURLWithPath: file)
+        }
+        if let pack = try view.folderHolder(of: relative, as: scope) {
+            return URL(fileURLWithPath: folder(of: pack).appending(relative).string, isDirectory: true)
+        }
+        return URL(fileURLWithPath: store.controlFolder.appending("absent").string + "/" + relative)
+    }
+
+    /// Which installed pack a path (file or folder) resolves to, if any.
     public func assetPackID(containing path: FilePath) throws -> String? {
-        try currentNamespace().holder(of: try namespacePath(path), in: nil)?.id
+        let relative = try namespacePath(path)
+        let (view, scope) = try currentView()
+        return try (view.holder(of: relative, in: nil, as: scope) ?? view.folderHolder(of: relative, as: scope))?.id
     }
 
     /// The namespace paths of every installed file (of one pack, or of all), in byte order.
@@ -147,7 +216,8 @@ public final class AssetPackReader: Sendable {
     public func installedFile(at path: FilePath, searchingInAssetPackWithID assetPackID: String? = nil) throws
         -> FilePath
     {
-        FilePath(try resolve(path, assetPackID, namespace: try currentNamespace()))
+        let (view, scope) = try currentView()
+        return FilePath(try resolve(path, assetPackID, namespace: view, scope: scope))
     }
 
     /// What a verification found.
@@ -246,38 +316,57 @@ public final class AssetPackReader: Sendable {
     /// The merged namespace at the current state, rebuilt only when the state file changed (or when
     /// `refresh` asks for it).
     func currentNamespace(refresh: Bool = false) throws -> Namespace {
+        try currentView(refresh: refresh).namespace
+    }
+
+    /// The current namespace and what reads see in it.
+    private func currentView(refresh: Bool = false) throws -> (namespace: Namespace, scope: ReadScope) {
         let identity = Namespace.identity(of: stateFilePath)
-        if !refresh, let cached = namespace.withLock({ $0 }), cached.stateIdentity == identity { return cached }
+        let (cached, scope, _) = view.withLock { $0 }
+        if !refresh, let cached, cached.stateIdentity == identity { return (cached, scope) }
         let fresh = try Namespace(store: store, state: try store.loadState(), stateIdentity: identity)
-        namespace.withLock { $0 = fresh }
-        return fresh
+        view.withLock { $0.namespace = fresh }
+        return (fresh, scope)
+    }
+
+    /// What a read for `language` sees.
+    private func scope(for language: String) throws -> ReadScope {
+        do {
+            return ReadScope(language: try LanguageTag(parsing: language), collisions: collisions)
+        } catch {
+            throw AssetPackClientError.invalidLanguage(language, error)
+        }
     }
 
     /// Opens the installed file a path resolves to (in `view`, by default the current namespace); when the
     /// folder it resolved to has gone (an update committed in between), looks again once at the new state.
-    func openInstalled(_ path: FilePath, _ assetPackID: String?, view: Namespace? = nil) throws -> (
-        fd: FileDescriptor, file: String
-    ) {
-        var view = try view ?? currentNamespace()
+    func openInstalled(_ path: FilePath, _ assetPackID: String?, view given: Namespace? = nil, scope: ReadScope? = nil)
+        throws -> (fd: FileDescriptor, file: String)
+    {
+        var (view, defaultScope) = try currentView()
+        if let given { view = given }
+        let scope = scope ?? defaultScope
         var retried = false
         while true {
-            let file = try resolve(path, assetPackID, namespace: view)
+            let file = try resolve(path, assetPackID, namespace: view, scope: scope)
             let fd = open(file, O_RDONLY | O_CLOEXEC)
             if fd >= 0 { return (FileDescriptor(rawValue: fd), file) }
             let failure = errno
             if failure == EINTR { continue }
             if failure == ENOENT && !retried {
                 retried = true
-                view = try currentNamespace(refresh: true)
+                view = try currentView(refresh: true).namespace
                 continue
             }
             throw AssetPackClientError.io("open", FilePath(file), Errno(rawValue: failure))
         }
     }
 
-    private func resolve(_ path: FilePath, _ assetPackID: String?, namespace view: Namespace) throws -> String {
+    private func resolve(_ path: FilePath, _ assetPackID: String?, namespace view: Namespace, scope: ReadScope)
+        throws -> String
+    {
         let relative = try namespacePath(path)
-        guard let (_, file) = view.locate(relative, in: assetPackID) else {
+        guard let (_, file) = try view.locate(relative, in: assetPackID, as: scope) else {
             if let assetPackID, view.installed[assetPackID] == nil {
                 throw AssetPackClientError(
                     code: .assetPackNotFound,

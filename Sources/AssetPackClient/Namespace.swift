@@ -10,8 +10,9 @@ import SystemPackage
 /// packs that hold it, built from the index each pack saved at install time, so a lookup never scans
 /// folders.
 ///
-/// Collision rule: a path that several packs hold resolves to the pack whose ID sorts first (byte order),
-/// unless the caller names a pack.
+/// Which packs a read sees: a path held by a localized pack of the read's language resolves to it; else to
+/// an unlocalized pack; localized packs of other languages are not seen. Among several packs that a read
+/// sees, the ``CollisionRule`` chooses, unless the caller names a pack.
 final class Namespace: Sendable {
     /// Identity of the state file this view was built from (inode and change time).
     let stateIdentity: [Int64]
@@ -21,6 +22,8 @@ final class Namespace: Sendable {
     let files: [PathKey: [String]]
     /// Folder path → IDs of the packs with something below it, in rule order.
     let folders: [PathKey: [String]]
+    /// Pack ID → the language of a localized pack, maximized (`en` as `en-Latn-US`) to compare.
+    let languages: [String: LanguageTag]
     /// Pack ID → its installed folder as a string ending in `/`, so that a lookup builds a file's path by
     /// concatenation (`FilePath.appending` normalises as it goes and cost more than the rest of a lookup).
     private let packRoots: [String: String]
@@ -56,26 +59,66 @@ final class Namespace: Sendable {
         self.files = files
         self.packRoots = state.installed.mapValues { store.root.appending($0.directory).string + "/" }
         self.folders = folders.mapValues { $0.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
+        self.languages = state.installed.compactMapValues { pack in
+            pack.language.flatMap { try? LanguageTag(parsing: $0).maximized }
+        }
     }
 
-    /// The pack that holds `path` by the collision rule (or `packID`), and the installed file's path.
-    func locate(_ path: String, in packID: String?) -> (pack: InstalledPack, file: String)? {
-        guard let pack = holder(of: path, in: packID), let root = packRoots[pack.id] else { return nil }
+    /// The pack a read of `path` resolves to (`packID`'s, when given), and the installed file's path.
+    /// - Throws: ``AssetPackClientError`` with code `.pathCollision` when the rule is `fail` and several packs
+    ///   the read sees hold the path.
+    func locate(_ path: String, in packID: String?, as scope: ReadScope) throws -> (pack: InstalledPack, file: String)?
+    {
+        guard let pack = try holder(of: path, in: packID, as: scope), let root = packRoots[pack.id] else { return nil }
         return (pack, root + path)
     }
 
-    /// The pack that holds `path` by the collision rule (or `packID`), without building any path.
-    func holder(of path: String, in packID: String?) -> InstalledPack? {
-        guard let holders = files[PathKey(path)] else { return nil }
-        let id: String
-        if let packID {
-            guard holders.contains(packID) else { return nil }
-            id = packID
-        } else {
-            guard let first = holders.first else { return nil }
-            id = first
+    /// The pack a read of file `path` resolves to (`packID`'s, when given), without building any path.
+    /// - Throws: ``AssetPackClientError`` with code `.pathCollision`, as ``locate(_:in:as:)``.
+    func holder(of path: String, in packID: String?, as scope: ReadScope) throws -> InstalledPack? {
+        try choose(files[PathKey(path)], path: path, in: packID, as: scope)
+    }
+
+    /// The pack whose slice of folder `path` a read resolves to, as ``holder(of:in:as:)`` for files.
+    func folderHolder(of path: String, as scope: ReadScope) throws -> InstalledPack? {
+        try choose(folders[PathKey(path)], path: path, in: nil, as: scope)
+    }
+
+    private func choose(_ holders: [String]?, path: String, in packID: String?, as scope: ReadScope) throws
+        -> InstalledPack?
+    {
+        guard let holders else { return nil }
+        if let packID { return holders.contains(packID) ? installed[packID] : nil }
+        let seen = visible(holders, to: scope.language)
+        guard let first = seen.first else { return nil }
+        if seen.count == 1 { return installed[first] }
+        switch scope.collisions {
+        case .first:
+            return installed[first]
+        case .shuffle:
+            return installed[seen[scope.collisions.winner(of: seen.count, path: path)]]
+        case .fail:
+            var error = AssetPackClientError(
+                code: .pathCollision,
+                message:
+                    "\(path) is in \(seen.count) installed packs (\(seen.joined(separator: ", "))), and which one a read "
+                    + "gets is undefined on a device (the collision rule here is fail). Fix: read it from one pack "
+                    + "(--pack ID, searchingInAssetPackWithID:), or give each pack its own paths"
+            )
+            error.path = FilePath(path)
+            throw error
         }
-        return installed[id]
+    }
+
+    /// The holders a read in `language` sees: the localized packs of that language when any holds the path,
+    /// else the unlocalized ones.
+    private func visible(_ holders: [String], to language: LanguageTag) -> [String] {
+        if holders.count == 1 {  // the common case, without building arrays
+            guard let tag = languages[holders[0]] else { return holders }
+            return tag == language ? holders : []
+        }
+        let localized = holders.filter { languages[$0] == language }
+        return localized.isEmpty ? holders.filter { languages[$0] == nil } : localized
     }
 
     /// The identity of a state file: changes with every atomic rewrite (a new inode each time).
@@ -95,4 +138,16 @@ func namespacePath(_ path: FilePath) throws -> String {
         )
     }
     return normalized
+}
+
+/// What a read sees: the language it is for (maximized) and the rule among several packs holding a path.
+struct ReadScope: Sendable {
+    /// The read's language, maximized.
+    var language: LanguageTag
+    var collisions: CollisionRule
+
+    init(language: LanguageTag, collisions: CollisionRule) {
+        self.language = language.maximized
+        self.collisions = collisions
+    }
 }

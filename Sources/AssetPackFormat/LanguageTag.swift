@@ -1,3 +1,5 @@
+import Foundation
+
 /// A language tag as Background Assets takes them: BCP-47 with a language, then optionally a script and a
 /// region, nothing more (Apple: "only supports language, region, and script"). Written canonically:
 /// `fr`, `pt-BR`, `zh-Hant-TW`.
@@ -103,4 +105,37 @@ public struct LanguageTagError: Error, Sendable, Hashable, CustomStringConvertib
     public let problem: String
     init(_ problem: String) { self.problem = problem }
     public var description: String { problem }
+}
+
+extension LanguageTag {
+    /// The language a tool resolves to: `given` when there is one, else ``preferred(in:)``.
+    /// - Throws: When `given` is not a tag.
+    public static func resolve(
+        _ given: String?,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(LanguageTagError) -> LanguageTag {
+        if let given { return try LanguageTag(parsing: given) }
+        return preferred(in: environment)
+    }
+
+    /// The environment's language (`LC_ALL`, then `LANG`, as `fr_FR.UTF-8`), else `en`; the C and POSIX
+    /// locales mean `en`.
+    public static func preferred(in environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> LanguageTag
+    {
+        for key in ["LC_ALL", "LANG"] {
+            guard let value = environment[key], !value.isEmpty else { continue }
+            let name = String(value.prefix { $0 != "." && $0 != "@" })
+            if name == "C" || name == "POSIX" { break }
+            if let tag = try? LanguageTag(parsing: name) { return tag }
+        }
+        return LanguageTag(language: "en", script: nil, region: nil)
+    }
+
+    /// A tag from its parts (already valid).
+    init(language: String, script: String?, region: String?) {
+        self.language = language
+        self.script = script
+        self.region = region
+    }
 }

@@ -16,8 +16,8 @@ struct BASync: AsyncParsableCommand {
             """,
         version: "0.2.0",
         subcommands: [
-            List.self, Sync.self, Ensure.self, CheckUpdates.self, Remove.self, Status.self, Cat.self, URLCommand.self,
-            Verify.self, Bench.self,
+            List.self, Sync.self, Ensure.self, CheckUpdates.self, Reconcile.self, Remove.self, Status.self, Cat.self,
+            URLCommand.self, Verify.self, Bench.self,
         ]
     )
 

@@ -15,7 +15,10 @@ struct Cat: AsyncParsableCommand {
     @Argument(help: "A path in the namespace, e.g. Tutorial/strings/en.json.")
     var path: String
 
-    @Option(help: "Read from this pack only. (default: the pack whose ID sorts first among those holding the path)")
+    @Option(
+        help:
+            "Read from this pack only. (default: a localized pack of --language holding the path, else an unlocalized one; among several, --collisions decides)"
+    )
     var pack: String?
 
     func run() throws {

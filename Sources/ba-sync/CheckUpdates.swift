@@ -7,7 +7,7 @@ struct CheckUpdates: AsyncParsableCommand {
         commandName: "check-updates",
         abstract: "checkForUpdates(): update outdated installed packs, remove obsolete ones.",
         discussion:
-            "Unlike Apple's checkForUpdates(), which returns once the updates are scheduled, this waits until they are installed."
+            "Apple's checkForUpdates() (and the library's) returns once the updates are scheduled; this command waits until they are installed, so that its exit code says whether they were. A lower version published is not an update."
     )
 
     @OptionGroup var app: AppGroupOptions
@@ -17,7 +17,7 @@ struct CheckUpdates: AsyncParsableCommand {
 
     func run() async throws {
         let ((updated, removed), _) = try await Session(app: app, server: server, downloads: downloads, lock: lock)
-            .run { manager in try await manager.checkForUpdates() }
+            .run { manager in try await manager.checkForUpdatesAndWait() }
         if app.json {
             Console.json(["event": "result", "updatingIDs": updated.sorted(), "removedIDs": removed.sorted()])
         } else {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AssetPackCLI
 import AssetPackClient
+import AssetPackFormat
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -17,6 +18,51 @@ struct AppGroupOptions: ParsableArguments {
     )
     var json = false
 
+    @Option(
+        help: ArgumentHelp(
+            "The language localized packs are installed and read for (a BCP-47 tag: fr, pt-BR, zh-Hant-TW); en matches en-US, not en-CA. (default: from LC_ALL or LANG, else en)",
+            valueName: "tag"
+        )
+    )
+    var language: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Which pack a path held by several packs is read from: first (the ID that sorts first), fail (such a read fails, naming the packs), or shuffle[=SEED] (a winner per path drawn from the seed, printed so that a run can be replayed). Apple leaves it undefined.",
+            valueName: "rule"
+        )
+    )
+    var collisions: String = "first"
+
+    func validate() throws {
+        if let language {
+            do {
+                _ = try LanguageTag(parsing: language)
+            } catch {
+                throw ValidationError("--language \(language): the tag \(error); e.g. fr, pt-BR or zh-Hant-TW")
+            }
+        }
+        guard CollisionRule(parsing: collisions) != nil else {
+            throw ValidationError("--collisions \(collisions) is not first, fail, shuffle or shuffle=SEED (a number)")
+        }
+    }
+
+    /// The language given, or the environment's.
+    var resolvedLanguage: LanguageTag { (try? LanguageTag.resolve(language)) ?? .preferred() }
+
+    /// The collision rule given; a random shuffle seed is drawn once and shown, so that the run can be replayed.
+    var collisionRule: CollisionRule {
+        let rule = CollisionRule(parsing: collisions) ?? .first
+        if case .shuffle(let seed) = rule, !collisions.contains("=") {
+            if json {
+                Console.json(["event": "collisions", "rule": "shuffle", "seed": seed])
+            } else {
+                Console.err("collisions: shuffle with seed \(seed) (replay with --collisions shuffle=\(seed))")
+            }
+        }
+        return rule
+    }
+
     var appGroupPath: FilePath {
         get throws {
             guard let value = appGroup ?? ProcessInfo.processInfo.environment["BA_SYNC_APP_GROUP"], !value.isEmpty
@@ -29,7 +75,11 @@ struct AppGroupOptions: ParsableArguments {
 
     /// Runs an offline command: reads of the app group only, no server, no lock.
     func read(_ body: (AssetPackReader) throws -> Void) throws {
-        let reader = AssetPackReader(appGroup: try appGroupPath)  // a usage error is printed by main
+        let reader = AssetPackReader(  // a usage error is printed by main
+            appGroup: try appGroupPath,
+            language: resolvedLanguage,
+            collisions: collisionRule
+        )
         do {
             try body(reader)
         } catch {
@@ -49,6 +99,12 @@ struct ServerOptions: ParsableArguments {
 
     @Option(
         help:
+            "The platform to play: iOS, macOS, tvOS or visionOS. Packs whose manifest entry lists other platforms are invisible, as on a device. (default: every pack)"
+    )
+    var platform: String?
+
+    @Option(
+        help:
             "Retries of a download or the manifest after a transient failure (connection lost, stall, 5xx, 429), with exponential backoff and jitter, honouring Retry-After; a server that refuses the connection fails at once."
     )
     var retries: Int = 5
@@ -62,6 +118,13 @@ struct ServerOptions: ParsableArguments {
     func validate() throws {
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more") }
         if let problem = secondsProblem(timeout, option: "--timeout", positive: true) { throw ValidationError(problem) }
+        if let platform, !PackagingManifest.knownPlatforms.contains(platform) {
+            let known = PackagingManifest.knownPlatforms.joined(separator: ", ")
+            let near = PackagingManifest.knownPlatforms.first { $0.lowercased() == platform.lowercased() }
+            throw ValidationError(
+                "--platform \(platform) is not one of \(known)" + (near.map { "; did you mean \($0)?" } ?? "")
+            )
+        }
         if let caCert, !FileManager.default.fileExists(atPath: caCert) {
             throw ValidationError("--ca-cert \(caCert) does not exist")
         }
@@ -165,7 +228,10 @@ struct Session {
                 manifestTimeout: .milliseconds(milliseconds),
                 stallTimeout: .milliseconds(milliseconds),
                 resumableDownloads: downloads?.resumable ?? false,
-                lockTimeout: lock?.lockTimeout.map { .milliseconds(Int64($0 * 1000)) }
+                lockTimeout: lock?.lockTimeout.map { .milliseconds(Int64($0 * 1000)) },
+                platform: server?.platform,
+                language: app.resolvedLanguage.description,
+                collisions: app.collisionRule
             )
         } catch {
             try? await client.shutdown()

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AssetPackCLI
 import AssetPackClient
+import Foundation
 
 struct Ensure: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -29,8 +30,17 @@ struct Ensure: AsyncParsableCommand {
         let latest = self.latest
         let (failures, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).run {
             manager -> [AssetPack: AssetPackClientError] in
+            let manifest = try await manager.manifest
             var packs: Set<AssetPack> = []
-            for id in ids { packs.insert(try await manager.assetPack(withID: id)) }
+            for id in ids {
+                guard let pack = manifest.assetPack(withID: id) else {
+                    throw AssetPackClientError.assetPackNotFound(
+                        withID: id,
+                        server: manager.server?.absoluteString ?? ""
+                    )
+                }
+                packs.insert(pack)
+            }
             do {
                 try await manager.ensureLocalAvailability(of: packs, requireLatestVersions: latest)
                 return [:]

@@ -14,14 +14,19 @@ struct List: AsyncParsableCommand {
         let (entries, _) = try await Session(app: app, server: server).run { manager in
             try await manager.statusOfAllAssetPacks().filter { $0.pack != nil }
         }
+        let language = app.resolvedLanguage
         if app.json {
             Console.json([
-                "event": "result",
+                "event": "result", "resolvedLanguage": language.description,
+                "availableLanguages": Set(entries.compactMap(\.pack?.language)).sorted(),
                 "packs": entries.compactMap { entry -> [String: Any]? in
                     guard let pack = entry.pack else { return nil }
                     return [
                         "id": pack.id, "version": pack.version, "downloadPolicy": pack.downloadPolicy.name,
-                        "downloadSize": pack.downloadSize, "installSize": pack.installSize, "fileCount": pack.fileCount,
+                        "downloadSize": pack.downloadSize, "installSize": pack.installSize ?? NSNull(),
+                        "fileCount": pack.fileCount ?? NSNull(), "sha256": pack.sha256 ?? NSNull(),
+                        "language": pack.language ?? NSNull(), "platforms": pack.platforms ?? NSNull(),
+                        "forResolvedLanguage": pack.isFor(language),
                         "installedVersion": entry.installed.map { $0.version as Any } ?? NSNull(),
                         "status": entry.status.names, "statusRawValue": entry.status.rawValue,
                     ]
@@ -30,11 +35,11 @@ struct List: AsyncParsableCommand {
             return
         }
         Console.table(
-            [["PACK", "POLICY", "VERSION", "DOWNLOAD", "INSTALLED", "STATUS"]]
+            [["PACK", "POLICY", "VERSION", "LANGUAGE", "DOWNLOAD", "INSTALLED", "STATUS"]]
                 + entries.compactMap { entry in
                     entry.pack.map { pack in
                         [
-                            pack.id, pack.downloadPolicy.name, String(pack.version),
+                            pack.id, pack.downloadPolicy.name, String(pack.version), pack.language ?? "-",
                             ByteFormat.string(pack.downloadSize), entry.installed.map { "v\($0.version)" } ?? "-",
                             entry.status.names.joined(separator: ","),
                         ]

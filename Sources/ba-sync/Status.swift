@@ -45,6 +45,11 @@ struct Status: AsyncParsableCommand {
                         row["installSize"] = installed.installSize
                         row["fileCount"] = installed.fileCount
                         row["downloadPolicy"] = installed.downloadPolicy.name
+                        row["language"] = installed.language ?? NSNull()
+                        // Without a digest in the manifest (Apple's tools write none), the archive's digest was
+                        // not checked; every file was, against the pack's index.
+                        row["sha256"] = installed.sha256 ?? NSNull()
+                        row["archiveDigestVerified"] = installed.sha256 != nil
                     }
                     if let folder = entry.folder { row["path"] = folder.string }
                     return row
@@ -56,15 +61,25 @@ struct Status: AsyncParsableCommand {
         }
         if let offline { Console.err(offline) }
         Console.table(
-            [["PACK", "VERSION", "FILES", "INSTALL", "STATUS", "PATH"]]
-                + report.entries.map { entry in
-                    [
-                        entry.id, entry.installed.map { "v\($0.version)" } ?? "-",
-                        entry.installed.map { String($0.fileCount) } ?? "-",
-                        entry.installed.map { ByteFormat.string($0.installSize) } ?? "-",
-                        entry.status.names.joined(separator: ","), entry.folder?.string ?? "-",
-                    ]
-                }
+            [["PACK", "VERSION", "LANGUAGE", "FILES", "INSTALL", "ARCHIVE DIGEST", "STATUS", "PATH"]]
+                + report.entries.map(Self.row)
         )
+        if report.entries.contains(where: { $0.installed != nil && $0.installed?.sha256 == nil }) {
+            Console.err(
+                "archive digest not available: the manifest gave none (as Apple's tools write it); sizes and every "
+                    + "file were checked against the pack's index"
+            )
+        }
+    }
+
+    /// One pack's row of the table.
+    private static func row(_ entry: AssetPackStatusEntry) -> [String] {
+        let status = entry.status.names.joined(separator: ",")
+        guard let installed = entry.installed else { return [entry.id, "-", "-", "-", "-", "-", status, "-"] }
+        let digest = installed.sha256.map { String($0.prefix(12)) } ?? "not available"
+        return [
+            entry.id, "v\(installed.version)", installed.language ?? "-", String(installed.fileCount),
+            ByteFormat.string(installed.installSize), digest, status, entry.folder?.string ?? "-",
+        ]
     }
 }

@@ -93,6 +93,7 @@ struct AssetPackManagerTests {
             let (updating, removed) = try await manager.checkForUpdates()
             #expect(updating == ["Levels"])
             #expect(removed.isEmpty)
+            #expect(await manager.waitForScheduledUpdates().isEmpty)
 
             #expect(mapped == old)  // the old mapping still reads the old bytes
             var buffer = [UInt8](repeating: 0, count: 4096)

@@ -89,7 +89,9 @@ struct DiskFullTests {
                 "Textures/big.bin": try scratch.read(scratch.root.appending("Textures/big.bin")),
                 "Videos/Intro.m4v": try scratch.read(scratch.root.appending("Videos/Intro.m4v")),
             ]
-            let failure = await #expect(throws: AssetPackClientError.self) { try await manager.checkForUpdates() }
+            let failure = await #expect(throws: AssetPackClientError.self) {
+                try await manager.checkForUpdatesAndWait()
+            }
             #expect(failure?.message.contains("no space left") == true, "\(failure?.description ?? "")")
             #expect(try manager.verify() == 3)
             for (path, bytes) in old {

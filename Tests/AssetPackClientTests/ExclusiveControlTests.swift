@@ -135,7 +135,7 @@ struct ExclusiveControlTests {
 
             try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 9}"#)
             try await server.catalog.refresh()
-            #expect(try await manager.checkForUpdates().updatingIDs == ["Levels"])
+            #expect(try await manager.checkForUpdatesAndWait().updatingIDs == ["Levels"])
             #expect(!FileManager.default.fileExists(atPath: appGroup.appending(oldFolder).string))
 
             let (fd, file) = try manager.reader.openInstalled("Levels/World1/level1.json", nil, view: before)

@@ -153,13 +153,13 @@ struct ResilienceTests {
             try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 12}"#)
             try await server.catalog.refresh()
             _ = try await server.get("/_mock/faults", method: .POST, body: "reset-after=10,pack=Levels")
-            await #expect(throws: (any Error).self) { try await manager.checkForUpdates() }
+            await #expect(throws: (any Error).self) { try await manager.checkForUpdatesAndWait() }
             #expect(manager.installedPack(withID: "Levels")?.version == 1)
             #expect(try manager.contents(at: "Levels/World1/level1.json") == before)
             #expect(try manager.verify() == 3)
             #expect(await manager.localStatus(ofAssetPackWithID: "Levels").contains(.outOfDate))
             _ = try await server.get("/_mock/faults", method: .DELETE)
-            let (updated, _) = try await manager.checkForUpdates()
+            let (updated, _) = try await manager.checkForUpdatesAndWait()
             #expect(updated == ["Levels"])
         }
     }

@@ -1,0 +1,66 @@
+import ArgumentParser
+import AssetPackCLI
+import AssetPackClient
+import AssetPackFormat
+
+struct Reconcile: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "reconcilePreferredLanguages(): make the localized packs follow --language.",
+        discussion: """
+            Downloads the essential and prefetch localized packs of the language that are missing, waits for \
+            them, then removes the localized packs of other languages (on-demand ones of the new language are \
+            downloaded when ensured). When a download fails, nothing is removed: the app keeps its language.
+            """
+    )
+
+    @OptionGroup var app: AppGroupOptions
+    @OptionGroup var server: ServerOptions
+    @OptionGroup var downloads: DownloadOptions
+    @OptionGroup var lock: LockOptions
+
+    func run() async throws {
+        let language = app.resolvedLanguage.description
+        let (outcome, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).run {
+            manager -> Result<LanguageReconciliation, AssetPackManager.LocalAvailabilityError> in
+            do {
+                return .success(try await manager.reconcilePreferredLanguages())
+            } catch let error as AssetPackManager.LocalAvailabilityError {
+                return .failure(error)
+            }
+        }
+        switch outcome {
+        case .success(let result):
+            if app.json {
+                Console.json([
+                    "event": "result", "language": language, "downloaded": result.downloaded,
+                    "removed": result.removed, "locallyAvailableLanguages": result.locallyAvailableLanguages,
+                ])
+            } else {
+                Console.out("language: \(language)")
+                Console.out(
+                    "downloaded: \(result.downloaded.isEmpty ? "none" : result.downloaded.joined(separator: ", "))"
+                )
+                Console.out("removed: \(result.removed.isEmpty ? "none" : result.removed.joined(separator: ", "))")
+                let local = result.locallyAvailableLanguages
+                Console.out("local languages: \(local.isEmpty ? "none" : local.joined(separator: ", "))")
+            }
+        case .failure(let error):
+            if app.json {
+                Console.json([
+                    "event": "result", "language": language, "downloaded": [String](), "removed": [String](),
+                    "failures": Dictionary(
+                        uniqueKeysWithValues: error.failures.map { ($0.key.id, Session.failure($0.value)) }
+                    ),
+                ])
+            } else {
+                for (pack, failure) in error.failures.sorted(by: { $0.key.id < $1.key.id }) {
+                    Console.err(
+                        shown.contains(pack.id) ? "failed: \(pack.id) (above)" : "failed: \(pack.id): \(failure)"
+                    )
+                }
+                Console.err("nothing removed: the packs of the languages installed before stay")
+            }
+            throw ExitCode.failure
+        }
+    }
+}

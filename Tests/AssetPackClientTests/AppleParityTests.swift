@@ -1,0 +1,280 @@
+import AssetPackClient
+import AssetPackFormat
+import AssetPackServer
+import Foundation
+import NIOHTTP1
+import SystemPackage
+import TestSupport
+import Testing
+
+/// What Apple's OS 27 client does that ours must match, or differ from by a documented choice: localized
+/// packs and the resolved language, platforms, the collision rule, `url(for:)`, `checkForUpdates()`,
+/// `localStatus`, and `AssetPack` values that went stale.
+@Suite("Apple parity, 27 edition")
+struct AppleParityTests {
+    /// The sample folder plus voice lines: an unlocalized pack and French and American English ones that all
+    /// place `Voices/hello.txt`.
+    func makeLocalizedFolder(_ scratch: Scratch) throws {
+        try scratch.makeSampleFolder()
+        try scratch.write("Voices/default/hello.txt", "hello (default)")
+        try scratch.write("Voices/default/only-default.txt", "every language")
+        try scratch.write("Voices/fr/hello.txt", "bonjour")
+        try scratch.write("Voices/en/hello.txt", "hello")
+        let prefetch = #"{"prefetch": {"installationEventTypes": ["firstInstallation"]}}"#
+        try scratch.write(
+            "VoicesBase.json",
+            #"{"assetPackID": "VoicesBase", "downloadPolicy": \#(prefetch), "fileSelectors": [{"directorySource": "Voices/default", "directoryDestination": "Voices"}], "platforms": ["iOS", "macOS"]}"#
+        )
+        try scratch.write(
+            "VoicesFR.json",
+            #"{"assetPackID": "VoicesFR", "language": "fr", "downloadPolicy": \#(prefetch), "fileSelectors": [{"directorySource": "Voices/fr", "directoryDestination": "Voices"}], "platforms": ["iOS", "macOS"], "userInfo": {"voice": "Amélie", "takes": 3}}"#
+        )
+        try scratch.write(
+            "VoicesEN.json",
+            #"{"assetPackID": "VoicesEN", "language": "en_us", "downloadPolicy": \#(prefetch), "fileSelectors": [{"directorySource": "Voices/en", "directoryDestination": "Voices"}], "platforms": ["iOS", "macOS"]}"#
+        )
+    }
+
+    func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self) }
+
+    @Test func syncInstallsTheResolvedLanguageAndReadsFallBackToUnlocalizedPacks() async throws {
+        let scratch = try Scratch()
+        try makeLocalizedFolder(scratch)
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: scratch.root.appending("AppGroup"),
+                language: "fr-FR"
+            )
+            let manifest = try await manager.manifest
+            #expect(manifest.availableLanguages == ["en-US", "fr"])
+            #expect(manifest.localizedAssetPacks.map(\.id).sorted() == ["VoicesEN", "VoicesFR"])
+            let en = try LanguageTag(parsing: "en")
+            #expect(manifest.localizedAssetPacks(for: en).map(\.id) == ["VoicesEN"])  // en is en-US
+            #expect(manifest.localizedAssetPacks(for: try LanguageTag(parsing: "en-CA")).isEmpty)
+            let french = try #require(manifest.assetPack(withID: "VoicesFR"))
+            #expect(french.language == "fr")
+            #expect(french.userInfo == .object(["voice": .string("Amélie"), "takes": .number(3)]))
+
+            // fr-FR matches fr: its pack is installed beside the unlocalized one, the English one is not.
+            let report = try await manager.sync(event: .install)
+            #expect(report.installed == ["Levels", "Tutorial", "VoicesBase", "VoicesFR"])
+            #expect(manager.locallyAvailableLanguages == ["fr"])
+            #expect(text(try manager.contents(at: "Voices/hello.txt")) == "bonjour")
+            #expect(text(try manager.contents(at: "Voices/only-default.txt")) == "every language")
+            // A language with no pack here reads the unlocalized one; the French pack is not seen by it.
+            #expect(text(try manager.contents(at: "Voices/hello.txt", asLocalizedFor: "en")) == "hello (default)")
+            #expect(
+                text(try manager.reader.contents(at: "Voices/hello.txt", asLocalizedFor: "de")) == "hello (default)"
+            )
+            let bad = #expect(throws: AssetPackClientError.self) {
+                try manager.contents(at: "Voices/hello.txt", asLocalizedFor: "not a language")
+            }
+            #expect(bad?.code == .invalidLanguage)
+            let fd = try manager.descriptor(for: "Voices/hello.txt", asLocalizedFor: "fr-FR")
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let count = try buffer.withUnsafeMutableBytes { try fd.read(into: $0) }
+            try fd.close()
+            #expect(text(Data(buffer[..<count])) == "bonjour")
+
+            // Switching to English: its pack comes, the French one goes, reads follow.
+            try manager.setResolvedLanguage("en")
+            let switched = try await manager.reconcilePreferredLanguages()
+            #expect(switched.downloaded == ["VoicesEN"])
+            #expect(switched.removed == ["VoicesFR"])
+            #expect(switched.locallyAvailableLanguages == ["en-US"])
+            #expect(text(try manager.contents(at: "Voices/hello.txt")) == "hello")
+            #expect(text(try manager.contents(at: "Voices/hello.txt", asLocalizedFor: "fr")) == "hello (default)")
+            #expect(!manager.assetPackIsAvailableLocally(withID: "VoicesFR"))
+            // Nothing left to do the second time.
+            let again = try await manager.reconcilePreferredLanguages()
+            #expect(again.downloaded.isEmpty && again.removed.isEmpty)
+        }
+    }
+
+    @Test func theResolvedLanguageComesFromTheEnvironmentElseEnglish() throws {
+        #expect(try LanguageTag.resolve(nil, environment: ["LANG": "fr_CA.UTF-8"]).description == "fr-CA")
+        #expect(
+            try LanguageTag.resolve(nil, environment: ["LC_ALL": "de_DE@euro", "LANG": "fr_FR"]).description == "de-DE"
+        )
+        #expect(try LanguageTag.resolve(nil, environment: ["LANG": "C.UTF-8"]).description == "en")
+        #expect(try LanguageTag.resolve(nil, environment: [:]).description == "en")
+        #expect(try LanguageTag.resolve("PT_br", environment: ["LANG": "fr"]).description == "pt-BR")
+        #expect(throws: LanguageTagError.self) { try LanguageTag.resolve("en-US-x-private") }
+        #expect(throws: AssetPackClientError.self) {
+            try AssetPackManager(server: nil, appGroup: FilePath("/tmp/none"), language: "english please")
+        }
+    }
+
+    @Test func packsForAnotherPlatformAreInvisible() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            // Tutorial is for iOS, Levels for iOS and macOS, Textures for visionOS.
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: scratch.root.appending("AppGroup"),
+                platform: "macos"
+            )
+            #expect(try await manager.manifest.assetPacks.map(\.id) == ["Levels"])
+            let report = try await manager.sync(event: .install)
+            #expect(report.installed == ["Levels"])
+            let notHere = await #expect(throws: AssetPackClientError.self) {
+                try await manager.assetPack(withID: "Textures")
+            }
+            #expect(notHere?.code == .assetPackNotFound)
+            let everyPlatform = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: scratch.root.appending("B")
+            )
+            #expect(try await everyPlatform.manifest.assetPacks.count == 3)
+        }
+    }
+
+    /// Two packs place different bytes at `Textures/rock.ktx2`.
+    func makeCollidingFolder(_ scratch: Scratch) throws {
+        try scratch.makeSampleFolder()
+        try scratch.write("Other/rock.ktx2", "the other rock")
+        try scratch.write(
+            "Zoo.json",
+            #"{"assetPackID": "Zoo", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"fileSource": "Other/rock.ktx2", "fileDestination": "Textures/rock.ktx2"}], "platforms": ["iOS"]}"#
+        )
+    }
+
+    @Test func theCollisionRuleFailsOrShufflesWhereAppleLeavesTheWinnerUndefined() async throws {
+        let scratch = try Scratch()
+        try makeCollidingFolder(scratch)
+        let appGroup = scratch.root.appending("AppGroup")
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            try await manager.ensureLocalAvailability(of: Set(try await manager.manifest.assetPacks))
+        }
+        let path: FilePath = "Textures/rock.ktx2"
+        #expect(try AssetPackReader(appGroup: appGroup).assetPackID(containing: path) == "Textures")
+
+        let strict = AssetPackReader(appGroup: appGroup, collisions: .fail)
+        let collision = #expect(throws: AssetPackClientError.self) { try strict.contents(at: path) }
+        #expect(collision?.code == .pathCollision)
+        #expect(collision?.path == path)
+        #expect(collision?.message.contains("Textures, Zoo") == true)
+        #expect(text(try strict.contents(at: path, searchingInAssetPackWithID: "Zoo")) == "the other rock")
+        #expect(try strict.contents(at: "Videos/Intro.m4v").count == 200_000)  // one holder: no collision
+
+        // A seed decides each path's winner: the same seed, the same winner; across seeds, both packs win.
+        var winners: Set<String> = []
+        for seed in UInt64(0)..<32 {
+            let first = try AssetPackReader(appGroup: appGroup, collisions: .shuffle(seed: seed))
+                .assetPackID(containing: path)
+            let replay = try AssetPackReader(appGroup: appGroup, collisions: .shuffle(seed: seed))
+                .assetPackID(containing: path)
+            #expect(first == replay)
+            winners.insert(try #require(first))
+        }
+        #expect(winners == ["Textures", "Zoo"])
+        #expect(CollisionRule(parsing: "shuffle=42") == .shuffle(seed: 42))
+        #expect(CollisionRule(parsing: "shuffle=x") == nil)
+    }
+
+    @Test func urlForAMissingPathIsWellFormedAndAFolderResolvesToOnePack() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let appGroup = scratch.root.appending("AppGroup")
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            let missing = try manager.url(for: "No/Such/file.json")
+            #expect(missing.path.hasPrefix(appGroup.appending(".ba-sync/absent").string + "/"))
+            #expect(missing.path.hasSuffix("No/Such/file.json"))
+            #expect(!FileManager.default.fileExists(atPath: missing.path))
+            #expect(try manager.assetPackID(containing: "No/Such/file.json") == nil)
+
+            let folder = try manager.url(for: "Levels/World1")
+            #expect(folder.hasDirectoryPath)
+            #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("level1.json").path))
+            #expect(try manager.assetPackID(containing: "Levels/World1") == "Levels")
+            let invalid = #expect(throws: AssetPackClientError.self) { try manager.url(for: "/etc/passwd") }
+            #expect(invalid?.code == .invalidPath)
+        }
+    }
+
+    @Test func checkForUpdatesReturnsBeforeTheDownloadsFinish() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: scratch.root.appending("A"))
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 11}"#)
+            try await server.catalog.refresh()
+            _ = try await server.get("/_mock/faults", method: .POST, body: "latency=1500,pack=Levels")
+
+            let (updating, removed) = try await manager.checkForUpdates()
+            #expect(updating == ["Levels"] && removed.isEmpty)
+            #expect(manager.installedPack(withID: "Levels")?.version == 1)  // scheduled, not done
+            #expect(await manager.waitForScheduledUpdates().isEmpty)
+            #expect(manager.installedPack(withID: "Levels")?.version == 2)
+            #expect(text(try manager.contents(at: "Levels/World1/level1.json")).contains("11"))
+        }
+    }
+
+    @Test func aLowerVersionPublishedIsNotAnUpdate() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: scratch.root.appending("A"))
+            try await server.catalog.setVersion(5, forPackWithID: "Levels")
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            #expect(manager.installedPack(withID: "Levels")?.version == 5)
+
+            try await server.catalog.setVersion(3, forPackWithID: "Levels")  // a rollback on the server
+            #expect(try await manager.checkForUpdatesAndWait().updatingIDs.isEmpty)
+            #expect(manager.installedPack(withID: "Levels")?.version == 5)
+            let published = try await manager.assetPack(withID: "Levels")
+            let status = try await manager.status(relativeTo: published)
+            #expect(status.contains(.outOfDate) && !status.contains(.updateAvailable))
+            try await manager.ensureLocalAvailability(of: published, requireLatestVersion: true)
+            #expect(manager.installedPack(withID: "Levels")?.version == 5)
+        }
+    }
+
+    @Test func localStatusHasOnlyTheFlagsKnownOffline() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: scratch.root.appending("A"),
+                retryPolicy: RetryPolicy(retries: 0)
+            )
+            #expect(await manager.localStatus(ofAssetPackWithID: "Levels") == [])
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            #expect(await manager.localStatus(ofAssetPackWithID: "Levels") == [.downloaded])
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 12}"#)
+            try await server.catalog.refresh()
+            _ = try await server.get("/_mock/faults", method: .POST, body: "status=503,pack=Levels")
+            _ = try? await manager.checkForUpdatesAndWait()  // sees version 2, cannot download it
+            #expect(await manager.localStatus(ofAssetPackWithID: "Levels") == [.downloaded, .outOfDate])
+        }
+    }
+
+    @Test func aStaleAssetPackValueIsRefreshedBeforeDownloading() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: scratch.root.appending("A"))
+            let stale = try await manager.assetPack(withID: "Textures")
+            try scratch.write("Textures/rock.ktx2", Scratch.noise(60_000, seed: 9))
+            try await server.catalog.refresh()
+            let events = manager.events
+            let seen = Task {
+                var retries = 0
+                for await event in events { if case .retrying = event { retries += 1 } }
+                return retries
+            }
+            try await manager.ensureLocalAvailability(of: stale)
+            manager.finishStatusUpdates()
+            #expect(await seen.value == 0)  // no digest mismatch, no retry
+            #expect(manager.installedPack(withID: "Textures")?.version == 2)
+            #expect(try manager.contents(at: "Textures/rock.ktx2") == Scratch.noise(60_000, seed: 9))
+        }
+    }
+}

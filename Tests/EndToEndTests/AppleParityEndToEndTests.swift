@@ -1,0 +1,234 @@
+import AssetPackFormat
+import Foundation
+import SystemPackage
+import TestSupport
+import Testing
+
+/// The built tools against what Apple's tools make and do: a download manifest in the shape
+/// `ba-package download-manifest create` writes, served by a plain static server; localized packs,
+/// platforms and the collision rule from the command line.
+@Suite("Apple parity end to end", .serialized)
+struct AppleParityEndToEndTests {
+    let mock = builtProduct("ba-mock")
+    let sync = builtProduct("ba-sync")
+
+    func jsonLines(_ text: String) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+    }
+
+    func copyAssets(_ scratch: Scratch) throws -> FilePath {
+        let folder = scratch.root.appending("Assets")
+        try FileManager.default.copyItem(
+            atPath: repositoryRoot().appendingPathComponent("Assets").path,
+            toPath: folder.string
+        )
+        try? FileManager.default.removeItem(atPath: folder.appending(".ba-mock").string)
+        return folder
+    }
+
+    /// `python3 -m http.server` over `folder` on 127.0.0.1, port 0; returns it and its base URL.
+    func staticServer(_ folder: FilePath) throws -> (RunningTool, String) {
+        // Debian's python3 (make deps installs it); a version manager's shim on PATH can take seconds to start.
+        let debian = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
+        let server = try RunningTool(
+            URL(fileURLWithPath: debian ? "/usr/bin/python3" : "/usr/bin/env"),
+            (debian ? [] : ["python3"])
+                + ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", folder.string]
+        )
+        // "Serving HTTP on 127.0.0.1 port 41234 (http://127.0.0.1:41234/) ..."
+        guard let line = server.waitForFirstLine(), let range = line.range(of: "http://127.0.0.1:"),
+            let port = Int(line[range.upperBound...].prefix { $0.isNumber })
+        else {
+            server.interrupt(signal: SIGKILL)
+            throw CancellationError()
+        }
+        return (server, "http://127.0.0.1:\(port)")
+    }
+
+    @Test func anAppleShapedManifestOnAStaticServerInstalls() throws {
+        let scratch = try Scratch()
+        let assets = try copyAssets(scratch)
+        let export = scratch.root.appending("export")
+        let exported = try runTool(mock, ["export", assets.string, "--out", export.string])
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let ours = try #require(
+            try JSONSerialization.jsonObject(with: try scratch.read(export.appending("manifest"))) as? [String: Any]
+        )
+        let entries = try #require(ours["assetPacks"] as? [[String: Any]])
+
+        // A CDN layout: archives under cdn/v7/<id>.aar, the manifest under meta/.
+        let site = scratch.root.appending("site")
+        try FileManager.default.createDirectory(
+            atPath: site.appending("cdn/v7").string,
+            withIntermediateDirectories: true
+        )
+        try FileManager.default.createDirectory(
+            atPath: site.appending("meta").string,
+            withIntermediateDirectories: true
+        )
+        for entry in entries {
+            let id = try #require(entry["id"] as? String)
+            try FileManager.default.copyItem(
+                atPath: export.appending("assets/\(id)").string,
+                toPath: site.appending("cdn/v7/\(id).aar").string
+            )
+        }
+        let (server, base) = try staticServer(site)
+        defer { server.interrupt(signal: SIGKILL) }  // the test process may block SIGINT and SIGTERM for its children
+        // Only the keys Apple's tool writes: no sha256, installSize, fileCount or compression. One URL is
+        // relative to the manifest, the others absolute.
+        let apple: [[String: Any]] = entries.map { entry in
+            let id = entry["id"] as! String
+            return [
+                "id": id, "version": entry["version"]!, "downloadSize": entry["downloadSize"]!,
+                "downloadPolicy": entry["downloadPolicy"]!, "host": entry["host"]!,
+                "url": id == "Tutorial" ? "../cdn/v7/\(id).aar" : "\(base)/cdn/v7/\(id).aar",
+            ]
+        }
+        try scratch.write(
+            "site/meta/manifest",
+            try JSONSerialization.data(withJSONObject: ["assetPacks": apple], options: [.sortedKeys])
+        )
+        let appGroup = scratch.root.appending("AppGroup")
+        let common = ["--server", "\(base)/meta", "--app-group", appGroup.string]
+
+        let synced = try runTool(sync, ["sync"] + common + ["--json"])
+        #expect(synced.status == 0, "\(synced.stdout)\n\(synced.stderr)")
+        #expect(jsonLines(synced.stdout).last?["installed"] as? [String] == ["Levels", "Tutorial"])
+        let source = try scratch.read(assets.appending("Videos/Introduction.m4v"))
+        let installed = try runTool(sync, ["url", "Videos/Introduction.m4v", "--app-group", appGroup.string])
+        #expect(try scratch.read(FilePath(installed.stdout.trimmingCharacters(in: .newlines))) == source)
+        #expect(try runTool(sync, ["verify", "--app-group", appGroup.string]).status == 0)
+
+        // status says that the archive's digest was not available, for people and for scripts.
+        let status = try runTool(sync, ["status"] + common)
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(status.stdout.contains("not available"))
+        #expect(status.stderr.contains("archive digest not available"), "\(status.stderr)")
+        let statusJSON = try runTool(sync, ["status"] + common + ["--json"])
+        let rows = try #require(jsonLines(statusJSON.stdout).last?["packs"] as? [[String: Any]])
+        #expect(rows.count == 2)
+        #expect(rows.allSatisfy { $0["sha256"] is NSNull && $0["archiveDigestVerified"] as? Bool == false })
+        let list = try runTool(sync, ["list"] + common + ["--json"])
+        let listed = try #require(jsonLines(list.stdout).last?["packs"] as? [[String: Any]])
+        #expect(listed.map { $0["id"] as? String } == ["HighResTextures", "Levels", "Tutorial"])
+        #expect(listed.allSatisfy { $0["sha256"] is NSNull && $0["installSize"] is NSNull })
+
+        // Without a digest, a damaged archive of the right size is still caught, by the files' digests.
+        let archive = site.appending("cdn/v7/HighResTextures.aar")
+        var bytes = try scratch.read(archive)
+        for offset in stride(from: bytes.count / 3, to: bytes.count - 1024, by: 4096) { bytes[offset] ^= 0xFF }
+        try bytes.write(to: URL(fileURLWithPath: archive.string))
+        let damaged = try runTool(sync, ["ensure", "HighResTextures", "--retries", "0"] + common)
+        #expect(damaged.status == 1, "\(damaged.stdout)\n\(damaged.stderr)")
+        #expect(damaged.stderr.contains("HighResTextures"))
+        #expect(!FileManager.default.fileExists(atPath: appGroup.appending("AssetPacks/HighResTextures").string))
+    }
+
+    /// The embedded assets plus voice lines: an unlocalized pack, French and English ones at the same paths,
+    /// and a pack that collides with Tutorial on purpose.
+    func localizedAssets(_ scratch: Scratch) throws -> FilePath {
+        let assets = try copyAssets(scratch)
+        try scratch.write("Assets/Voices/default/hello.txt", "hello (default)")
+        try scratch.write("Assets/Voices/fr/hello.txt", "bonjour")
+        try scratch.write("Assets/Voices/en/hello.txt", "hello")
+        try scratch.write("Assets/Other/intro.txt", "another intro")
+        let prefetch = #"{"prefetch": {"installationEventTypes": ["firstInstallation"]}}"#
+        for (id, language, folder) in [
+            ("VoicesBase", nil, "default"), ("VoicesFR", "fr", "fr"), ("VoicesEN", "en", "en"),
+        ] {
+            let languageKey = language.map { #""language": "\#($0)", "# } ?? ""
+            try scratch.write(
+                "Assets/\(id).json",
+                #"{"assetPackID": "\#(id)", \#(languageKey)"downloadPolicy": \#(prefetch), "fileSelectors": [{"directorySource": "Voices/\#(folder)", "directoryDestination": "Voices"}], "platforms": ["iOS"]}"#
+            )
+        }
+        try scratch.write(
+            "Assets/Zoo.json",
+            #"{"assetPackID": "Zoo", "downloadPolicy": \#(prefetch), "fileSelectors": [{"fileSource": "Other/intro.txt", "fileDestination": "Voices/hello.txt"}], "platforms": ["tvOS"]}"#
+        )
+        return assets
+    }
+
+    @Test func languagesPlatformsAndCollisionsFromTheCommandLine() throws {
+        let scratch = try Scratch()
+        let assets = try localizedAssets(scratch)
+        let server = try RunningTool(mock, ["serve", assets.string, "--port", "0"])
+        defer { server.interrupt() }
+        let url = try #require(server.waitForFirstLine())
+        try #require(url.hasPrefix("http://"), "\(server.stderr)")
+        let appGroup = scratch.root.appending("AppGroup")
+        let common = ["--server", url, "--app-group", appGroup.string]
+
+        // Zoo is for tvOS: an iOS device never sees it.
+        let synced = try runTool(sync, ["sync", "--language", "fr_FR", "--platform", "iOS", "--json"] + common)
+        #expect(synced.status == 0, "\(synced.stderr)")
+        #expect(
+            jsonLines(synced.stdout).last?["installed"] as? [String] == [
+                "Levels", "Tutorial", "VoicesBase", "VoicesFR",
+            ]
+        )
+        let french = try runTool(sync, ["cat", "Voices/hello.txt", "--language", "fr", "--app-group", appGroup.string])
+        #expect(french.stdout == "bonjour", "\(french.stderr)")
+        let german = try runTool(sync, ["cat", "Voices/hello.txt", "--language", "de", "--app-group", appGroup.string])
+        #expect(german.stdout == "hello (default)")
+        let list = try runTool(sync, ["list", "--language", "fr", "--json"] + common)
+        let listed = try #require(jsonLines(list.stdout).last)
+        #expect(listed["availableLanguages"] as? [String] == ["en", "fr"])
+        #expect(listed["resolvedLanguage"] as? String == "fr")
+
+        let reconciled = try runTool(sync, ["reconcile", "--language", "en", "--platform", "iOS", "--json"] + common)
+        #expect(reconciled.status == 0, "\(reconciled.stderr)")
+        let result = try #require(jsonLines(reconciled.stdout).last)
+        #expect(result["downloaded"] as? [String] == ["VoicesEN"])
+        #expect(result["removed"] as? [String] == ["VoicesFR"])
+        #expect(result["locallyAvailableLanguages"] as? [String] == ["en"])
+        let english = try runTool(
+            sync,
+            ["cat", "Voices/hello.txt", "--language", "en-US", "--app-group", appGroup.string]
+        )
+        #expect(english.stdout == "hello")
+
+        // A platform that is not one, and a language that is not one, are usage errors that say why.
+        let tvos = try runTool(sync, ["list", "--platform", "tvos"] + common)
+        #expect(tvos.status == 64)
+        #expect(tvos.stderr.contains("did you mean tvOS?"), "\(tvos.stderr)")
+        let badLanguage = try runTool(
+            sync,
+            ["cat", "Voices/hello.txt", "--language", "english", "--app-group", appGroup.string]
+        )
+        #expect(badLanguage.status == 64)
+        #expect(badLanguage.stderr.contains("--language english"), "\(badLanguage.stderr)")
+
+        // url of a path nothing holds: exit 1, and "exists": false for scripts.
+        let missing = try runTool(sync, ["url", "No/Such/file", "--json", "--app-group", appGroup.string])
+        #expect(missing.status == 1)
+        let lines = jsonLines(missing.stdout)
+        #expect(lines.first?["exists"] as? Bool == false)
+        #expect(lines.last?["code"] as? String == "fileNotFound")
+
+        // With every platform, Zoo collides with the voice packs at Voices/hello.txt (unlocalized, both).
+        let everything = try runTool(sync, ["ensure", "Zoo"] + common)
+        #expect(everything.status == 0, "\(everything.stderr)")
+        let cat = { (rule: String) in
+            try runTool(
+                sync,
+                ["cat", "Voices/hello.txt", "--language", "de", "--collisions", rule, "--app-group", appGroup.string]
+            )
+        }
+        let strict = try cat("fail")
+        #expect(strict.status == 1)
+        #expect(strict.stderr.contains("VoicesBase, Zoo"), "\(strict.stderr)")
+        #expect(try cat("first").stdout == "hello (default)")  // "VoicesBase" < "Zoo"
+        let shuffled = try cat("shuffle")
+        #expect(shuffled.status == 0)
+        let seedText = try #require(shuffled.stderr.split(separator: "shuffle=").last?.prefix { $0.isNumber })
+        let replay = try cat("shuffle=\(seedText)")
+        #expect(replay.stdout == shuffled.stdout)
+        #expect(!replay.stderr.contains("seed"))
+        let winners = Set(try (0..<16).map { try cat("shuffle=\($0)").stdout })
+        #expect(winners == ["hello (default)", "another intro"])
+    }
+}
