@@ -35,6 +35,36 @@ extension AssetPackManager {
         return PackStatus.local(id, state: state)
     }
 
+    /// The installed version of a pack, if installed (offline).
+    public nonisolated func localVersion(ofAssetPackWithID id: String) -> Int? {
+        reader.installedPack(withID: id)?.version
+    }
+
+    /// The bytes an installed pack's files take (offline), as its index lists them; Apple's 27.2
+    /// `localSize(ofAssetPackWithID:calculationMethod:)` also offers on-disk allocation, which this does not.
+    public nonisolated func localSize(ofAssetPackWithID id: String) -> Int64? {
+        reader.installedPack(withID: id)?.installSize
+    }
+
+    /// The pack's status, asking the server (Apple's `status(ofAssetPackWithID:)`, deprecated in 26.4 for
+    /// ``status(relativeTo:)``): relative to what the server publishes now; `obsolete` for a pack this app
+    /// group knows and the server dropped.
+    /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound` for a pack neither knows; a network
+    ///   error.
+    public func status(ofAssetPackWithID id: String) async throws -> AssetPack.Status {
+        let packs = try await serverPacks()
+        let store = self.store
+        let state = try await BlockingIO.run { try store.loadState() }
+        let downloading = await gate.installing
+        if let pack = packs[id] {
+            return PackStatus.relative(to: pack, serverPacks: packs, state: state, downloading: downloading)
+        }
+        guard state.installed[id] != nil || state.obsolete.contains(id) || state.latestKnown[id] != nil else {
+            throw AssetPackClientError.assetPackNotFound(withID: id, server: server?.absoluteString ?? "the server")
+        }
+        return PackStatus.dropped(id, state: state, downloading: downloading)
+    }
+
     /// The pack's status relative to a given description of it, asking the server (Apple's
     /// `status(relativeTo:)`): `outOfDate` when the local version differs from `pack`'s, `updateAvailable`
     /// when the server still publishes `pack`'s version and it is higher than the local one (a lower version

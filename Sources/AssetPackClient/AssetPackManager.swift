@@ -222,19 +222,44 @@ public actor AssetPackManager {
 
     /// Makes sure several packs are installed, downloading up to the concurrency bound at once; the server's
     /// listing is fetched once for all of them (not at all when all are local and no update is required).
-    /// - Throws: ``LocalAvailabilityError`` listing successes and failures when any pack failed; a network
-    ///   error when the listing cannot be fetched.
+    /// - Throws: ``LocalAvailabilityError`` listing successes and failures when any pack failed (`.obsolete`
+    ///   for one the server no longer lists); a network error when the listing cannot be fetched.
     public func ensureLocalAvailability(of packs: Set<AssetPack>, requireLatestVersions: Bool = false) async throws {
         try await withExclusiveControl {
             let reader = self.reader
-            let local = Set(packs.map(\.id).filter { reader.assetPackIsAvailableLocally(withID: $0) })
-            let needsListing = requireLatestVersions || packs.contains { !local.contains($0.id) }
-            let listing = needsListing ? try await self.serverPacks() : [:]
+            let wanted = packs.filter { requireLatestVersions || !reader.assetPackIsAvailableLocally(withID: $0.id) }
+            let listing = wanted.isEmpty ? [:] : try await self.serverPacks()
             try await self.ensureAll(packs) { pack in
-                guard requireLatestVersions || !local.contains(pack.id) else { return }
+                guard wanted.contains(pack) else { return }
                 guard let current = listing[pack.id] else { throw try await self.obsolete(pack.id) }
                 try await self.ensure(current, latest: requireLatestVersions)
             }
+        }
+    }
+
+    /// ``ensureLocalAvailability(of:requireLatestVersions:)`` by pack ID, for a tool that has IDs only: packs
+    /// already local need no server unless `requireLatestVersions`.
+    /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound` for an ID the server does not list
+    ///   (before anything is downloaded); ``LocalAvailabilityError`` when any pack failed; a network error.
+    public func ensureLocalAvailability(ofAssetPacksWithIDs ids: [String], requireLatestVersions: Bool = false)
+        async throws
+    {
+        try await withExclusiveControl {
+            let reader = self.reader
+            let wanted = Set(ids).filter { requireLatestVersions || !reader.assetPackIsAvailableLocally(withID: $0) }
+            guard !wanted.isEmpty else { return }
+            let listing = try await self.serverPacks()
+            var packs: Set<AssetPack> = []
+            for id in wanted.sorted() {
+                guard let pack = listing[id] else {
+                    throw AssetPackClientError.assetPackNotFound(
+                        withID: id,
+                        server: self.server?.absoluteString ?? "the server"
+                    )
+                }
+                packs.insert(pack)
+            }
+            try await self.ensureAll(packs) { try await self.ensure($0, latest: requireLatestVersions) }
         }
     }
 

@@ -30,19 +30,8 @@ struct Ensure: AsyncParsableCommand {
         let latest = self.latest
         let (failures, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).run {
             manager -> [AssetPack: AssetPackClientError] in
-            let manifest = try await manager.manifest
-            var packs: Set<AssetPack> = []
-            for id in ids {
-                guard let pack = manifest.assetPack(withID: id) else {
-                    throw AssetPackClientError.assetPackNotFound(
-                        withID: id,
-                        server: manager.server?.absoluteString ?? ""
-                    )
-                }
-                packs.insert(pack)
-            }
             do {
-                try await manager.ensureLocalAvailability(of: packs, requireLatestVersions: latest)
+                try await manager.ensureLocalAvailability(ofAssetPacksWithIDs: ids, requireLatestVersions: latest)
                 return [:]
             } catch let error as AssetPackManager.LocalAvailabilityError {
                 return error.failures

@@ -248,6 +248,17 @@ struct AppleParityTests {
             #expect(await manager.localStatus(ofAssetPackWithID: "Levels") == [])
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
             #expect(await manager.localStatus(ofAssetPackWithID: "Levels") == [.downloaded])
+            #expect(manager.localVersion(ofAssetPackWithID: "Levels") == 1)
+            #expect(
+                manager.localSize(ofAssetPackWithID: "Levels") == manager.installedPack(withID: "Levels")?.installSize
+            )
+            #expect(
+                try await manager.status(ofAssetPackWithID: "Levels") == [.downloadAvailable, .upToDate, .downloaded]
+            )
+            let unknown = await #expect(throws: AssetPackClientError.self) {
+                try await manager.status(ofAssetPackWithID: "Nope")
+            }
+            #expect(unknown?.code == .assetPackNotFound)
             try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 12}"#)
             try await server.catalog.refresh()
             _ = try await server.get("/_mock/faults", method: .POST, body: "status=503,pack=Levels")
