@@ -37,6 +37,23 @@ struct AppleParityTests {
 
     func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self) }
 
+    /// Runs `body` with a live server over the sample folder and a manager of a new app group.
+    func withSample(
+        retries: Int = 5,
+        _ body: @Sendable (LiveServer, AssetPackManager, Scratch) async throws -> Void
+    ) async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: scratch.root.appending("AppGroup"),
+                retryPolicy: RetryPolicy(retries: retries)
+            )
+            try await body(server, manager, scratch)
+        }
+    }
+
     @Test func syncInstallsTheResolvedLanguageAndReadsFallBackToUnlocalizedPacks() async throws {
         let scratch = try Scratch()
         try makeLocalizedFolder(scratch)
@@ -176,11 +193,8 @@ struct AppleParityTests {
     }
 
     @Test func urlForAMissingPathIsWellFormedAndAFolderResolvesToOnePack() async throws {
-        let scratch = try Scratch()
-        try scratch.makeSampleFolder()
-        let appGroup = scratch.root.appending("AppGroup")
-        try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+        try await withSample { _, manager, scratch in
+            let appGroup = scratch.root.appending("AppGroup")
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
             let missing = try manager.url(for: "No/Such/file.json")
             #expect(missing.path.hasPrefix(appGroup.appending(".ba-sync/absent").string + "/"))
@@ -198,10 +212,7 @@ struct AppleParityTests {
     }
 
     @Test func checkForUpdatesReturnsBeforeTheDownloadsFinish() async throws {
-        let scratch = try Scratch()
-        try scratch.makeSampleFolder()
-        try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: scratch.root.appending("A"))
+        try await withSample { server, manager, scratch in
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
             try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 11}"#)
             try await server.catalog.refresh()
@@ -217,10 +228,7 @@ struct AppleParityTests {
     }
 
     @Test func aLowerVersionPublishedIsNotAnUpdate() async throws {
-        let scratch = try Scratch()
-        try scratch.makeSampleFolder()
-        try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: scratch.root.appending("A"))
+        try await withSample { server, manager, scratch in
             try await server.catalog.setVersion(5, forPackWithID: "Levels")
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
             #expect(manager.installedPack(withID: "Levels")?.version == 5)
@@ -237,14 +245,7 @@ struct AppleParityTests {
     }
 
     @Test func localStatusHasOnlyTheFlagsKnownOffline() async throws {
-        let scratch = try Scratch()
-        try scratch.makeSampleFolder()
-        try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("A"),
-                retryPolicy: RetryPolicy(retries: 0)
-            )
+        try await withSample(retries: 0) { server, manager, scratch in
             #expect(await manager.localStatus(ofAssetPackWithID: "Levels") == [])
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
             #expect(await manager.localStatus(ofAssetPackWithID: "Levels") == [.downloaded])
@@ -268,10 +269,7 @@ struct AppleParityTests {
     }
 
     @Test func aStaleAssetPackValueIsRefreshedBeforeDownloading() async throws {
-        let scratch = try Scratch()
-        try scratch.makeSampleFolder()
-        try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: scratch.root.appending("A"))
+        try await withSample { server, manager, scratch in
             let stale = try await manager.assetPack(withID: "Textures")
             try scratch.write("Textures/rock.ktx2", Scratch.noise(60_000, seed: 9))
             try await server.catalog.refresh()

@@ -18,16 +18,6 @@ struct AppleParityEndToEndTests {
         }
     }
 
-    func copyAssets(_ scratch: Scratch) throws -> FilePath {
-        let folder = scratch.root.appending("Assets")
-        try FileManager.default.copyItem(
-            atPath: repositoryRoot().appendingPathComponent("Assets").path,
-            toPath: folder.string
-        )
-        try? FileManager.default.removeItem(atPath: folder.appending(".ba-mock").string)
-        return folder
-    }
-
     /// `python3 -m http.server` over `folder` on 127.0.0.1, port 0; returns it and its base URL.
     func staticServer(_ folder: FilePath) throws -> (RunningTool, String) {
         // Debian's python3 (make deps installs it); a version manager's shim on PATH can take seconds to start.
@@ -49,7 +39,7 @@ struct AppleParityEndToEndTests {
 
     @Test func anAppleShapedManifestOnAStaticServerInstalls() throws {
         let scratch = try Scratch()
-        let assets = try copyAssets(scratch)
+        let assets = try scratch.copySampleAssets()
         let export = scratch.root.appending("export")
         let exported = try runTool(mock, ["export", assets.string, "--out", export.string])
         #expect(exported.status == 0, "\(exported.stderr)")
@@ -130,7 +120,7 @@ struct AppleParityEndToEndTests {
     /// The embedded assets plus voice lines: an unlocalized pack, French and English ones at the same paths,
     /// and a pack that collides with Tutorial on purpose.
     func localizedAssets(_ scratch: Scratch) throws -> FilePath {
-        let assets = try copyAssets(scratch)
+        let assets = try scratch.copySampleAssets()
         try scratch.write("Assets/Voices/default/hello.txt", "hello (default)")
         try scratch.write("Assets/Voices/fr/hello.txt", "bonjour")
         try scratch.write("Assets/Voices/en/hello.txt", "hello")

@@ -13,13 +13,7 @@ struct BAMockEndToEndTests {
     let tool = builtProduct("ba-mock")
 
     /// A copy of the repository's sample Assets/ (serve writes its state into the folder).
-    func sampleFolder(_ scratch: Scratch) throws -> FilePath {
-        let source = repositoryRoot().appendingPathComponent("Assets")
-        let destination = scratch.root.appending("Assets")
-        try FileManager.default.copyItem(atPath: source.path, toPath: destination.string)
-        try? FileManager.default.removeItem(atPath: destination.appending(".ba-mock").string)
-        return destination
-    }
+    func sampleFolder(_ scratch: Scratch) throws -> FilePath { try scratch.copySampleAssets() }
 
     func fetch(_ url: String) async throws -> (status: Int, body: Data) {
         let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(60))

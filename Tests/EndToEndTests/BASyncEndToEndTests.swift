@@ -11,10 +11,7 @@ struct BASyncEndToEndTests {
     let sync = builtProduct("ba-sync")
 
     func startServer(_ scratch: Scratch) throws -> (RunningTool, String, FilePath) {
-        let source = repositoryRoot().appendingPathComponent("Assets")
-        let folder = scratch.root.appending("Assets")
-        try FileManager.default.copyItem(atPath: source.path, toPath: folder.string)
-        try? FileManager.default.removeItem(atPath: folder.appending(".ba-mock").string)
+        let folder = try scratch.copySampleAssets()
         let server = try RunningTool(mock, ["serve", folder.string, "--port", "0"])
         guard let url = server.waitForFirstLine() else { throw CancellationError() }
         return (server, url, folder)
@@ -129,10 +126,7 @@ struct BASyncEndToEndTests {
 
     @Test func retriesSayWhyResumesSayFromWhereAndEachFailureIsPrintedOnce() throws {
         let scratch = try Scratch()
-        let source = repositoryRoot().appendingPathComponent("Assets")
-        let folder = scratch.root.appending("Assets")
-        try FileManager.default.copyItem(atPath: source.path, toPath: folder.string)
-        try? FileManager.default.removeItem(atPath: folder.appending(".ba-mock").string)
+        let folder = try scratch.copySampleAssets()
         let server = try RunningTool(
             mock,
             [
@@ -184,10 +178,7 @@ struct BASyncEndToEndTests {
 
     @Test func trustsASelfSignedMockThroughCACert() throws {
         let scratch = try Scratch()
-        let source = repositoryRoot().appendingPathComponent("Assets")
-        let folder = scratch.root.appending("Assets")
-        try FileManager.default.copyItem(atPath: source.path, toPath: folder.string)
-        try? FileManager.default.removeItem(atPath: folder.appending(".ba-mock").string)
+        let folder = try scratch.copySampleAssets()
         let server = try RunningTool(mock, ["serve", folder.string, "--port", "0", "--tls-self-signed"])
         defer { server.interrupt() }
         let url = try #require(server.waitForFirstLine(), "stderr: \(server.stderr)")

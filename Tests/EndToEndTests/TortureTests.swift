@@ -142,16 +142,6 @@ struct TortureTests {
         return staging + downloads + temporary
     }
 
-    func copyAssets(_ scratch: Scratch) throws -> FilePath {
-        let folder = scratch.root.appending("Assets")
-        try FileManager.default.copyItem(
-            atPath: repositoryRoot().appendingPathComponent("Assets").path,
-            toPath: folder.string
-        )
-        try? FileManager.default.removeItem(atPath: folder.appending(".ba-mock").string)
-        return folder
-    }
-
     /// Waits (up to 20 s) for `text` in the server's stderr, or its stdout (request lines, written when a
     /// body ends: a stalled one ends after the stall).
     func waitFor(_ text: String, in server: RunningTool, stdout: Bool = false) -> Bool {
@@ -168,7 +158,7 @@ struct TortureTests {
             var (recovered, failed, corrupted) = (0, 0, 0)
             for run in 0..<runs {
                 let scratch = try Scratch()
-                let folder = try copyAssets(scratch)
+                let folder = try scratch.copySampleAssets()
                 let appGroup = scratch.root.appending("AppGroup")
                 var sources = [try snapshot(folder)]
                 // Half of the runs start from a half-updated app group: v1 installed, v2 on the server.
@@ -235,7 +225,7 @@ struct TortureTests {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<kills {
             let scratch = try Scratch()
-            let folder = try copyAssets(scratch)
+            let folder = try scratch.copySampleAssets()
             let appGroup = scratch.root.appending("AppGroup")
             let sources = [try snapshot(folder)]
             let server = try RunningTool(mock, ["serve", folder.string, "--port", "0", "--fault", "throttle=2000000"])

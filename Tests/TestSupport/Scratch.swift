@@ -16,6 +16,18 @@ public final class Scratch: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: root.string)
     }
 
+    /// A copy of the repository's sample `Assets/` as `<root>/Assets`, without the state a server left in it
+    /// (serving writes its state into the folder).
+    public func copySampleAssets() throws -> FilePath {
+        let folder = root.appending("Assets")
+        try FileManager.default.copyItem(
+            atPath: repositoryRoot().appendingPathComponent("Assets").path,
+            toPath: folder.string
+        )
+        try? FileManager.default.removeItem(atPath: folder.appending(".ba-mock").string)
+        return folder
+    }
+
     /// Writes a file (creating folders) and returns its path.
     @discardableResult
     public func write(_ relative: String, _ content: String) throws -> FilePath {
