@@ -87,7 +87,12 @@ struct RoundPlan: Sendable {
         do {
             for target in targets {
                 if benchCase.method == .contents {
-                    handles.mappings.append(try benchmark.reader.contents(at: FilePath(target.path)))
+                    handles.mappings.append(
+                        try benchmark.reader.contents(
+                            at: FilePath(target.path),
+                            searchingInAssetPackWithID: target.pack
+                        )
+                    )
                 } else {
                     handles.descriptors.append(try benchmark.openFile(target.file))
                 }
@@ -116,7 +121,12 @@ struct RoundPlan: Sendable {
                 switch benchCase.pattern {
                 case .lookup:
                     let target = targets[(start + number) % targets.count]
-                    if try reader.assetPackID(containing: FilePath(target.path)) == nil {
+                    let holder =
+                        try target.pack.map { pack in
+                            _ = try reader.installedFile(at: FilePath(target.path), searchingInAssetPackWithID: pack)
+                            return pack
+                        } ?? reader.assetPackID(containing: FilePath(target.path))
+                    if holder == nil {
                         throw AssetPackClientError(
                             code: .fileNotFound,
                             message: "\(target.path) vanished during the benchmark"
@@ -160,7 +170,7 @@ struct RoundPlan: Sendable {
             data.withUnsafeBytes { sink &+= checksum($0) }
             return data.count
         case .descriptor:
-            let fd = try reader.descriptor(for: FilePath(target.path))
+            let fd = try reader.descriptor(for: FilePath(target.path), searchingInAssetPackWithID: target.pack)
             defer { try? fd.close() }
             var total = 0
             while true {
@@ -176,6 +186,7 @@ struct RoundPlan: Sendable {
     private func wholeFile(_ target: ReadBenchmark.Target, reader: AssetPackReader) throws -> Data {
         try reader.contents(
             at: FilePath(target.path),
+            searchingInAssetPackWithID: target.pack,
             options: benchCase.method == .copy ? [] : .mappedIfSafe
         )
     }
@@ -193,7 +204,7 @@ struct RoundPlan: Sendable {
             if let first = data.first { sink &+= UInt64(first) }
             return benchCase.method == .copy ? data.count : min(1, data.count)
         case .descriptor:
-            let fd = try reader.descriptor(for: FilePath(target.path))
+            let fd = try reader.descriptor(for: FilePath(target.path), searchingInAssetPackWithID: target.pack)
             defer { try? fd.close() }
             let count = try read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<4096]), at: 0, target)
             if count > 0 { sink &+= UInt64(buffer[0]) }

@@ -165,6 +165,8 @@ public struct ReadBenchmark: Sendable {
         /// The installed file.
         public var file: FilePath
         public var size: Int
+        /// The pack a read names (`--pack`), or `nil` to read through the namespace's rules.
+        public var pack: String?
     }
 
     /// The files read, in namespace order.
@@ -197,7 +199,7 @@ public struct ReadBenchmark: Sendable {
             guard stat(file.string, &info) == 0 else {
                 throw AssetPackClientError.io("stat", file, Errno(rawValue: errno))
             }
-            targets.append(Target(path: name, file: file, size: Int(info.st_size)))
+            targets.append(Target(path: name, file: file, size: Int(info.st_size), pack: assetPackID))
         }
         guard !targets.isEmpty else {
             throw AssetPackClientError(

@@ -37,6 +37,13 @@ public struct AssetPack: Sendable, Hashable, Identifiable, Codable {
                 assetPackID: entry.id
             )
         }
+        if let problem = DownloadManifest.fetchProblem(with: url) {
+            throw AssetPackClientError(
+                code: .badManifest,
+                message: "pack \(entry.id) has a URL that \(problem): \(url.absoluteString)",
+                assetPackID: entry.id
+            )
+        }
         self.id = entry.id
         self.version = entry.version
         self.downloadSize = entry.downloadSize

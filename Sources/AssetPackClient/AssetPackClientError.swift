@@ -5,6 +5,10 @@ import NIOPosix
 import NIOSSL
 import SystemPackage
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// An error of the client: a pack or file that is not there, a download that failed, an install refused.
 ///
 /// The codes follow Apple's `ManagedBackgroundAssetsError` where one exists (`assetPackNotFound`,
@@ -71,8 +75,10 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        guard let cause, !message.contains("\(cause)") else { return message }
-        return "\(message) (\(cause))"
+        guard let cause else { return message }
+        // A system error reads as its errno's text ("Connection refused"), not as NIO renders it.
+        let text = (cause as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(cause)"
+        return message.contains(text) ? message : "\(message) (\(text))"
     }
 
     /// What went wrong in a few words, for a line that says a download is tried again: `status 503`,

@@ -52,7 +52,8 @@ extension AssetPackManager {
     /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound` for a pack neither knows; a network
     ///   error.
     public func status(ofAssetPackWithID id: String) async throws -> AssetPack.Status {
-        let packs = try await serverPacks()
+        let listing = try await serverListing()
+        let packs = listing.all
         let store = self.store
         let state = try await BlockingIO.run { try store.loadState() }
         let downloading = await gate.installing
@@ -60,7 +61,7 @@ extension AssetPackManager {
             return PackStatus.relative(to: pack, serverPacks: packs, state: state, downloading: downloading)
         }
         guard state.installed[id] != nil || state.obsolete.contains(id) || state.latestKnown[id] != nil else {
-            throw AssetPackClientError.assetPackNotFound(withID: id, server: server?.absoluteString ?? "the server")
+            throw notListed(id, in: listing)
         }
         return PackStatus.dropped(id, state: state, downloading: downloading)
     }
@@ -70,22 +71,24 @@ extension AssetPackManager {
     /// when the server still publishes `pack`'s version and it is higher than the local one (a lower version
     /// published is not an update).
     public func status(relativeTo pack: AssetPack) async throws -> AssetPack.Status {
-        let packs = try await serverPacks()
+        let packs = try await serverListing().all
         let store = self.store
         let state = try await BlockingIO.run { try store.loadState() }
         return PackStatus.relative(to: pack, serverPacks: packs, state: state, downloading: await gate.installing)
     }
 
-    /// Every pack the server lists, or that is installed, with its status relative to what the server
-    /// publishes now: one manifest fetch for all of them (where `status(relativeTo:)` fetches per pack).
+    /// Every pack the server lists for this platform, or that is installed, with its status relative to
+    /// what the server publishes now: one manifest fetch for all of them (where `status(relativeTo:)` fetches
+    /// per pack). An installed pack listed for other platforms only is not obsolete.
     /// - Returns: Each pack (the server's description, or `nil` for an installed pack the server dropped),
     ///   sorted by ID.
     public func statusOfAllAssetPacks() async throws -> [AssetPackStatusEntry] {
-        let packs = try await serverPacks()
+        let listing = try await serverListing()
+        let packs = listing.all
         let store = self.store
         let state = try await BlockingIO.run { try store.loadState() }
         let downloading = await gate.installing
-        return Set(packs.keys).union(state.installed.keys).sorted().map { id in
+        return Set(listing.visible.keys).union(state.installed.keys).sorted().map { id in
             let installed = state.installed[id]
             let status =
                 packs[id].map {

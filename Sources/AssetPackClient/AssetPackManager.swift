@@ -135,15 +135,26 @@ public actor AssetPackManager {
         if let caFile { tls.trustRoots = .file(caFile) }
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
         configuration.timeout.connect = connectTimeout
+        // A refused connection fails at once: the manager's own retry policy decides what to retry, and AHC's
+        // retries of connection attempts would hold a refused one until the connect timeout.
+        configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout.read = readTimeout
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
     // MARK: Server information
 
-    /// Every pack the server lists for this manager's platform, by ID.
+    /// What the server lists: every pack, and those this manager's platform sees.
+    struct Listing: Sendable {
+        /// Every pack, for every platform: a pack listed for another platform is not obsolete.
+        var all: [String: AssetPack]
+        /// The packs for this manager's platform.
+        var visible: [String: AssetPack]
+    }
+
+    /// Fetches the server's listing.
     /// - Throws: ``AssetPackClientError`` with code `.network` when no server was given.
-    func serverPacks() async throws -> [String: AssetPack] {
+    func serverListing() async throws -> Listing {
         guard let manifests else {
             throw AssetPackClientError(
                 code: .network,
@@ -151,19 +162,33 @@ public actor AssetPackManager {
             )
         }
         let packs = try await manifests.fetch()
-        guard let platform else { return packs }
-        return packs.filter { _, pack in
+        guard let platform else { return Listing(all: packs, visible: packs) }
+        let visible = packs.filter { _, pack in
             pack.platforms?.contains { $0.caseInsensitiveCompare(platform) == .orderedSame } ?? true
         }
+        return Listing(all: packs, visible: visible)
     }
+
+    /// Every pack the server lists for this manager's platform, by ID.
+    func serverPacks() async throws -> [String: AssetPack] { try await serverListing().visible }
 
     /// The pack with this ID, as the server describes it now.
     /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound`, or a network error.
     public func assetPack(withID id: String) async throws -> AssetPack {
-        guard let pack = try await serverPacks()[id] else {
-            throw AssetPackClientError.assetPackNotFound(withID: id, server: server?.absoluteString ?? "the server")
-        }
+        let listing = try await serverListing()
+        guard let pack = listing.visible[id] else { throw notListed(id, in: listing) }
         return pack
+    }
+
+    /// Why pack `id` is not in the listing for this platform: not published at all, or for other platforms.
+    nonisolated func notListed(_ id: String, in listing: Listing) -> AssetPackClientError {
+        var error = AssetPackClientError.assetPackNotFound(withID: id, server: server?.absoluteString ?? "the server")
+        if let pack = listing.all[id], let platform {
+            error.message =
+                "pack \(id) is for \(pack.platforms?.joined(separator: ", ") ?? "other platforms"), not \(platform): "
+                + "a \(platform) device does not see it. Fix: drop --platform, or add \(platform) to its manifest"
+        }
+        return error
     }
 
     /// Every pack the server lists.
@@ -215,7 +240,11 @@ public actor AssetPackManager {
     public func ensureLocalAvailability(of pack: AssetPack, requireLatestVersion: Bool = false) async throws {
         try await withExclusiveControl {
             if !requireLatestVersion, self.reader.assetPackIsAvailableLocally(withID: pack.id) { return }
-            guard let current = try await self.serverPacks()[pack.id] else { throw try await self.obsolete(pack.id) }
+            let listing = try await self.serverListing()
+            guard let current = listing.visible[pack.id] else {
+                if listing.all[pack.id] != nil { throw self.notListed(pack.id, in: listing) }
+                throw try await self.obsolete(pack.id)
+            }
             try await self.ensure(current, latest: requireLatestVersion)
         }
     }
@@ -228,10 +257,13 @@ public actor AssetPackManager {
         try await withExclusiveControl {
             let reader = self.reader
             let wanted = packs.filter { requireLatestVersions || !reader.assetPackIsAvailableLocally(withID: $0.id) }
-            let listing = wanted.isEmpty ? [:] : try await self.serverPacks()
+            let listing = wanted.isEmpty ? Listing(all: [:], visible: [:]) : try await self.serverListing()
             try await self.ensureAll(packs) { pack in
                 guard wanted.contains(pack) else { return }
-                guard let current = listing[pack.id] else { throw try await self.obsolete(pack.id) }
+                guard let current = listing.visible[pack.id] else {
+                    if listing.all[pack.id] != nil { throw self.notListed(pack.id, in: listing) }
+                    throw try await self.obsolete(pack.id)
+                }
                 try await self.ensure(current, latest: requireLatestVersions)
             }
         }
@@ -248,15 +280,10 @@ public actor AssetPackManager {
             let reader = self.reader
             let wanted = Set(ids).filter { requireLatestVersions || !reader.assetPackIsAvailableLocally(withID: $0) }
             guard !wanted.isEmpty else { return }
-            let listing = try await self.serverPacks()
+            let listing = try await self.serverListing()
             var packs: Set<AssetPack> = []
             for id in wanted.sorted() {
-                guard let pack = listing[id] else {
-                    throw AssetPackClientError.assetPackNotFound(
-                        withID: id,
-                        server: self.server?.absoluteString ?? "the server"
-                    )
-                }
+                guard let pack = listing.visible[id] else { throw self.notListed(id, in: listing) }
                 packs.insert(pack)
             }
             try await self.ensureAll(packs) { try await self.ensure($0, latest: requireLatestVersions) }
@@ -323,11 +350,14 @@ public actor AssetPackManager {
         await backgroundUpdates?.value ?? [:]
     }
 
-    /// Fetches the manifest, removes the installed packs it no longer lists and records the versions seen.
-    /// - Returns: The server's description of each installed pack it publishes a higher version of, and the
-    ///   IDs removed.
+    /// Fetches the manifest, removes the installed packs it no longer lists (for any platform) and records
+    /// the versions seen.
+    /// - Returns: The server's description of each installed pack it publishes a higher version of for this
+    ///   platform, and the IDs removed.
     private func planUpdates() async throws -> (outdated: [AssetPack], removed: Set<String>) {
-        let packs = try await serverPacks()
+        let listing = try await serverListing()
+        let packs = listing.all
+        let visible = listing.visible
         let store = self.store
         return try await BlockingIO.run {
             let (removed, state) = try store.update { state in
@@ -344,7 +374,7 @@ public actor AssetPackManager {
             }
             for pack in removed { store.removePack(pack) }
             let outdated = state.installed.values.compactMap { installed in
-                packs[installed.id].flatMap { $0.version > installed.version ? $0 : nil }
+                visible[installed.id].flatMap { $0.version > installed.version ? $0 : nil }
             }
             return (outdated, Set(removed.map(\.id)))
         }

@@ -194,10 +194,11 @@ public final class AssetPackReader: Sendable {
         return try (view.holder(of: relative, in: nil, as: scope) ?? view.folderHolder(of: relative, as: scope))?.id
     }
 
-    /// The namespace paths of every installed file (of one pack, or of all), in byte order.
+    /// The namespace paths of every installed file of one pack, or of every file a read sees (in the reader's
+    /// language: packs of other languages are left out), in byte order.
     /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound` for a pack that is not installed.
     public func paths(inAssetPackWithID assetPackID: String? = nil) throws -> [String] {
-        let view = try currentNamespace()
+        let (view, scope) = try currentView()
         if let assetPackID, view.installed[assetPackID] == nil {
             throw AssetPackClientError(
                 code: .assetPackNotFound,
@@ -206,7 +207,7 @@ public final class AssetPackReader: Sendable {
             )
         }
         let paths = view.files.compactMap { path, holders in
-            assetPackID.map { holders.contains($0) } ?? true ? path : nil
+            assetPackID.map { holders.contains($0) } ?? view.isVisible(holders, to: scope.language) ? path : nil
         }
         return paths.sorted().map(\.path)
     }
@@ -381,6 +382,20 @@ public final class AssetPackReader: Sendable {
                     message:
                         "\(path) is a folder of the namespace, not a file. Fix: `ba-sync url \(path)` says where it is",
                     assetPackID: assetPackID
+                )
+                error.path = path
+                throw error
+            }
+            if assetPackID == nil, let holders = view.files[PathKey(relative)], !holders.isEmpty {
+                // Installed, but only in localized packs of other languages.
+                let packs = holders.map { "\($0) (\(view.installed[$0]?.language ?? "?"))" }.joined(separator: ", ")
+                let language = view.installed[holders[0]]?.language ?? "LANG"
+                var error = AssetPackClientError(
+                    code: .fileNotFound,
+                    message:
+                        "\(path) is only in localized packs of other languages: \(packs); this read is for "
+                        + "\(scope.given). Fix: read it for that language (--language \(language), "
+                        + "asLocalizedFor:) or from that pack (--pack \(holders[0]))"
                 )
                 error.path = path
                 throw error

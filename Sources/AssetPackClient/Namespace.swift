@@ -110,6 +110,9 @@ final class Namespace: Sendable {
         }
     }
 
+    /// Whether a read in `language` (maximized) sees any of these holders of a path.
+    func isVisible(_ holders: [String], to language: LanguageTag) -> Bool { !visible(holders, to: language).isEmpty }
+
     /// The holders a read in `language` sees: the localized packs of that language when any holds the path,
     /// else the unlocalized ones.
     private func visible(_ holders: [String], to language: LanguageTag) -> [String] {
@@ -144,10 +147,13 @@ func namespacePath(_ path: FilePath) throws -> String {
 struct ReadScope: Sendable {
     /// The read's language, maximized.
     var language: LanguageTag
+    /// The read's language as given, for messages.
+    var given: LanguageTag
     var collisions: CollisionRule
 
     init(language: LanguageTag, collisions: CollisionRule) {
         self.language = language.maximized
+        self.given = language
         self.collisions = collisions
     }
 }

@@ -49,7 +49,7 @@ struct PackTransfer: Sendable {
         )
         if written < pack.downloadSize {
             throw AssetPackClientError.network(
-                "download of pack \(pack.id) ended at byte \(written) of \(pack.downloadSize); kept to resume",
+                "download of pack \(pack.id) ended at byte \(written) of \(pack.downloadSize)",
                 reason: "ended at byte \(written) of \(pack.downloadSize)",
                 pack: pack
             )
@@ -74,7 +74,7 @@ struct PackTransfer: Sendable {
         } catch {
             let connect = AssetPackClientError.isConnectFailure(error)
             var failure = AssetPackClientError.network(
-                "cannot download pack \(pack.id) from \(pack.url): \(error); \(offset) bytes kept to resume",
+                "cannot download pack \(pack.id) from \(pack.url): \(error) (after byte \(offset))",
                 reason: connect ? "cannot connect" : "request failed",
                 pack: pack,
                 cause: error
@@ -121,7 +121,7 @@ struct PackTransfer: Sendable {
                 code: .httpStatus,
                 message:
                     "\(pack.url) answered \(response.status.code) \(response.status.reasonPhrase) for pack "
-                    + "\(pack.id); \(offset) bytes kept to resume",
+                    + "\(pack.id) (after byte \(offset))",
                 assetPackID: pack.id
             )
             error.httpStatus = Int(response.status.code)
@@ -180,7 +180,7 @@ struct PackTransfer: Sendable {
                         if watch.idle > stallTimeout {
                             throw AssetPackClientError.network(
                                 "download of pack \(pack.id) from \(pack.url) stalled for \(stallTimeout) at byte "
-                                    + "\(watch.written); kept to resume",
+                                    + "\(watch.written)",
                                 reason: "stalled for \(stallTimeout) at byte \(watch.written)",
                                 pack: pack
                             )
@@ -189,8 +189,7 @@ struct PackTransfer: Sendable {
                             if watch.written - window.written < least {
                                 throw AssetPackClientError.network(
                                     "download of pack \(pack.id) from \(pack.url) ran slower than "
-                                        + "\(Self.minimumRate) bytes/s for \(stallTimeout) at byte \(watch.written); "
-                                        + "kept to resume",
+                                        + "\(Self.minimumRate) bytes/s for \(stallTimeout) at byte \(watch.written)",
                                     reason: "slower than \(Self.minimumRate) bytes/s at byte \(watch.written)",
                                     pack: pack
                                 )
@@ -210,7 +209,7 @@ struct PackTransfer: Sendable {
             throw error
         } catch {
             throw AssetPackClientError.network(
-                "download of pack \(pack.id) from \(pack.url) broke off at byte \(watch.written): \(error); kept to resume",
+                "download of pack \(pack.id) from \(pack.url) broke off at byte \(watch.written): \(error)",
                 reason: "connection broke at byte \(watch.written)",
                 pack: pack,
                 cause: error

@@ -178,9 +178,23 @@ extension DownloadManifest {
                 guard scheme == "http" || scheme == "https" else {
                     throw bad("gives pack \(entry.id) a \(scheme): URL; only http and https are fetched")
                 }
+                if let url = URL(string: entry.url), let problem = fetchProblem(with: url) {
+                    throw bad("gives pack \(entry.id) a URL that \(problem): \(AssetPackID.printable(entry.url))")
+                }
             }
         }
         return manifest
+    }
+
+    /// Why a URL cannot be fetched, or `nil`: it must be http or https, name a host, and give a port (if any)
+    /// from 1 to 65535 (a client would otherwise fail in its socket layer, or crash).
+    public static func fetchProblem(with url: URL) -> String? {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            return "is not an http:// or https:// URL"
+        }
+        guard let host = url.host, !host.isEmpty else { return "names no host" }
+        if let port = url.port, !(1...65535).contains(port) { return "has port \(port), outside 1 to 65535" }
+        return nil
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {

@@ -28,7 +28,14 @@ public enum ManifestTemplate {
             },
 
             // You can add as many file and/or directory selectors as you want. A directory selector
-            // includes all nested folders too.
+            // includes all nested folders too. Xcode 27 adds (schema from third-party reports):
+            //   { "filePattern": "Levels/**/*.json" }         every matching file (*, ?, [...], ** across folders)
+            //   { "fileExclusion": "**/*.psd" }              removes matches from what the others chose
+            //   { "fileSource": "Art/logo@2x.png", "fileDestination": "UI/logo.png" }
+            //   { "directorySource": "Voice/fr", "directoryDestination": "Voice" }
+            // Also at the top level: "sourceRoot": "../Content" (where selector paths start, relative to
+            // this file's folder), "language": "fr" (a localized pack, OS 27) and "userInfo": { ... } (copied
+            // into the download manifest).
             "fileSelectors": [
                 {
                     "file": "[Path to File]"

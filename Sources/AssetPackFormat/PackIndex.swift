@@ -66,7 +66,37 @@ extension PackIndex {
                     "\(source) has index format \(index.formatVersion); this tool reads format \(currentFormatVersion)"
             )
         }
+        if let problem = index.consistencyProblem {
+            throw AssetPackFormatError(code: .corruptPack, message: "\(source) has an index that \(problem)")
+        }
         return index
+    }
+
+    /// What makes the index contradict itself, if anything: its totals against its rows, a language that is
+    /// not a tag, a path that is a file and a folder at once. A client shows these numbers and acts on them.
+    var consistencyProblem: String? {
+        if fileCount != files.count { return "claims \(fileCount) files but lists \(files.count)" }
+        var total: Int64 = 0
+        for file in files {
+            let (sum, overflow) = total.addingReportingOverflow(file.size)
+            guard file.size >= 0, !overflow else { return "gives \(file.path) an impossible size" }
+            total = sum
+        }
+        if installSize != total { return "claims \(installSize) bytes but its files add up to \(total)" }
+        if let language, (try? LanguageTag(parsing: language)) == nil {
+            return "gives the language \"\(AssetPackID.printable(language))\", which is not a BCP-47 tag"
+        }
+        let paths = Set(files.map { PathKey($0.path) })
+        for file in files {
+            var folder = Substring(file.path).utf8
+            while let slash = folder.lastIndex(of: UInt8(ascii: "/")) {
+                folder = folder[..<slash]
+                if paths.contains(PathKey(String(Substring(folder)))) {
+                    return "lists \(String(Substring(folder))) as a file and as a folder (of \(file.path))"
+                }
+            }
+        }
+        return nil
     }
 
     /// Reads an index file (the copy an install keeps beside the pack's folder).

@@ -79,6 +79,7 @@ public enum PackReader {
     ) throws -> PackIndex {
         let root = destination.map { $0.lexicallyNormalized() }
         var seen: [PathKey: (size: Int64, sha256: String)] = [:]
+        var folders: Set<PathKey> = []
         var nameBytes = 0
         var written: Int64 = 0
         var index: PackIndex?
@@ -102,6 +103,19 @@ public enum PackReader {
                     let relative = try entryPath(header, archive: archive)
                     guard seen[PathKey(relative)] == nil else {
                         throw rule(archive, "holds \(header.name) twice")
+                    }
+                    // A path that is a file and a folder at once cannot be installed: say so, not "cannot create".
+                    guard !folders.contains(PathKey(relative)) else {
+                        throw rule(archive, "holds \(relative) as a file and as a folder")
+                    }
+                    var ancestor = Substring(relative).utf8
+                    while let slash = ancestor.lastIndex(of: UInt8(ascii: "/")) {
+                        ancestor = ancestor[..<slash]
+                        let key = PathKey(String(Substring(ancestor)))
+                        if seen[key] != nil {
+                            throw rule(archive, "holds \(key.path) as a file and as a folder")
+                        }
+                        folders.insert(key)
                     }
                     nameBytes += relative.utf8.count
                     // Compared without adding: a declared size near Int64.max cannot overflow.

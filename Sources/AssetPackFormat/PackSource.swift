@@ -192,6 +192,22 @@ public struct PackSource: Sendable, Hashable {
                 fix: "point the selectors at files or folders that hold files"
             )
         }
+        // A path cannot be a file and a folder at once: no file system could install such a pack.
+        for path in chosen.keys.map(\.path).sorted() {
+            var folder = Substring(path).utf8
+            while let slash = folder.lastIndex(of: UInt8(ascii: "/")) {
+                folder = folder[..<slash]
+                let prefix = String(Substring(folder))
+                guard let clash = chosen[PathKey(prefix)] else { continue }
+                throw AssetPackFormatError.manifest(
+                    file,
+                    key: collector.chosenBy[PathKey(prefix)] ?? "fileSelectors",
+                    "places \(clash.relative) at \"\(prefix)\", a path that is also a folder of the pack (it holds "
+                        + "\"\(path)\"); no file system can install both",
+                    fix: "give the file another destination, or exclude one of them"
+                )
+            }
+        }
         let files = chosen.map { path, found in PackFile(path: path.path, source: found.real, stat: found.stat) }
             .sorted { PathKey($0.path) < PathKey($1.path) }
         warnings.append(contentsOf: normalizationTwins(files.map(\.path), file: file))

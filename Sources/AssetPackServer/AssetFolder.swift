@@ -103,10 +103,10 @@ public struct AssetFolder: Sendable {
         }
         sources.sort { $0.manifest.assetPackID < $1.manifest.assetPackID }
         for source in sources { warnings.append(contentsOf: source.warnings) }
-        warnings.append(contentsOf: Self.collisions(sources))  // also among manifestProblems, below
         let collisions = Self.collisions(sources)
+        warnings.append(contentsOf: collisions.map { "\($0). \(Self.collisionFix)" })
         manifestProblems += collisions.map {
-            ManifestProblem(file: root.string, key: "(folder)", severity: .warning, message: $0, fix: nil)
+            ManifestProblem(file: root.string, key: "(folder)", severity: .warning, message: $0, fix: Self.collisionFix)
         }
         return Scan(
             sources: sources,
@@ -127,20 +127,29 @@ public struct AssetFolder: Sendable {
         }
     }
 
-    /// Warnings for paths that more than one pack holds: they collide in the merged namespace.
+    static let collisionFix = "Keep each path in one pack (or in localized packs of different languages)"
+
+    /// Warnings for paths that more than one pack of one language holds: they collide in the merged
+    /// namespace. Localized packs of different languages never meet on a device, and a localized pack
+    /// overrides an unlocalized one by design: neither collides.
     static func collisions(_ sources: [PackSource]) -> [String] {
         // Keyed by String on purpose: two spellings of one name collide on Apple's file systems too. A pack
         // holding both spellings is its own warning (PackSource), not a collision between packs.
-        var packsByPath: [String: [String]] = [:]
+        var packsByPath: [String: [(id: String, language: String?)]] = [:]
         for source in sources {
-            for file in source.files where packsByPath[file.path]?.last != source.manifest.assetPackID {
-                packsByPath[file.path, default: []].append(source.manifest.assetPackID)
+            let id = source.manifest.assetPackID
+            let language = source.manifest.language.flatMap { try? LanguageTag(parsing: $0).maximized.description }
+            for file in source.files where packsByPath[file.path]?.last?.id != id {
+                packsByPath[file.path, default: []].append((id, language))
             }
         }
-        return packsByPath.filter { $0.value.count > 1 }.keys.sorted().map { path in
-            let packs = packsByPath[path, default: []].joined(separator: ", ")
+        return packsByPath.keys.sorted().compactMap { path in
+            let holders = packsByPath[path, default: []]
+            let byLanguage = Dictionary(grouping: holders, by: \.language).values
+            guard let clash = byLanguage.filter({ $0.count > 1 }).max(by: { $0.count < $1.count }) else { return nil }
+            let packs = clash.map(\.id).joined(separator: ", ")
             return "\(path) is in packs \(packs): it collides in the merged namespace on the device, where one "
-                + "pack's copy hides the other's. Keep each path in one pack"
+                + "pack's copy hides the other's"
         }
     }
 }

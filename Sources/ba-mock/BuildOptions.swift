@@ -1,5 +1,6 @@
 import ArgumentParser
 import AssetPackFormat
+import Foundation
 import SystemPackage
 
 extension PackCompression: ExpressibleByArgument {}
@@ -40,4 +41,13 @@ extension FilePath: @retroactive ExpressibleByArgument {
     }
 
     public var defaultValueDescription: String { string }
+}
+
+/// Refuses a `--base-url` that a client could not fetch from (a manifest listing it would fail every
+/// download, or crash a client that trusts it).
+func checkBaseURL(_ text: String) throws {
+    guard let url = URL(string: text) else { throw ValidationError("--base-url \(text) does not parse as a URL") }
+    if let problem = DownloadManifest.fetchProblem(with: url) {
+        throw ValidationError("--base-url \(text) \(problem); give e.g. http://127.0.0.1:8443")
+    }
 }

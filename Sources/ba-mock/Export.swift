@@ -35,6 +35,10 @@ struct Export: AsyncParsableCommand {
 
     @OptionGroup var build: BuildOptions
 
+    func validate() throws {
+        if let baseURL { try checkBaseURL(baseURL) }
+    }
+
     func run() async throws {
         let catalog = try PackCatalog(
             folder: AssetFolder(root: folder),

@@ -109,6 +109,7 @@ struct Serve: AsyncParsableCommand {
         }
         guard keepArchives >= 1 else { throw ValidationError("--keep-archives must be 1 or more") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
+        if let baseURL { try checkBaseURL(baseURL) }
         for (value, option, positive) in [
             (watchInterval, "--watch-interval", false), (sendTimeout, "--send-timeout", true),
             (shutdownGrace, "--shutdown-grace", false),

@@ -22,7 +22,7 @@ struct Cat: AsyncParsableCommand {
     var pack: String?
 
     func run() throws {
-        try app.read { reader in
+        try app.read(bytesOnStdout: true) { reader in
             let data = try reader.contents(at: FilePath(path), searchingInAssetPackWithID: pack)
             try data.withUnsafeBytes { _ = try FileDescriptor.standardOutput.writeAll($0) }
         }

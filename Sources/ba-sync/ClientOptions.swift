@@ -43,24 +43,28 @@ struct AppGroupOptions: ParsableArguments {
             }
         }
         guard CollisionRule(parsing: collisions) != nil else {
-            throw ValidationError("--collisions \(collisions) is not first, fail, shuffle or shuffle=SEED (a number)")
+            throw ValidationError(
+                "--collisions \(collisions) is not first, fail, shuffle or shuffle=SEED (SEED a whole number from 0 to \(UInt64.max))"
+            )
         }
     }
 
     /// The language given, or the environment's.
     var resolvedLanguage: LanguageTag { (try? LanguageTag.resolve(language)) ?? .preferred() }
 
-    /// The collision rule given; a random shuffle seed is drawn once and shown, so that the run can be replayed.
-    var collisionRule: CollisionRule {
-        let rule = CollisionRule(parsing: collisions) ?? .first
-        if case .shuffle(let seed) = rule, !collisions.contains("=") {
-            if json {
-                Console.json(["event": "collisions", "rule": "shuffle", "seed": seed])
-            } else {
-                Console.err("collisions: shuffle with seed \(seed) (replay with --collisions shuffle=\(seed))")
-            }
+    /// The collision rule given (a random shuffle seed is drawn here, once).
+    var collisionRule: CollisionRule { CollisionRule(parsing: collisions) ?? .first }
+
+    /// Says which seed a random shuffle drew, so that the run can be replayed: a JSON line (the seed as a
+    /// string: it does not fit a double) or, when stdout carries a file's bytes or without --json, a line
+    /// on stderr.
+    func announce(_ rule: CollisionRule, bytesOnStdout: Bool) {
+        guard case .shuffle(let seed) = rule, !collisions.contains("=") else { return }
+        if json && !bytesOnStdout {
+            Console.json(["event": "collisions", "rule": "shuffle", "seed": String(seed)])
+        } else {
+            Console.err("collisions: shuffle with seed \(seed) (replay with --collisions shuffle=\(seed))")
         }
-        return rule
     }
 
     var appGroupPath: FilePath {
@@ -74,12 +78,15 @@ struct AppGroupOptions: ParsableArguments {
     }
 
     /// Runs an offline command: reads of the app group only, no server, no lock.
-    func read(_ body: (AssetPackReader) throws -> Void) throws {
+    /// - Parameter bytesOnStdout: Whether stdout carries a file's bytes (`cat`): nothing else goes there.
+    func read(bytesOnStdout: Bool = false, _ body: (AssetPackReader) throws -> Void) throws {
+        let rule = collisionRule
         let reader = AssetPackReader(  // a usage error is printed by main
             appGroup: try appGroupPath,
             language: resolvedLanguage,
-            collisions: collisionRule
+            collisions: rule
         )
+        announce(rule, bytesOnStdout: bytesOnStdout)
         do {
             try body(reader)
         } catch {
@@ -120,7 +127,10 @@ struct ServerOptions: ParsableArguments {
         if let problem = secondsProblem(timeout, option: "--timeout", positive: true) { throw ValidationError(problem) }
         if let platform, !PackagingManifest.knownPlatforms.contains(platform) {
             let known = PackagingManifest.knownPlatforms.joined(separator: ", ")
-            let near = PackagingManifest.knownPlatforms.first { $0.lowercased() == platform.lowercased() }
+            let near =
+                platform.lowercased() == "ipados"
+                ? "iOS (it covers iPadOS)"
+                : PackagingManifest.knownPlatforms.first { $0.lowercased() == platform.lowercased() }
             throw ValidationError(
                 "--platform \(platform) is not one of \(known)" + (near.map { "; did you mean \($0)?" } ?? "")
             )
@@ -136,11 +146,9 @@ struct ServerOptions: ParsableArguments {
             guard let value = server ?? ProcessInfo.processInfo.environment["BA_SYNC_SERVER"], !value.isEmpty else {
                 return nil
             }
-            guard var url = URL(string: value), let scheme = url.scheme?.lowercased(),
-                scheme == "http" || scheme == "https",
-                url.host != nil
-            else {
-                throw ValidationError("--server \(value) is not an http:// or https:// URL, e.g. http://127.0.0.1:8443")
+            guard var url = URL(string: value), DownloadManifest.fetchProblem(with: url) == nil else {
+                let problem = URL(string: value).flatMap(DownloadManifest.fetchProblem(with:)) ?? "does not parse"
+                throw ValidationError("--server \(value) \(problem); give e.g. http://127.0.0.1:8443")
             }
             // The manifest's own URL (as `ba-mock serve` prints it) names the server as well.
             if url.lastPathComponent == "manifest" { url.deleteLastPathComponent() }

@@ -1,4 +1,3 @@
-import AssetPackClient
 import AssetPackFormat
 import AssetPackServer
 import Foundation
@@ -6,6 +5,8 @@ import NIOHTTP1
 import SystemPackage
 import TestSupport
 import Testing
+
+@testable import AssetPackClient
 
 /// What Apple's OS 27 client does that ours must match, or differ from by a documented choice: localized
 /// packs and the resolved language, platforms, the collision rule, `url(for:)`, `checkForUpdates()`,
@@ -19,6 +20,7 @@ struct AppleParityTests {
         try scratch.write("Voices/default/hello.txt", "hello (default)")
         try scratch.write("Voices/default/only-default.txt", "every language")
         try scratch.write("Voices/fr/hello.txt", "bonjour")
+        try scratch.write("Voices/fr/merci.txt", "merci")
         try scratch.write("Voices/en/hello.txt", "hello")
         let prefetch = #"{"prefetch": {"installationEventTypes": ["firstInstallation"]}}"#
         try scratch.write(
@@ -94,6 +96,20 @@ struct AppleParityTests {
             try fd.close()
             #expect(text(Data(buffer[..<count])) == "bonjour")
 
+            // A file only a pack of another language holds: not seen, not listed, and the error says where it is.
+            let english = AssetPackReader(appGroup: scratch.root.appending("AppGroup"), language: en)
+            #expect(try english.paths().contains("Voices/merci.txt") == false)
+            #expect(try manager.reader.paths().contains("Voices/merci.txt"))
+            let elsewhere = #expect(throws: AssetPackClientError.self) { try english.contents(at: "Voices/merci.txt") }
+            #expect(elsewhere?.code == .fileNotFound)
+            #expect(
+                elsewhere?.message.contains(
+                    "only in localized packs of other languages: VoicesFR (fr); this read is for en"
+                )
+                    == true,
+                "\(elsewhere?.message ?? "")"
+            )
+
             // Switching to English: its pack comes, the French one goes, reads follow.
             try manager.setResolvedLanguage("en")
             let switched = try await manager.reconcilePreferredLanguages()
@@ -123,6 +139,25 @@ struct AppleParityTests {
         }
     }
 
+    @Test(arguments: ["//127.0.0.1:99999/assets/P", "http://127.0.0.1:65536/P", "http:///P"])
+    func aPackURLNoClientCouldFetchIsABadManifestNotACrash(_ url: String) throws {
+        let entry = DownloadManifest.Entry(
+            id: "P",
+            url: url,
+            version: 1,
+            downloadSize: 10,
+            downloadPolicy: .onDemand,
+            sha256: nil,
+            installSize: nil,
+            fileCount: nil,
+            compression: nil
+        )
+        let error = #expect(throws: AssetPackClientError.self) {
+            try AssetPack(entry, manifestURL: URL(string: "http://127.0.0.1:8443/manifest")!)
+        }
+        #expect(error?.code == .badManifest)
+    }
+
     @Test func packsForAnotherPlatformAreInvisible() async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
@@ -140,11 +175,21 @@ struct AppleParityTests {
                 try await manager.assetPack(withID: "Textures")
             }
             #expect(notHere?.code == .assetPackNotFound)
+            #expect(
+                notHere?.message.contains("pack Textures is for visionOS, not macos") == true,
+                "\(notHere?.message ?? "")"
+            )
             let everyPlatform = try AssetPackManager(
                 server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("B")
+                appGroup: scratch.root.appending("AppGroup")
             )
             #expect(try await everyPlatform.manifest.assetPacks.count == 3)
+            // A pack installed for another platform is not obsolete to this one: nothing is removed.
+            try await everyPlatform.ensureLocalAvailability(of: try await everyPlatform.assetPack(withID: "Textures"))
+            #expect(try await manager.checkForUpdatesAndWait().removedIDs.isEmpty)
+            #expect(manager.assetPackIsAvailableLocally(withID: "Textures"))
+            let textures = try #require(try await manager.statusOfAllAssetPacks().first { $0.id == "Textures" })
+            #expect(!textures.status.contains(.obsolete))
         }
     }
 

@@ -29,6 +29,8 @@ struct DownloadManifestTests {
         (#"{"assetPacks": [\#(entry(id: #"a\u0007b"#))]}"#, "control character"),
         (#"{"assetPacks": [\#(entry(url: "file:///etc/passwd"))]}"#, "file: URL"),
         (#"{"assetPacks": [\#(entry(url: "ftp://x/y"))]}"#, "ftp: URL"),
+        (#"{"assetPacks": [\#(entry(url: "http://127.0.0.1:99999/x"))]}"#, "port 99999, outside 1 to 65535"),
+        (#"{"assetPacks": [\#(entry(url: "http:///x"))]}"#, "names no host"),
         (#"{"assetPacks": [\#(entry(size: "-1"))]}"#, "impossible size"),
         (#"{"assetPacks": [\#(entry(size: "9223372036854775807"))]}"#, "impossible size"),
         (#"{"assetPacks": [\#(entry(sha: "xyz"))]}"#, "64 hex digits"),

@@ -106,7 +106,54 @@ struct PackReaderHostileTests {
             },
             expected: "more than its declared install size"
         ),
+        Case(
+            name: "index totals that lie",
+            entries: {
+                [.init("Contents/a.txt", .file(ok)), .init("Index.json", .file(lying(#""fileCount":1000000000000"#)))]
+            },
+            expected: "claims 1000000000000 files but lists 1"
+        ),
+        Case(
+            name: "install size that lies",
+            entries: {
+                [
+                    .init("Contents/a.txt", .file(ok)),
+                    .init("Index.json", .file(lying(#""installSize":1000000000000000000"#))),
+                ]
+            },
+            expected: "claims 1000000000000000000 bytes"
+        ),
+        Case(
+            name: "language that is not a tag",
+            entries: {
+                [.init("Contents/a.txt", .file(ok)), .init("Index.json", .file(lying(#""language":"fr-FR-x-evil""#)))]
+            },
+            expected: "which is not a BCP-47 tag"
+        ),
+        Case(
+            name: "a file that is also a folder",
+            entries: {
+                [
+                    .init("Contents/a", .file(ok)),
+                    .init("Contents/a/b", .file(ok)),
+                    .init("Index.json", .file(ArchiveFixture.index([("a", ok), ("a/b", ok)]))),
+                ]
+            },
+            expected: "holds a as a file and as a folder"
+        ),
     ]
+
+    /// The index of one file `a.txt` holding `ok`, with `override` replacing or adding a top-level key.
+    static func lying(_ override: String) -> Data {
+        var text = String(decoding: ArchiveFixture.index([("a.txt", ok)]), as: UTF8.self)
+        let key = String(override.prefix { $0 != ":" })
+        if let range = text.range(of: key + #":[^,]*"#, options: .regularExpression) {
+            text.replaceSubrange(range, with: override)
+        } else {
+            text.insert(contentsOf: override + ",", at: text.index(after: text.startIndex))
+        }
+        return Data(text.utf8)
+    }
 
     @Test(arguments: cases)
     func extractionRefuses(_ hostile: Case) throws {

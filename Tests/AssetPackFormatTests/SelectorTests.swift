@@ -112,6 +112,24 @@ struct SelectorTests {
         #expect(twice.files.map(\.path) == ["Art/Logo.png"])
     }
 
+    @Test func aPathThatIsBothAFileAndAFolderIsAnError() throws {
+        let scratch = try Scratch()
+        try makeTree(scratch)
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try resolve(
+                scratch,
+                #"{"fileSource": "Art/Logo.png", "fileDestination": "Levels/World1"}, {"directory": "Levels"}"#
+            )
+        }
+        #expect(error?.code == .invalidManifest)
+        #expect(
+            error?.message.contains(
+                "fileSelectors[0].fileSource: places Art/Logo.png at \"Levels/World1\", a path that is also a folder of the pack (it holds \"Levels/World1/b.json\")"
+            ) == true,
+            "\(error?.message ?? "")"
+        )
+    }
+
     @Test func aSourceRootIsRelativeToTheManifestAndStaysInsideTheServedFolder() throws {
         let scratch = try Scratch()
         try makeTree(scratch, under: "Project/Content")

@@ -181,14 +181,22 @@ struct CatalogTests {
             #"{"assetPackID": "Overlap", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"file": "Videos/Intro.m4v"}], "platforms": ["iOS"]}"#
         )
         try scratch.write("Bad.json", #"{"assetPackID": "Bad"}"#)
+        // A localized pack holding the same path is the localized pattern, not a collision.
+        try scratch.write(
+            "French.json",
+            #"{"assetPackID": "French", "language": "fr", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"file": "Videos/Intro.m4v"}], "platforms": ["iOS"]}"#
+        )
         let scan = try AssetFolder(root: scratch.root).scan()
         // Copy.json sorts first, so it keeps the ID "Levels" and Levels.json is the duplicate.
-        #expect(scan.sources.map(\.manifest.assetPackID) == ["Levels", "Overlap", "Textures", "Tutorial"])
-        #expect(scan.sources.first?.manifestFile.hasSuffix("Copy.json") == true)
+        #expect(scan.sources.map(\.manifest.assetPackID) == ["French", "Levels", "Overlap", "Textures", "Tutorial"])
+        #expect(scan.sources.first { $0.manifest.assetPackID == "Levels" }?.manifestFile.hasSuffix("Copy.json") == true)
         let duplicate = try #require(scan.problems.first { $0.code == .duplicatePackID })
         #expect(duplicate.message.contains("Levels.json") && duplicate.message.contains("Copy.json"))
         #expect(scan.problems.contains { $0.message.contains("Bad.json: downloadPolicy: is missing") })
-        #expect(scan.warnings.contains { $0.hasPrefix("Videos/Intro.m4v is in packs Overlap, Tutorial") })
+        #expect(scan.warnings.contains { $0.hasPrefix("Videos/Intro.m4v is in packs Overlap, Tutorial:") })
+        let collision = try #require(scan.manifestProblems.first { $0.message.contains("collides") })
+        #expect(collision.fix?.contains("Keep each path in one pack") == true)
+        #expect(!scan.warnings.contains { $0.contains("French") })
     }
 
     @Test func missingOrEmptyFolderSaysWhatToDo() throws {

@@ -218,6 +218,31 @@ struct AppleParityEndToEndTests {
         let replay = try cat("shuffle=\(seedText)")
         #expect(replay.stdout == shuffled.stdout)
         #expect(!replay.stderr.contains("seed"))
+        // With --json, cat's stdout is still the file's bytes alone; url gives the seed as a string (a JSON
+        // number would round a 64-bit seed).
+        let jsonCat = try runTool(
+            sync,
+            [
+                "cat", "Voices/hello.txt", "--json", "--language", "de", "--collisions", "shuffle=\(seedText)",
+                "--app-group", appGroup.string,
+            ]
+        )
+        #expect(jsonCat.stdout == shuffled.stdout)
+        let jsonRandomCat = try runTool(
+            sync,
+            [
+                "cat", "Voices/hello.txt", "--json", "--language", "de", "--collisions", "shuffle", "--app-group",
+                appGroup.string,
+            ]
+        )
+        #expect(["hello (default)", "another intro"].contains(jsonRandomCat.stdout), "\(jsonRandomCat.stdout)")
+        let jsonURL = try runTool(
+            sync,
+            ["url", "Voices/hello.txt", "--json", "--collisions", "shuffle", "--app-group", appGroup.string]
+        )
+        let seedLine = try #require(jsonLines(jsonURL.stdout).first)
+        #expect(seedLine["event"] as? String == "collisions")
+        #expect(UInt64(try #require(seedLine["seed"] as? String)) != nil)
         let winners = Set(try (0..<16).map { try cat("shuffle=\($0)").stdout })
         #expect(winners == ["hello (default)", "another intro"])
     }
