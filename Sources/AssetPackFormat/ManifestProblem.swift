@@ -1,0 +1,94 @@
+import Foundation
+
+/// A problem a manifest has, with where it is and what to do: what `ba-mock validate` lists.
+public struct ManifestProblem: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// An error stops the pack from being built; a warning does not.
+    public enum Severity: String, Sendable, Hashable, Codable {
+        case error, warning
+    }
+
+    /// The manifest file.
+    public var file: String
+    /// The key, e.g. `fileSelectors[2].filePattern`; `(top level)` or `(file)` for the document itself.
+    public var key: String
+    public var severity: Severity
+    /// What is wrong, e.g. `is missing`.
+    public var message: String
+    /// What to do about it.
+    public var fix: String?
+    /// The error code this problem maps to, when it is an error.
+    var code: AssetPackFormatError.Code = .invalidManifest
+
+    enum CodingKeys: String, CodingKey {
+        case file, key, severity, message, fix
+    }
+
+    /// Creates a problem.
+    public init(file: String, key: String, severity: Severity, message: String, fix: String?) {
+        self.file = file
+        self.key = key
+        self.severity = severity
+        self.message = message
+        self.fix = fix
+    }
+
+    /// `FILE: KEY: MESSAGE. Fix: FIX`, as every message of this tool reads.
+    public var description: String {
+        "\(file): \(key): \(message)" + (fix.map { ". Fix: \($0)" } ?? "")
+    }
+
+    static func error(
+        _ file: String,
+        _ key: String,
+        _ message: String,
+        fix: String?,
+        code: AssetPackFormatError.Code = .invalidManifest
+    ) -> Self {
+        var problem = Self(file: file, key: key, severity: .error, message: message, fix: fix)
+        problem.code = code
+        return problem
+    }
+
+    static func error(
+        _ file: String,
+        key: String,
+        _ message: String,
+        fix: String?,
+        code: AssetPackFormatError.Code = .invalidManifest
+    ) -> Self {
+        error(file, key, message, fix: fix, code: code)
+    }
+
+    static func warning(_ file: String, _ key: String, _ message: String, fix: String? = nil) -> Self {
+        Self(file: file, key: key, severity: .warning, message: message, fix: fix)
+    }
+
+    /// The problem as an error to throw.
+    var asError: AssetPackFormatError {
+        AssetPackFormatError(code: code, message: description)
+    }
+}
+
+/// A manifest read from a file, with the warnings its validation raised.
+public struct ParsedManifest: Sendable, Hashable {
+    /// The validated manifest.
+    public var manifest: PackagingManifest
+    /// Where it was read from, as given (used in every message about it).
+    public var file: String
+    /// Things that are allowed here but would fail or surprise elsewhere (App Store Connect, the
+    /// merged namespace on the device).
+    public var problems: [ManifestProblem]
+
+    /// The warnings, as lines to print.
+    public var warnings: [String] { problems.map(\.description) }
+}
+
+/// What checking a manifest found: the manifest when it has no error, and every problem.
+public struct ManifestCheck: Sendable, Hashable {
+    /// The manifest, when it has no error.
+    public var parsed: ParsedManifest?
+    /// Every error and warning, in the order of the keys.
+    public var problems: [ManifestProblem]
+}
+
+extension ManifestProblem: Error {}

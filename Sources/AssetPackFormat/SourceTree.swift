@@ -1,0 +1,194 @@
+import Foundation
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An asset folder seen from the file system: resolves selector paths through every component, refuses
+/// anything that leads outside the folder, and walks folders for `directory` selectors.
+struct SourceTree {
+    /// The asset folder's real path (symlinks resolved).
+    let rootReal: String
+
+    init(root: FilePath) throws {
+        rootReal = try Self.realPath(root, orThrow: "asset folder")
+    }
+
+    enum Kind {
+        case regular(stat)
+        case directory
+    }
+
+    /// What a relative path resolves to: its real path (inside the folder) and kind.
+    func resolve(_ relative: String, file: String, key: String) throws -> (real: String, kind: Kind) {
+        let path = rootReal + "/" + relative
+        guard Self.lstatInfo(path) != nil else {
+            throw AssetPackFormatError(
+                code: .notFound,
+                message:
+                    "\(file): \(key): \"\(relative)\" does not exist in \(rootReal), the folder selector paths are "
+                    + "relative to (the asset folder for `ba-mock serve` and `export`; --root, else the current "
+                    + "folder, for `ba-mock package`). Fix: check spelling and case, or the folder"
+            )
+        }
+        let real = try inside(path, file: file, key: key)
+        return (real, try kind(of: real, shownAs: path, file: file, key: key))
+    }
+
+    /// The real path of `path` (every component resolved), which must be inside the asset folder.
+    private func inside(_ path: String, file: String, key: String) throws -> String {
+        guard let real = try? Self.realPath(FilePath(path), orThrow: "path") else {
+            throw AssetPackFormatError(
+                code: .notFound,
+                message: "\(file): \(key): \(path) is a broken symlink, or leads through one"
+            )
+        }
+        guard real.hasBytePrefix(rootReal + "/") || real.utf8.elementsEqual(rootReal.utf8) else {
+            throw AssetPackFormatError(
+                code: .unsafePath,
+                message:
+                    "\(file): \(key): \(path) leads through a symlink to \(real), outside the asset folder "
+                    + "\(rootReal). Fix: copy the file into the asset folder instead of linking to it"
+            )
+        }
+        return real
+    }
+
+    private func kind(of real: String, shownAs path: String, file: String, key: String) throws -> Kind {
+        guard let info = Self.lstatInfo(real) else {
+            throw AssetPackFormatError(code: .notFound, message: "\(file): \(key): \(path) vanished")
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return .regular(info)
+        case S_IFDIR: return .directory
+        default:
+            throw AssetPackFormatError.manifest(
+                file,
+                key: key,
+                "\(path) is not a regular file or folder (a device, FIFO or socket)",
+                fix: "remove it from the asset folder or from the selector"
+            )
+        }
+    }
+
+    /// A file found in the source root: its path there, its real path, and its `stat`.
+    struct Found {
+        var relative: String
+        var real: String
+        var stat: stat
+    }
+
+    /// What a walk found.
+    struct Walk {
+        var files: [Found] = []
+        var warnings: [String] = []
+    }
+
+    /// Lists the files below the folder at `real` (a real path inside the asset folder), in byte order.
+    /// A symlink is read through when it leads to a file inside the folder; a symlink to a folder is refused
+    /// (packs do not follow them), and so is one that leads outside.
+    func walk(_ real: String, relative: String, file: String, key: String, into found: inout Walk) throws {
+        for name in try Self.names(in: real, file: file, key: key) {
+            let path = real + "/" + name
+            let childRelative = relative.isEmpty ? name : relative + "/" + name
+            if childRelative.utf8.elementsEqual(PackPath.stateFolderName.utf8) { continue }
+            guard let info = Self.lstatInfo(path) else { continue }  // removed while listing
+            if name == ".DS_Store" {
+                found.warnings.append(
+                    "\(file): \(key): \(childRelative) is a Finder file; it is packed like any other. Fix: delete it"
+                )
+            }
+            if name == ".git" && info.st_mode & S_IFMT == S_IFDIR {
+                found.warnings.append(
+                    "\(file): \(key): \(childRelative)/ is a git folder; all of it is packed. Fix: select the "
+                        + "content folders only"
+                )
+            }
+            var target = path
+            if info.st_mode & S_IFMT == S_IFLNK {
+                target = try inside(path, file: file, key: key)
+                if case .directory = try kind(of: target, shownAs: path, file: file, key: key) {
+                    throw AssetPackFormatError(
+                        code: .unsafePath,
+                        message:
+                            "\(file): \(key): \(path) is a symlink to a folder, which packs do not follow. "
+                            + "Fix: name the folder it points to in a selector instead"
+                    )
+                }
+            }
+            switch try kind(of: target, shownAs: path, file: file, key: key) {
+            case .regular(let stat):
+                found.files.append(Found(relative: childRelative, real: target, stat: stat))
+            case .directory:
+                try walk(target, relative: childRelative, file: file, key: key, into: &found)
+            }
+        }
+    }
+
+    /// The names in a folder, in byte order; a name that is not UTF-8 is refused (packs store UTF-8 names).
+    private static func names(in folder: String, file: String, key: String) throws -> [String] {
+        guard let dir = opendir(folder) else {
+            throw AssetPackFormatError.io("list folder", FilePath(folder), Errno(rawValue: errno))
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = try withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
+                let bytes = Array(raw.prefix { $0 != 0 })
+                if bytes == [46] || bytes == [46, 46] { return nil }
+                guard let name = String(validating: bytes, as: UTF8.self) else {
+                    let shown = String(decoding: bytes, as: UTF8.self)
+                    throw AssetPackFormatError(
+                        code: .unsafePath,
+                        message:
+                            "\(file): \(key): \(folder)/\(shown) has a name that is not UTF-8 (bytes "
+                            + "\(bytes.map { String($0, radix: 16) }.joined(separator: " "))); packs store names as "
+                            + "UTF-8. Fix: rename it"
+                    )
+                }
+                if bytes.contains(UInt8(ascii: "\\")) {
+                    // Pack readers refuse it (it reads as a Windows separator); refuse it here, not on devices.
+                    throw AssetPackFormatError(
+                        code: .unsafePath,
+                        message:
+                            "\(file): \(key): \(folder)/\(name) has a backslash in its name, which pack archives do not "
+                            + "hold. Fix: rename it"
+                    )
+                }
+                return name
+            }
+            if let name { names.append(name) }
+        }
+        return names.sorted { PathKey($0) < PathKey($1) }
+    }
+
+    static func realPath(_ path: FilePath, orThrow what: String) throws -> String {
+        guard let resolved = realpath(path.string, nil) else {
+            throw AssetPackFormatError(
+                code: .notFound,
+                message: "\(what) \(path) does not exist",
+                cause: Errno(rawValue: errno)
+            )
+        }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    static func lstatInfo(_ path: String) -> stat? {
+        var info = stat()
+        return lstat(path, &info) == 0 ? info : nil
+    }
+}
+
+extension PackFile {
+    init(path: String, source: String, stat: stat) {
+        self.path = path
+        self.source = FilePath(source)
+        self.size = Int64(stat.st_size)
+        self.modified = Int64(stat.st_mtim.tv_sec) * 1_000_000_000 + Int64(stat.st_mtim.tv_nsec)
+        self.device = UInt64(stat.st_dev)
+        self.inode = UInt64(stat.st_ino)
+        self.changed = Int64(stat.st_ctim.tv_sec) * 1_000_000_000 + Int64(stat.st_ctim.tv_nsec)
+    }
+}
