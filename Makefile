@@ -9,9 +9,9 @@ FUZZ_ITERATIONS ?= 20000
 BENCH_ROUNDS ?= 3
 
 # Debian packages the build, the tests, the demo and the benchmarks need (bsdtar, wrk and GNU time are the
-# references and the meter of make bench, whose smoke run is part of make test; python3's http.server is the
-# plain static server a test installs an Apple-shaped manifest from).
-APT_PACKAGES := libarchive-dev pkg-config nginx curl libarchive-tools wrk time python3
+# references and the meter of make bench, whose smoke run is part of make test, rsync the reference of its
+# update step; python3's http.server is the plain static server a test installs an Apple-shaped manifest from).
+APT_PACKAGES := libarchive-dev pkg-config nginx curl libarchive-tools wrk time rsync python3
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path)

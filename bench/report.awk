@@ -46,6 +46,8 @@ function goal_of(step, set) {
     if (step == "lookup-p99") return "< 10"
     if (step == "contents-call-p99-warm") return "< 50"
     if (step ~ /^rss-/) return "< 65536"
+    if (step == "update-time") return "<= 1.5"
+    if (step == "update-bytes-vs-goal") return "<= 1.0"
     return ""
 }
 
@@ -114,5 +116,9 @@ END {
     print "ensure = ba-sync ensure vs curl | bsdtar -xf - && sync from the same nginx, wall seconds; read-* =" > md
     print "ba-sync bench vs bench/benchtool.c (mmap + sum, pread); hash-installed = ba-sync verify vs sha256sum;" > md
     print "lookup-p99 and contents-call-p99-warm = ba-sync bench percentiles; rss-* = peak RSS (VmHWM, time -v);" > md
+    print "update-* = ba-sync ensure --latest of a pack with 1% of its files changed, through the delta" > md
+    print "(update-time) and with --no-delta, vs rsync -a --delete from an rsync daemon && sync, wall seconds;" > md
+    print "update-bytes = the delta's size vs rsync's bytes received; update-bytes-vs-goal = the delta vs" > md
+    print "2 x the changed files compressed + 64 KiB;" > md
     print "sizeNk and filesN rows show how time grows with size and file count (one round)." > md
 }

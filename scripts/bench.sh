@@ -8,12 +8,14 @@
 # reference alternately (who goes first alternates too), --rounds times (default 3); the table shows
 # medians and ratios ours / reference and is written to OUT/results.md and OUT/results.json (default
 # OUT: bench/). --smoke: tiny data, one round, short durations (make test runs it so the script cannot rot).
-# --only: a comma-separated subset of pack,serve,ensure,reads,scaling (reads need ensure, which it implies).
+# --only: a comma-separated subset of pack,serve,ensure,reads,update,scaling (reads need ensure, which it
+# implies). update: a pack where 1% of the files changed, ensure --latest through a delta, and without one,
+# vs rsync of the extracted folder from an rsync daemon on 127.0.0.1.
 set -euo pipefail
 
 smoke=0
 rounds=3
-only=pack,serve,ensure,reads,scaling
+only=pack,serve,ensure,reads,update,scaling
 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -35,7 +37,7 @@ sync="$bin/ba-sync"
 for tool in "$mock" "$sync"; do
   [ -x "$tool" ] || { echo "bench.sh: $tool is missing: build first (make bench does)" >&2; exit 1; }
 done
-for tool in bsdtar curl nginx wrk /usr/bin/time sha256sum; do
+for tool in bsdtar curl nginx wrk rsync /usr/bin/time sha256sum; do
   command -v "$tool" >/dev/null || { echo "bench.sh: $tool is missing: run make deps" >&2; exit 1; }
 done
 cc=$(command -v cc || command -v clang || true)
@@ -71,6 +73,7 @@ if [ $smoke = 1 ]; then
   mixed_big=2 mixed_min=$((1 << 20)) mixed_max=$((2 << 20)) mixed_small=100
   scale_sizes="65536 262144 1048576"
   scale_counts="10 100 1000"
+  update_count=100 update_size=$((16 << 10)) update_changed=1
   read_seconds=0.2 wrk_seconds=1
 else
   big_count=4 big_size=$((256 << 20))
@@ -78,6 +81,7 @@ else
   mixed_big=3 mixed_min=$((20 << 20)) mixed_max=$((100 << 20)) mixed_small=3000
   scale_sizes="$((64 << 20)) $((256 << 20)) $((1 << 30))"
   scale_counts="1000 10000 100000"
+  update_count=1024 update_size=$((1 << 20)) update_changed=10
   read_seconds=1 wrk_seconds=2
 fi
 
@@ -328,6 +332,83 @@ for r in $(seq 1 "$rounds"); do
     record "hash-installed" "big" "$who" "$(mbps "$((big_count * big_size))" "$seconds")" "MB/s"
   done
 done
+fi
+
+# --- update ------------------------------------------------------------------------------------------------
+# A pack of update_count files, 1% of them changed: ba-sync ensure --latest through the delta export wrote,
+# and with --no-delta, vs rsync -a --delete of the extracted folder from an rsync daemon (the tool a user
+# would otherwise script), each into a copy of the same installed version 1, then sync.
+if want update; then
+log "update: $update_count files of $update_size bytes, $update_changed changed"
+set=update
+"$tool" random "$work/sets/$set/files" "$update_count" "$update_size"
+manifest "$set"
+export_set "$set"
+"$sync" --server "$nginx_url/$set" --app-group "$work/update-v1-app" ensure "$set" 2>/dev/null
+cp -a "$work/sets/$set/files" "$work/update-v1-files"
+sleep 1.1  # a change in the second of the copy would keep the file's time: rsync's quick check would skip it
+changed=$(find "$work/sets/$set/files" -type f | sort | head -n "$update_changed")
+for file in $changed; do head -c "$update_size" /dev/urandom >"$file"; done
+export_set "$set"
+# shellcheck disable=SC2046  # one argument per changed file
+changed_compressed=$(cd "$work/sets/$set" && bsdtar --zstd --options zstd:compression-level=3 -cf - \
+  $(for file in $changed; do echo "${file#"$work/sets/$set/"}"; done) | wc -c)
+# The first downloadSize after "deltas" in the manifest is the delta's.
+delta_bytes=$(tr -d ' \n' <"$work/www/$set/manifest" | grep -o '"deltas":\[{[^]]*' | grep -o '"downloadSize":[0-9]*' \
+  | head -n 1 | cut -d: -f2)
+[ -n "$delta_bytes" ] || { echo "bench.sh: the export of $set lists no delta" >&2; exit 1; }
+full_bytes=$(stat -c %s "$work/www/$set/assets/$set")
+rsync_port=$(free_port)
+cat >"$work/rsyncd.conf" <<EOF
+use chroot = no
+uid = root
+gid = root
+pid file = $work/rsyncd.pid
+[v2]
+path = $work/sets/$set/files
+read only = yes
+EOF
+rsync --daemon --no-detach --config="$work/rsyncd.conf" --port="$rsync_port" --address=127.0.0.1 &
+rsync_pid=$!
+pids+=("$rsync_pid")
+for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$rsync_port") 2>/dev/null && break; sleep 0.1; done
+for r in $(seq 1 "$rounds"); do
+  for who in $( [ $((r % 2)) = 1 ] && echo "delta full rsync" || echo "rsync full delta"); do
+    dir="$work/update-$who"
+    rm -rf "$dir"
+    if [ "$who" = rsync ]; then
+      cp -a "$work/update-v1-files" "$dir"
+      warm "$dir"
+      timed seconds rss bash -c 'rsync -a --delete --stats "$1" "$2/" >"$3" && sync' _ \
+        "rsync://127.0.0.1:$rsync_port/v2/" "$dir" "$work/rsync.stats"
+      received=$(awk -F': ' '/^Total bytes received/ { gsub(/,/, "", $2); print $2 + 0 }' "$work/rsync.stats")
+      for file in $changed; do
+        cmp -s "$file" "$dir/${file#"$work/sets/$set/files/"}" || { echo "bench.sh: rsync missed $file" >&2; exit 1; }
+      done
+      record "update-time" "$set" "ref" "$seconds" "s" "$rss"
+      record "update-time-no-delta" "$set" "ref" "$seconds" "s" "$rss"
+      record "update-bytes" "$set" "ref" "$received" "B"
+    else
+      cp -a "$work/update-v1-app" "$dir"
+      warm "$dir"
+      if [ "$who" = delta ]; then
+        timed seconds rss "$sync" --server "$nginx_url/$set" --app-group "$dir" ensure --latest "$set"
+        grep -q 'delta from v1' "$work/cmd.err" || { echo "bench.sh: the update did not use the delta" >&2; exit 1; }
+        record "update-time" "$set" "ours" "$seconds" "s" "$rss"
+        record "update-bytes" "$set" "ours" "$delta_bytes" "B"
+        record "update-bytes-vs-goal" "$set" "ours" "$delta_bytes" "B"
+        record "update-bytes-vs-goal" "$set" "ref" "$((2 * changed_compressed + 65536))" "B"
+      else
+        timed seconds rss "$sync" --server "$nginx_url/$set" --app-group "$dir" ensure --latest --no-delta "$set"
+        record "update-time-no-delta" "$set" "ours" "$seconds" "s" "$rss"
+        record "update-bytes-no-delta" "$set" "ours" "$full_bytes" "B"
+      fi
+    fi
+    rm -rf "$dir"
+  done
+done
+kill -TERM "$rsync_pid" 2>/dev/null || true; wait "$rsync_pid" 2>/dev/null || true
+rm -rf "$work/sets/$set" "$work/www/$set" "$work/update-v1-app" "$work/update-v1-files"
 fi
 
 # --- scaling ---------------------------------------------------------------------------------------------

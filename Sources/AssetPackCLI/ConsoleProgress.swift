@@ -23,6 +23,8 @@ public final class ConsoleProgress: Sendable {
     private let appGroup: String
     private let lines = Mutex<[String: Line]>([:])
     private let failed = Mutex<Set<String>>([])
+    /// Packs being updated through a delta, and from which version.
+    private let deltas = Mutex<[String: DeltaNotice]>([:])
     private let output: OutputQueue
 
     /// Creates a printer; it writes to standard error, except JSON lines, which go to standard output.
@@ -62,6 +64,30 @@ public final class ConsoleProgress: Sendable {
                 text: "\(pack.id): resuming at byte \(offset) of \(pack.downloadSize)",
                 extra: ["from": offset]
             )
+        case .delta(let pack, let notice):
+            deltas.withLock { $0[pack.id] = notice }
+            let files = notice.fileCount.map { "\($0) file\($0 == 1 ? "" : "s"), " } ?? ""
+            emit(
+                pack.id,
+                event: "delta",
+                text:
+                    "\(pack.id): delta from v\(notice.fromVersion): \(files)\(ByteFormat.string(notice.downloadSize)) "
+                    + "instead of \(ByteFormat.string(notice.fullSize))",
+                extra: [
+                    "fromVersion": notice.fromVersion, "fileCount": notice.fileCount ?? NSNull(),
+                    "downloadSize": notice.downloadSize, "fullSize": notice.fullSize,
+                ]
+            )
+        case .deltaFailed(let pack, let reason):
+            deltas.withLock { $0[pack.id] = nil }
+            lines.withLock { $0[pack.id] = nil }
+            if terminal && !json { err("\r\u{1B}[K") }
+            emit(
+                pack.id,
+                event: "deltaFailed",
+                text: "\(pack.id): the delta failed (\(reason)); downloading the whole pack",
+                extra: ["reason": reason]
+            )
         case .waitingForLock(let holder):
             let who = holder.map { "ba-sync (pid \($0))" } ?? "another ba-sync"
             let text = "waiting for \(who), which holds \(appGroup)/.ba-sync/lock"
@@ -84,8 +110,10 @@ public final class ConsoleProgress: Sendable {
                 lines[pack.id] = Line(started: .now, lastDrawn: .now - .seconds(1), lastPercent: -1)
                 return true
             }
-            // "began" also follows each pause; on a terminal the retry line has said what happens.
-            if fresh || json {
+            // "began" also follows each pause; on a terminal the retry line has said what happens. A delta's
+            // line said what it downloads.
+            let delta = deltas.withLock { $0[pack.id] } != nil
+            if (fresh && !delta) || json {
                 emit(
                     pack.id,
                     event: "began",
@@ -98,6 +126,7 @@ public final class ConsoleProgress: Sendable {
             draw(pack, progress)
         case .finished:
             lines.withLock { $0[pack.id] = nil }
+            deltas.withLock { $0[pack.id] = nil }
             if terminal && !json { err("\r\u{1B}[K") }
             emit(pack.id, event: "finished", text: "\(pack.id): installed version \(pack.version)")
         case .failed(_, let error):

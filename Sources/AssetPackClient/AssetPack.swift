@@ -8,18 +8,18 @@ public struct AssetPack: Sendable, Hashable, Identifiable, Codable {
     /// The version the server publishes.
     public let version: Int
     /// The archive's size in bytes.
-    public let downloadSize: Int64
+    public internal(set) var downloadSize: Int64
     /// When the system downloads it.
     public let downloadPolicy: DownloadPolicy
     /// The archive's SHA-256; `nil` when the manifest gives none (Apple's tools write none): the size is
     /// still checked, and every file against the pack's own index.
-    public let sha256: String?
+    public internal(set) var sha256: String?
     /// The bytes the files take once installed, when the manifest says.
     public let installSize: Int64?
     /// How many files it holds, when the manifest says.
     public let fileCount: Int?
     /// Where the archive is downloaded from.
-    public let url: URL
+    public internal(set) var url: URL
     /// The platforms it is for; `nil` for all.
     public let platforms: [String]?
     /// The language of a localized pack (a BCP-47 tag); `nil` for a pack every language uses (Apple's
@@ -27,6 +27,40 @@ public struct AssetPack: Sendable, Hashable, Identifiable, Codable {
     public let language: String?
     /// What the packaging manifest's `userInfo` held.
     public let userInfo: JSONValue?
+    /// Delta archives from earlier versions (ours; see ``PackDelta``): an update from one of them downloads
+    /// only the files that changed.
+    public internal(set) var deltas: [Delta]
+
+    /// A delta archive from an earlier version to this one.
+    public struct Delta: Sendable, Hashable, Codable {
+        /// The base version.
+        public let fromVersion: Int
+        /// The base version's archive digest.
+        public let fromSHA256: String
+        /// Where the delta is downloaded from.
+        public let url: URL
+        public let downloadSize: Int64
+        public let sha256: String
+        /// How many files it carries, when the manifest says.
+        public let fileCount: Int?
+    }
+
+    /// The delta that updates `installed` to this version, if the manifest lists one: its base must be the
+    /// installed version's very archive.
+    func delta(from installed: InstalledPack) -> Delta? {
+        guard let installedDigest = installed.sha256 else { return nil }
+        return deltas.first { $0.fromSHA256 == installedDigest && $0.fromVersion == installed.version }
+    }
+
+    /// The delta as a download: its URL, size and digest, this version's ID and number.
+    func download(of delta: Delta) -> AssetPack {
+        var pack = self
+        pack.url = delta.url
+        pack.downloadSize = delta.downloadSize
+        pack.sha256 = delta.sha256
+        pack.deltas = []
+        return pack
+    }
 
     /// Builds a pack from a manifest entry, resolving a relative URL against the manifest's own URL.
     init(_ entry: DownloadManifest.Entry, manifestURL: URL) throws {
@@ -55,6 +89,20 @@ public struct AssetPack: Sendable, Hashable, Identifiable, Codable {
         self.platforms = entry.platforms
         self.language = entry.language.flatMap { try? LanguageTag(parsing: $0).description }
         self.userInfo = entry.userInfo
+        // A delta that cannot be fetched is left out: the whole pack still can be.
+        self.deltas = (entry.deltas ?? []).compactMap { delta in
+            guard let url = URL(string: delta.url, relativeTo: manifestURL)?.absoluteURL,
+                DownloadManifest.fetchProblem(with: url) == nil
+            else { return nil }
+            return Delta(
+                fromVersion: delta.fromVersion,
+                fromSHA256: delta.fromSHA256,
+                url: url,
+                downloadSize: delta.downloadSize,
+                sha256: delta.sha256,
+                fileCount: delta.fileCount
+            )
+        }
     }
 
     /// Whether a device in `language` uses this pack: an unlocalized pack, or a localized one of that

@@ -135,15 +135,17 @@ extension AssetPackManager {
 
     private func downloadAndInstall(_ pack: AssetPack) async throws {
         let broadcaster = self.broadcaster
-        broadcaster.publish(.began(pack))
         let events = DownloadEvents(
+            began: { broadcaster.publish(.began(pack)) },
             progress: { broadcaster.publish(.downloading(pack, $0)) },
             paused: { retry in
                 broadcaster.publish(.retrying(pack, retry))
                 broadcaster.publish(.paused(pack))
                 broadcaster.publish(.began(pack))  // Apple's "began" also means "resumed after being paused"
             },
-            resuming: { broadcaster.publish(.resuming(pack, from: $0)) }
+            resuming: { broadcaster.publish(.resuming(pack, from: $0)) },
+            delta: { broadcaster.publish(.delta(pack, $0)) },
+            deltaFailed: { broadcaster.publish(.deltaFailed(pack, reason: $0)) }
         )
         do {
             _ = try await installer.install(pack, events: events)

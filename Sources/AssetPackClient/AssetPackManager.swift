@@ -68,6 +68,8 @@ public actor AssetPackManager {
     ///   - language: The resolved language for localized packs (a BCP-47 tag); `nil` takes the environment's
     ///     (`LC_ALL`, then `LANG`), else `en`.
     ///   - collisions: Which pack a path held by several packs is read from.
+    ///   - deltaUpdates: Update through a delta archive when the manifest lists one from the installed version
+    ///     (only the changed files are downloaded); `false` always downloads whole packs.
     ///   - onLockWait: Called with the holder's PID when another process holds the app group.
     /// - Throws: ``AssetPackClientError`` with code `.io` when `appGroup` exists and is not a folder.
     public init(
@@ -84,6 +86,7 @@ public actor AssetPackManager {
         platform: String? = nil,
         language: String? = nil,
         collisions: CollisionRule = .first,
+        deltaUpdates: Bool = true,
         onLockWait: @escaping @Sendable (Int32?) -> Void = { _ in }
     ) throws {
         var isFolder: ObjCBool = false
@@ -112,7 +115,8 @@ public actor AssetPackManager {
                 transfer: PackTransfer(client: client, timeout: timeout, stallTimeout: stallTimeout),
                 policy: retryPolicy
             ),
-            resumableDownloads: resumableDownloads
+            resumableDownloads: resumableDownloads,
+            deltaUpdates: deltaUpdates
         )
         let broadcaster = self.broadcaster
         self.lock = AppGroupLockHolder(store: reader.store, timeout: lockTimeout) { holder in

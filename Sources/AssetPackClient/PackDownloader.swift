@@ -4,12 +4,18 @@ import SystemPackage
 
 /// What a download tells its watcher.
 struct DownloadEvents: Sendable {
+    /// The download begins (after the choice of a delta or the whole archive).
+    var began: @Sendable () -> Void = {}
     /// Bytes arrived.
     var progress: @Sendable (DownloadProgress) -> Void
     /// A connection broke, or the bytes were bad: the download is about to resume, or start over.
     var paused: @Sendable (RetryNotice) -> Void
     /// A request goes on from a byte offset.
     var resuming: @Sendable (Int64) -> Void
+    /// An update goes through a delta archive.
+    var delta: @Sendable (DeltaNotice) -> Void = { _ in }
+    /// The delta failed (why, in a few words): the whole archive follows.
+    var deltaFailed: @Sendable (String) -> Void = { _ in }
 }
 
 /// Downloads pack archives: one retry loop (``RetryPolicy/run(_:onRetry:)``) around ``PackTransfer`` requests

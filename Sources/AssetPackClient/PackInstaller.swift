@@ -15,19 +15,56 @@ struct PackInstaller: Sendable {
     let downloader: PackDownloader
     /// Download into a file first, so that a process killed mid-download resumes in a later run.
     let resumableDownloads: Bool
+    /// Update through a delta archive when the manifest lists one from the installed version.
+    var deltaUpdates = true
 
-    /// Installs `pack` and commits it.
+    /// Installs `pack` and commits it: through a delta from the installed version when there is one (and,
+    /// when that fails, once more through the whole archive, saying why), else through the whole archive.
     /// - Returns: The installed pack's record.
     /// - Throws: ``AssetPackClientError``, or `CancellationError`.
     func install(_ pack: AssetPack, events: DownloadEvents) async throws -> InstalledPack {
-        let partial = PartialDownload(store: store, pack: pack)
+        let store = self.store
+        if deltaUpdates, !pack.deltas.isEmpty,
+            let base = try await BlockingIO.run({ try store.loadState().installed[pack.id] }),
+            let delta = pack.delta(from: base)
+        {
+            events.delta(DeltaNotice(fromVersion: base.version, delta: delta, fullSize: pack.downloadSize))
+            events.began()
+            do {
+                return try await install(pack, events: events, through: (delta, base))
+            } catch let error as AssetPackClientError where !AssetPackClientError.isDiskFull(error) {
+                events.deltaFailed(error.reason)
+            }
+        }
+        events.began()
+        return try await install(pack, events: events, through: nil)
+    }
+
+    /// Installs `pack` from its archive, or from a delta over the installed `base`.
+    private func install(
+        _ pack: AssetPack,
+        events: DownloadEvents,
+        through delta: (delta: AssetPack.Delta, base: InstalledPack)?
+    ) async throws -> InstalledPack {
+        let download = delta.map { pack.download(of: $0.delta) } ?? pack
+        let partial = PartialDownload(store: store, pack: download)
         do {
             let fromFile = try await BlockingIO.run { [resumableDownloads] in resumableDownloads || partial.exists }
-            let (index, staging) =
+            let (index, absent, staging) =
                 fromFile
-                ? try await downloadThenExtract(pack, events: events)
-                : try await extractWhileDownloading(pack, events: events)
+                ? try await downloadThenExtract(download, events: events, delta: delta != nil)
+                : try await extractWhileDownloading(download, events: events, delta: delta != nil)
             let store = self.store
+            if let base = delta?.base {
+                try await BlockingIO.runOnThreadOfItsOwn {
+                    do {
+                        try Self.copyUnchanged(absent, from: store.root.appending(base.directory), into: staging, pack)
+                    } catch {
+                        try? FileManager.default.removeItem(atPath: staging.string)
+                        throw error
+                    }
+                }
+            }
             let installed = try await BlockingIO.run {
                 do {
                     return try Self.commit(staging, index: index, pack: pack, store: store)
@@ -53,17 +90,23 @@ struct PackInstaller: Sendable {
         }
     }
 
-    /// Downloads the archive into a partial file (resumable by a later run), then extracts it.
-    private func downloadThenExtract(_ pack: AssetPack, events: DownloadEvents) async throws -> (PackIndex, FilePath) {
+    /// What an extraction leaves: the verified index, the files it lists that a delta did not hold (empty
+    /// for a whole archive), and the staging folder.
+    typealias Extracted = (index: PackIndex, absent: [PackIndex.File], staging: FilePath)
+
+    /// Downloads the archive (or delta) into a partial file (resumable by a later run), then extracts it.
+    private func downloadThenExtract(_ pack: AssetPack, events: DownloadEvents, delta: Bool) async throws -> Extracted {
         let archive = try await downloader.downloadToFile(pack, store: store, events: events)
         let store = self.store
         return try await BlockingIO.runOnThreadOfItsOwn {
             let staging = try Self.makeStaging(pack, store: store)
             do {
-                let index = try Self.extract(pack) {
-                    try PackReader.extract(archive, into: staging, limit: pack.installSize)
+                let (index, absent) = try Self.extract(pack) {
+                    delta
+                        ? try PackReader.extractDelta(archive, into: staging, limit: pack.installSize)
+                        : (try PackReader.extract(archive, into: staging, limit: pack.installSize), [])
                 }
-                return (index, staging)
+                return (index, absent, staging)
             } catch {
                 try? FileManager.default.removeItem(atPath: staging.string)
                 throw error
@@ -74,22 +117,32 @@ struct PackInstaller: Sendable {
     /// Extracts the archive as it arrives (on the consumer's thread): the archive never touches the disk;
     /// a cut connection resumes with a range into the same extraction, and bad bytes start over with a new
     /// staging folder.
-    private func extractWhileDownloading(_ pack: AssetPack, events: DownloadEvents) async throws -> (
-        PackIndex, FilePath
-    ) {
+    private func extractWhileDownloading(_ pack: AssetPack, events: DownloadEvents, delta: Bool) async throws
+        -> Extracted
+    {
         let store = self.store
         return try await downloader.download(pack, events: events) {
             let staging = try await BlockingIO.run { try Self.makeStaging(pack, store: store) }
             return TransferConsumer(destination: staging) { reader in
-                let index = try Self.extract(pack) {
-                    try PackReader.extract(
-                        streamNamed: pack.url.absoluteString,
-                        into: staging,
-                        limit: pack.installSize,
-                        reading: reader.next
-                    )
+                let name = pack.url.absoluteString
+                let (index, absent) = try Self.extract(pack) {
+                    delta
+                        ? try PackReader.extractDelta(
+                            streamNamed: name,
+                            into: staging,
+                            limit: pack.installSize,
+                            reading: reader.next
+                        )
+                        : (
+                            try PackReader.extract(
+                                streamNamed: name,
+                                into: staging,
+                                limit: pack.installSize,
+                                reading: reader.next
+                            ), []
+                        )
                 }
-                return (index, staging)
+                return (index, absent, staging)
             }
         } end: { consumer, _ in
             await consumer.stop()
@@ -109,10 +162,13 @@ struct PackInstaller: Sendable {
     }
 
     /// Runs an extraction and says what went wrong in the client's terms; checks the index names the pack.
-    private static func extract(_ pack: AssetPack, _ body: () throws -> PackIndex) throws -> PackIndex {
+    private static func extract(_ pack: AssetPack, _ body: () throws -> (PackIndex, [PackIndex.File])) throws -> (
+        PackIndex, [PackIndex.File]
+    ) {
         let index: PackIndex
+        let absent: [PackIndex.File]
         do {
-            index = try body()
+            (index, absent) = try body()
         } catch let error as AssetPackFormatError {
             var failure = AssetPackClientError(
                 code: error.code == .io ? .io : .corruptPack,
@@ -133,7 +189,52 @@ struct PackInstaller: Sendable {
             failure.retryable = false
             throw failure
         }
-        return index
+        return (index, absent)
+    }
+
+    /// Copies the files a delta did not carry from the installed base folder into the staging folder,
+    /// hashing each on the way: a base file that is missing or differs from the new index (tampered, or not
+    /// the version the delta starts from) fails the delta. Copies, not links: a later change to one
+    /// version's file cannot reach the other, and `verify` of each stays meaningful.
+    static func copyUnchanged(_ files: [PackIndex.File], from base: FilePath, into staging: FilePath, _ pack: AssetPack)
+        throws
+    {
+        for file in files {
+            let target = staging.appending(file.path)
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: target.removingLastComponent().string,
+                    withIntermediateDirectories: true
+                )
+            } catch {
+                throw AssetPackClientError.io("create", target.removingLastComponent(), error)
+            }
+            let copied: (size: Int64, sha256: String)
+            do {
+                copied = try FileDigest.copy(base.appending(file.path), to: target)
+            } catch let error as AssetPackFormatError {
+                if AssetPackClientError.isDiskFull(error) { throw error }
+                var failure = AssetPackClientError(
+                    code: .corruptPack,
+                    message: "the installed \(file.path) of pack \(pack.id), which the delta keeps, cannot be read",
+                    assetPackID: pack.id,
+                    cause: error
+                )
+                failure.shortReason = "installed \(file.path) unreadable"
+                throw failure
+            }
+            guard copied.size == file.size, copied.sha256 == file.sha256 else {
+                var failure = AssetPackClientError(
+                    code: .corruptPack,
+                    message:
+                        "the installed \(file.path) of pack \(pack.id) differs from what the delta expects (changed "
+                        + "since it was installed?)",
+                    assetPackID: pack.id
+                )
+                failure.shortReason = "installed \(file.path) differs from its index"
+                throw failure
+            }
+        }
     }
 
     /// Makes an extracted staging folder durable, moves it into place under a folder name never used before,

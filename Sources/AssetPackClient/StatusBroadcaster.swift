@@ -38,6 +38,29 @@ extension AssetPackManager {
         case resuming(AssetPack, from: Int64)
         /// Another process holds the app group (its PID, when known); this one waits for it.
         case waitingForLock(holder: Int32?)
+        /// An update downloads a delta archive instead of the whole pack.
+        case delta(AssetPack, DeltaNotice)
+        /// The delta failed (why, in a few words); the whole pack is downloaded instead, once.
+        case deltaFailed(AssetPack, reason: String)
+    }
+}
+
+/// An update through a delta archive: from which version, and how much less it downloads.
+public struct DeltaNotice: Sendable, Hashable {
+    /// The installed version the delta starts from.
+    public var fromVersion: Int
+    /// The files it carries, when the manifest says.
+    public var fileCount: Int?
+    /// The delta's size.
+    public var downloadSize: Int64
+    /// The whole pack's size.
+    public var fullSize: Int64
+
+    init(fromVersion: Int, delta: AssetPack.Delta, fullSize: Int64) {
+        self.fromVersion = fromVersion
+        self.fileCount = delta.fileCount
+        self.downloadSize = delta.downloadSize
+        self.fullSize = fullSize
     }
 }
 

@@ -39,6 +39,46 @@ public enum FileDigest {
         return hasher
     }
 
+    /// Copies a regular file to a new file (never following a symlink at `source`, never replacing anything
+    /// at `target`), hashing it on the way: one read of the bytes for both.
+    /// - Returns: The bytes copied and their lower-case hex SHA-256.
+    /// - Throws: ``AssetPackFormatError`` with code `.io`.
+    public static func copy(_ source: FilePath, to target: FilePath) throws -> (size: Int64, sha256: String) {
+        let input: FileDescriptor
+        do {
+            input = try FileDescriptor.open(source, .readOnly, options: [.closeOnExec, .noFollow])
+        } catch let errno as Errno {
+            throw AssetPackFormatError.io("open", source, errno)
+        }
+        return try input.closeAfter {
+            let output: FileDescriptor
+            do {
+                output = try FileDescriptor.open(
+                    target,
+                    .writeOnly,
+                    options: [.create, .exclusiveCreate, .closeOnExec],
+                    permissions: [.ownerReadWrite, .groupRead, .otherRead]
+                )
+            } catch let errno as Errno {
+                throw AssetPackFormatError.io("create", target, errno)
+            }
+            return try output.closeAfter {
+                var hasher = SHA256()
+                var size: Int64 = 0
+                do {
+                    try input.forEachChunk { bytes in
+                        hasher.update(bufferPointer: bytes)
+                        _ = try output.writeAll(bytes)
+                        size += Int64(bytes.count)
+                    }
+                } catch let errno as Errno {
+                    throw AssetPackFormatError.io("copy", source, errno)
+                }
+                return (size, hasher.finalize().hexString)
+            }
+        }
+    }
+
     /// The lower-case hex SHA-256 of some bytes.
     public static func sha256(of bytes: some DataProtocol) -> String {
         SHA256.hash(data: bytes).hexString

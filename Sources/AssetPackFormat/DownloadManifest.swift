@@ -38,6 +38,9 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
         public var language: String?
         /// What the packaging manifest's `userInfo` held (Xcode 27).
         public var userInfo: JSONValue?
+        /// Delta archives from earlier versions to this one (ours: a client that does not know the field
+        /// ignores it, Apple's included).
+        public var deltas: [Delta]?
 
         /// Creates an entry.
         public init(
@@ -52,7 +55,8 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
             compression: PackCompression?,
             platforms: [String]? = nil,
             language: String? = nil,
-            userInfo: JSONValue? = nil
+            userInfo: JSONValue? = nil,
+            deltas: [Delta]? = nil
         ) {
             self.id = id
             self.url = url
@@ -67,11 +71,12 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
             self.platforms = platforms
             self.language = language
             self.userInfo = userInfo
+            self.deltas = deltas
         }
 
         enum CodingKeys: String, CodingKey {
             case id, url, version, downloadSize, downloadPolicy, host, sha256, installSize, fileCount, compression
-            case platforms, language, userInfo
+            case platforms, language, userInfo, deltas
         }
 
         public init(from decoder: any Decoder) throws {
@@ -90,6 +95,41 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
             platforms = try container.decodeIfPresent([String].self, forKey: .platforms)
             language = try container.decodeIfPresent(String.self, forKey: .language)
             userInfo = try container.decodeIfPresent(JSONValue.self, forKey: .userInfo)
+            // A delta this client cannot read is one it does not use: the full pack still installs.
+            deltas = try? container.decodeIfPresent([Delta].self, forKey: .deltas)
+        }
+    }
+
+    /// A delta archive (see ``PackDelta``): from the base version a client has installed to the entry's.
+    public struct Delta: Sendable, Hashable, Codable {
+        /// The base version.
+        public var fromVersion: Int
+        /// The base version's archive digest: a client uses the delta only over exactly that archive.
+        public var fromSHA256: String
+        /// Where to download the delta: absolute, or relative to the manifest's own URL.
+        public var url: String
+        /// The delta archive's exact size.
+        public var downloadSize: Int64
+        /// The delta archive's SHA-256.
+        public var sha256: String
+        /// How many files it carries (the others are the base's).
+        public var fileCount: Int?
+
+        /// Creates a delta entry.
+        public init(
+            fromVersion: Int,
+            fromSHA256: String,
+            url: String,
+            downloadSize: Int64,
+            sha256: String,
+            fileCount: Int? = nil
+        ) {
+            self.fromVersion = fromVersion
+            self.fromSHA256 = fromSHA256
+            self.url = url
+            self.downloadSize = downloadSize
+            self.sha256 = sha256
+            self.fileCount = fileCount
         }
     }
 
@@ -137,7 +177,7 @@ extension DownloadManifest {
     /// - Returns: The manifest.
     /// - Throws: ``AssetPackFormatError`` with code `.invalidJSON` or `.invalidManifest`.
     public static func decode(_ data: Data, source: String) throws -> DownloadManifest {
-        let manifest: DownloadManifest
+        var manifest: DownloadManifest
         do {
             manifest = try JSONDecoder().decode(DownloadManifest.self, from: data)
         } catch {
@@ -154,7 +194,7 @@ extension DownloadManifest {
             throw bad("lists \(manifest.assetPacks.count) packs, more than the \(maximumPackCount) accepted")
         }
         var seen = Set<String>()
-        for entry in manifest.assetPacks {
+        for (position, entry) in manifest.assetPacks.enumerated() {
             if let problem = AssetPackID.problem(with: entry.id) {
                 throw bad("has a pack ID \"\(AssetPackID.printable(entry.id))\" that \(problem)")
             }
@@ -181,6 +221,13 @@ extension DownloadManifest {
                 if let url = URL(string: entry.url), let problem = fetchProblem(with: url) {
                     throw bad("gives pack \(entry.id) a URL that \(problem): \(AssetPackID.printable(entry.url))")
                 }
+            }
+            // A delta that is not sound is dropped, not a reason to refuse the manifest: the full pack remains.
+            manifest.assetPacks[position].deltas = entry.deltas?.filter { delta in
+                delta.fromVersion >= 1 && delta.downloadSize >= 0 && delta.downloadSize <= 1 << 50
+                    && [delta.sha256, delta.fromSHA256].allSatisfy {
+                        $0.utf8.count == 64 && $0.utf8.allSatisfy(isHexDigit)
+                    }
             }
         }
         return manifest

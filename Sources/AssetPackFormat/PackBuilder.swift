@@ -91,6 +91,17 @@ public enum PackBuilder {
         options: PackBuildOptions = PackBuildOptions(),
         progress: ((Int64) -> Void)? = nil
     ) throws -> BuiltPack {
+        try buildIndexed(source, to: output, options: options, progress: progress).built
+    }
+
+    /// ``build(_:to:options:progress:)``, also returning the index written into the archive (what a server
+    /// keeps to build deltas from this version later).
+    public static func buildIndexed(
+        _ source: PackSource,
+        to output: FilePath,
+        options: PackBuildOptions = PackBuildOptions(),
+        progress: ((Int64) -> Void)? = nil
+    ) throws -> (built: BuiltPack, index: PackIndex) {
         try options.validate()
         let (index, sha256, size) = try AtomicFile.write(to: output) { fd in
             let binaryNames = source.files.contains { $0.path.utf8.contains { $0 >= 0x80 } }
@@ -98,7 +109,7 @@ public enum PackBuilder {
                 try writeEntries(source, writer: writer, progress: progress)
             }
         }
-        return BuiltPack(
+        let built = BuiltPack(
             assetPackID: source.manifest.assetPackID,
             sha256: sha256,
             downloadSize: size,
@@ -106,6 +117,7 @@ public enum PackBuilder {
             fileCount: index.fileCount,
             compression: options.compression
         )
+        return (built, index)
     }
 
     /// Opens a listed file for packing and makes sure it is the file that was listed, where it was listed:

@@ -29,7 +29,7 @@ public enum PackReader {
     /// - Returns: The verified index.
     /// - Throws: ``AssetPackFormatError`` with code `.corruptPack` naming the first mismatch.
     public static func verify(at archive: FilePath) throws -> PackIndex {
-        try scan(archive.string, destination: nil, limit: nil) { try withArchiveReader(at: archive, $0) }
+        try scan(archive.string, destination: nil, limit: nil) { try withArchiveReader(at: archive, $0) }.index
     }
 
     /// Extracts a pack's files into `destination` (without the `Contents/` prefix) and verifies them.
@@ -48,6 +48,7 @@ public enum PackReader {
         -> PackIndex
     {
         try scan(archive.string, destination: destination, limit: limit) { try withArchiveReader(at: archive, $0) }
+            .index
     }
 
     /// Extracts a pack that arrives as a stream of blocks (a download in progress), exactly as
@@ -68,6 +69,30 @@ public enum PackReader {
     ) throws -> PackIndex {
         try scan(name, destination: destination, limit: limit) {
             try withArchiveReader(streaming: next, name: name, $0)
+        }.index
+    }
+
+    /// Extracts a delta archive (see ``PackDelta``) as it arrives, as ``extract(streamNamed:into:limit:reading:)``
+    /// does a full one, except that files the index lists may be absent: they are the base version's.
+    /// - Returns: The verified index of the new version, and the files it lists that the delta did not hold.
+    /// - Throws: As ``extract(streamNamed:into:limit:reading:)``.
+    public static func extractDelta(
+        streamNamed name: String,
+        into destination: FilePath,
+        limit: Int64? = nil,
+        reading next: @escaping () throws -> UnsafeRawBufferPointer
+    ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
+        try scan(name, destination: destination, limit: limit, partial: true) {
+            try withArchiveReader(streaming: next, name: name, $0)
+        }
+    }
+
+    /// Extracts a delta archive file: see ``extractDelta(streamNamed:into:limit:reading:)``.
+    public static func extractDelta(_ archive: FilePath, into destination: FilePath, limit: Int64? = nil) throws
+        -> (index: PackIndex, absent: [PackIndex.File])
+    {
+        try scan(archive.string, destination: destination, limit: limit, partial: true) {
+            try withArchiveReader(at: archive, $0)
         }
     }
 
@@ -75,8 +100,9 @@ public enum PackReader {
         _ archive: String,
         destination: FilePath?,
         limit: Int64?,
+        partial: Bool = false,
         open: ((ArchiveReader) throws -> Void) throws -> Void
-    ) throws -> PackIndex {
+    ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
         let root = destination.map { $0.lexicallyNormalized() }
         var seen: [PathKey: (size: Int64, sha256: String)] = [:]
         var folders: Set<PathKey> = []
@@ -153,8 +179,13 @@ public enum PackReader {
             }
         }
         guard let index else { throw missingIndex(archive) }
+        var absent: [PackIndex.File] = []
         for row in index.files {
             guard let found = seen.removeValue(forKey: PathKey(row.path)) else {
+                if partial {
+                    absent.append(row)
+                    continue
+                }
                 throw corrupt(archive, "lacks \(row.path), which its index lists")
             }
             guard found.size == row.size, found.sha256 == row.sha256 else {
@@ -168,7 +199,7 @@ public enum PackReader {
         if let extra = seen.keys.min() {
             throw rule(archive, "holds \(extra), which its index does not list")
         }
-        return index
+        return (index, absent)
     }
 
     /// Validates an entry and returns its path in the namespace (without `Contents/`).

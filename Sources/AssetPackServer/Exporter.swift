@@ -6,7 +6,7 @@ import SystemPackage
     import Glibc
 #endif
 
-/// Writes the packs of a catalog as a static tree: `manifest` and `assets/<id>`, which nginx, an object
+/// Writes the packs of a catalog as a static tree: `manifest`, `assets/<id>` and `deltas/<id>/<base>`, which nginx, an object
 /// store or a CDN can serve so that a client sees what `ba-mock serve` would give it.
 public enum Exporter {
     /// What an export wrote.
@@ -49,6 +49,23 @@ public enum Exporter {
         for pack in snapshot.packs {
             try copy(pack.archive, to: assets.appending(pack.id))
             written.append("assets/\(pack.id)")
+            for delta in pack.deltas {
+                let path = pack.deltaPath(delta)
+                let target = folder.appending(path)
+                do {
+                    try FileManager.default.createDirectory(
+                        atPath: target.removingLastComponent().string,
+                        withIntermediateDirectories: true
+                    )
+                } catch {
+                    throw AssetPackFormatError(
+                        code: .io,
+                        message: "cannot create \(target.removingLastComponent()): \(error)"
+                    )
+                }
+                try copy(delta.archive, to: target)
+                written.append(path)
+            }
         }
         let manifest = snapshot.manifest(baseURL: baseURL ?? "")
         let manifestFile = folder.appending("manifest")

@@ -30,6 +30,30 @@ struct MockState: Sendable, Codable {
         var platforms: [String]?
         var language: String?
         var userInfo: JSONValue?
+        /// Earlier versions that deltas start from, newest first (at most the delta depth).
+        var bases: [Base]? = nil
+        /// The delta archives from those bases to this version.
+        var deltas: [Delta]? = nil
+    }
+
+    /// An earlier version of a pack, as clients may hold it.
+    struct Base: Sendable, Codable, Hashable {
+        /// The version it was published as.
+        var version: Int
+        /// Its archive's digest.
+        var sha256: String
+    }
+
+    /// A delta archive from a base version, in `.ba-mock/deltas/`.
+    struct Delta: Sendable, Codable, Hashable {
+        var fromVersion: Int
+        var fromSHA256: String
+        /// The file name.
+        var archive: String
+        var sha256: String
+        var downloadSize: Int64
+        /// How many files it carries.
+        var fileCount: Int? = nil
     }
 
     /// The layout version of this file.

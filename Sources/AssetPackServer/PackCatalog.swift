@@ -38,6 +38,8 @@ public actor PackCatalog {
     private let options: PackBuildOptions
     private let pinnedVersions: [String: Int]
     private let archivesKept: Int
+    /// The deltas to each published version, and the indexes of the versions they start from.
+    private let deltaStore: DeltaStore
     private let log: @Sendable (String) -> Void
     private var state: MockState
     /// Archives no longer published, per pack, oldest first.
@@ -63,6 +65,7 @@ public actor PackCatalog {
     ///   - pinnedVersions: Versions to publish regardless of content, by pack ID (`--pack-version`).
     ///   - archivesKept: How many archives of each pack stay on disk, the published one included (a download
     ///     under way keeps reading its file even once it is deleted: older archives are kept for a look only).
+    ///   - deltaDepth: How many earlier versions of a pack get a delta archive to the published one (0: none).
     ///   - log: Receives a line for each build.
     /// - Throws: ``AssetPackServerError`` with code `.state` when the state file cannot be read.
     public init(
@@ -70,12 +73,14 @@ public actor PackCatalog {
         options: PackBuildOptions = PackBuildOptions(),
         pinnedVersions: [String: Int] = [:],
         archivesKept: Int = 2,
+        deltaDepth: Int = 3,
         log: @escaping @Sendable (String) -> Void = { _ in }
     ) throws {
         self.folder = folder
         self.options = options
         self.pinnedVersions = pinnedVersions
         self.archivesKept = max(1, archivesKept)
+        self.deltaStore = DeltaStore(stateFolder: folder.stateFolder, depth: max(0, deltaDepth), options: options)
         self.log = log
         self.state = try MockState.load(from: folder.stateFolder.appending("state.json"))
     }
@@ -310,8 +315,8 @@ public actor PackCatalog {
         let packsFolder = self.packsFolder
         let building = packsFolder.appending("\(id).building")
         log("building \(id): \(source.files.count) files, \(ByteFormat.string(source.installSize))")
-        let (built, name) = try await BlockingIO.run {
-            let built = try PackBuilder.build(source, to: building, options: options)
+        let (built, index, name) = try await BlockingIO.run {
+            let (built, index) = try PackBuilder.buildIndexed(source, to: building, options: options)
             let name = "\(id)-\(built.sha256.prefix(16)).pack"
             if rename(building.string, packsFolder.appending(name).string) != 0 {
                 throw AssetPackFormatError(
@@ -320,10 +325,10 @@ public actor PackCatalog {
                     cause: Errno(rawValue: errno)
                 )
             }
-            return (built, name)
+            return (built, index, name)
         }
         let sameContent = previous?.sha256 == built.sha256
-        return MockState.Record(
+        var record = MockState.Record(
             version: previous.map { sameContent ? $0.version : $0.version + 1 } ?? 1,
             sha256: built.sha256,
             fingerprint: fingerprint,
@@ -340,6 +345,21 @@ public actor PackCatalog {
             language: source.manifest.language,
             userInfo: source.manifest.userInfo
         )
+        let (deltaStore, log) = (self.deltaStore, self.log)
+        let previousVersion = previous.map { published($0, id: id) }
+        return try await BlockingIO.run { [record] in
+            var record = record
+            try deltaStore.saveIndex(index, sha256: built.sha256)
+            try deltaStore.update(
+                &record,
+                previous: previous,
+                previousVersion: previousVersion,
+                full: packsFolder.appending(name),
+                index: index,
+                log: log
+            )
+            return record
+        }
     }
 
     private static func now() -> Date {
@@ -361,7 +381,17 @@ public actor PackCatalog {
                 lastModified: record.builtAt,
                 platforms: record.platforms,
                 language: record.language,
-                userInfo: record.userInfo
+                userInfo: record.userInfo,
+                deltas: (record.deltas ?? []).map { delta in
+                    ServedPack.Delta(
+                        fromVersion: delta.fromVersion,
+                        fromSHA256: delta.fromSHA256,
+                        archive: deltaStore.deltasFolder.appending(delta.archive),
+                        sha256: delta.sha256,
+                        downloadSize: delta.downloadSize,
+                        fileCount: delta.fileCount
+                    )
+                }
             )
         }.sorted { $0.id < $1.id }
         let before = current.withLock { $0 }
@@ -397,9 +427,11 @@ public actor PackCatalog {
             expired.append(contentsOf: old.dropLast(keep))
             superseded[id] = Array(old.suffix(keep))
         }
-        guard !expired.isEmpty else { return }
-        let paths = expired
-        _ = try? await BlockingIO.run { for path in paths { _ = unlink(path.string) } }
+        let (paths, records, deltaStore) = (expired, state.packs, self.deltaStore)
+        _ = try? await BlockingIO.run {
+            for path in paths { _ = unlink(path.string) }
+            deltaStore.sweep(records)
+        }
     }
 }
 

@@ -6,7 +6,8 @@ import NIOCore
 import NIOPosix
 import SystemPackage
 
-/// The routes a client uses: `GET /manifest` and `GET`/`HEAD /assets/<id>`.
+/// The routes a client uses: `GET /manifest`, `GET`/`HEAD /assets/<id>` and, for delta updates,
+/// `GET`/`HEAD /deltas/<id>/<base digest, 16 hex digits>`.
 struct PackController {
     typealias Context = MockRequestContext
 
@@ -23,6 +24,7 @@ struct PackController {
     func addRoutes(to router: Router<Context>) {
         router.get("/manifest", use: manifest)
         router.get("/assets/{id}", use: pack)
+        router.get("/deltas/{id}/{base}", use: delta)
     }
 
     @Sendable func manifest(_ request: Request, context: Context) async throws -> Response {
@@ -67,6 +69,28 @@ struct PackController {
                     + "packs and their URLs"
             )
         }
+        return try await serve(pack, request: request, context: context)
+    }
+
+    /// A delta archive: served as a pack is (ranges, validators, faults of that pack).
+    @Sendable func delta(_ request: Request, context: Context) async throws -> Response {
+        let id = context.parameters.get("id") ?? ""
+        let base = context.parameters.get("base") ?? ""
+        guard AssetPackID.problem(with: id) == nil, let pack = catalog.snapshot.pack(withID: id),
+            let delta = pack.deltas.first(where: { $0.urlName == base })
+        else {
+            throw AssetPackServerError(
+                code: .packNotFound,
+                message:
+                    "no delta \"\(AssetPackID.printable(base))\" of pack \"\(AssetPackID.printable(id))\" on this "
+                    + "server (it is built for the published version only). Fix: GET /manifest lists the deltas"
+            )
+        }
+        return try await serve(pack.served(delta), request: request, context: context)
+    }
+
+    private func serve(_ pack: ServedPack, request: Request, context: Context) async throws -> Response {
+        let id = pack.id
         let size = pack.downloadSize
         var headers: HTTPFields = [
             .acceptRanges: "bytes",

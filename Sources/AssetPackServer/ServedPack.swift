@@ -28,6 +28,38 @@ public struct ServedPack: Sendable, Hashable {
     public var platforms: [String]? = nil
     public var language: String? = nil
     public var userInfo: JSONValue? = nil
+    /// Delta archives from earlier versions to this one.
+    public var deltas: [Delta] = []
+
+    /// A delta archive from a base version to the published one (see ``PackDelta``).
+    public struct Delta: Sendable, Hashable {
+        /// The base version, as it was published.
+        public var fromVersion: Int
+        /// The base version's archive digest.
+        public var fromSHA256: String
+        /// The delta archive on disk.
+        public var archive: FilePath
+        public var sha256: String
+        public var downloadSize: Int64
+        /// How many files it carries.
+        public var fileCount: Int?
+
+        /// The last component of its URL: the base digest's first 16 hex digits.
+        public var urlName: String { String(fromSHA256.prefix(16)) }
+    }
+
+    /// The path of a delta's URL under the base URL (also its file in an export).
+    public func deltaPath(_ delta: Delta) -> String { "deltas/\(id)/\(delta.urlName)" }
+
+    /// A delta, as a pack to serve: its archive, digest and size, this version's number and date.
+    func served(_ delta: Delta) -> ServedPack {
+        var pack = self
+        pack.archive = delta.archive
+        pack.sha256 = delta.sha256
+        pack.downloadSize = delta.downloadSize
+        pack.deltas = []
+        return pack
+    }
 
     /// The strong entity tag of this version.
     public var etag: String { "\"\(sha256)\"" }
@@ -47,7 +79,19 @@ public struct ServedPack: Sendable, Hashable {
             compression: compression,
             platforms: platforms,
             language: language,
-            userInfo: userInfo
+            userInfo: userInfo,
+            deltas: deltas.isEmpty
+                ? nil
+                : deltas.map { delta in
+                    DownloadManifest.Delta(
+                        fromVersion: delta.fromVersion,
+                        fromSHA256: delta.fromSHA256,
+                        url: prefix + deltaPath(delta),
+                        downloadSize: delta.downloadSize,
+                        sha256: delta.sha256,
+                        fileCount: delta.fileCount
+                    )
+                }
         )
     }
 }
@@ -80,6 +124,7 @@ public struct CatalogSnapshot: Sendable, Hashable {
             assetPacks: packs.map { pack in
                 var entry = (stale ? previous[pack.id] ?? pack : pack).manifestEntry(baseURL: baseURL)
                 entry.url = pack.manifestEntry(baseURL: baseURL).url
+                if stale { entry.deltas = nil }
                 return entry
             }
         )

@@ -51,3 +51,16 @@ func checkBaseURL(_ text: String) throws {
         throw ValidationError("--base-url \(text) \(problem); give e.g. http://127.0.0.1:8443")
     }
 }
+
+/// How many delta archives `serve` and `export` build for each pack.
+struct DeltaOptions: ParsableArguments {
+    @Option(
+        help:
+            "Build a delta archive to each pack's published version from each of its last N versions: a client holding one of them downloads only the files that changed (listed as \"deltas\" in the manifest entry, which clients that do not know the field ignore). 0 turns deltas off."
+    )
+    var deltaDepth: Int = 3
+
+    func validate() throws {
+        guard (0...100).contains(deltaDepth) else { throw ValidationError("--delta-depth must be 0 to 100") }
+    }
+}

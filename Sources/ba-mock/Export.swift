@@ -34,6 +34,7 @@ struct Export: AsyncParsableCommand {
     var json = false
 
     @OptionGroup var build: BuildOptions
+    @OptionGroup var deltas: DeltaOptions
 
     func validate() throws {
         if let baseURL { try checkBaseURL(baseURL) }
@@ -44,6 +45,7 @@ struct Export: AsyncParsableCommand {
             folder: AssetFolder(root: folder),
             options: build.packOptions,
             pinnedVersions: try PackVersionPins.parse(packVersions),
+            deltaDepth: deltas.deltaDepth,
             log: { Console.err($0) }
         )
         for warning in try await catalog.load() { Console.err("warning: \(warning)") }

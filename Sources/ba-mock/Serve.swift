@@ -93,6 +93,7 @@ struct Serve: AsyncParsableCommand {
     var seed: UInt64?
 
     @OptionGroup var build: BuildOptions
+    @OptionGroup var deltas: DeltaOptions
 
     func validate() throws {
         if (tlsCert == nil) != (tlsKey == nil) {
@@ -142,6 +143,7 @@ struct Serve: AsyncParsableCommand {
             options: build.packOptions,
             pinnedVersions: try PackVersionPins.parse(packVersions),
             archivesKept: keepArchives,
+            deltaDepth: deltas.deltaDepth,
             log: { events.writeLine($0) }
         )
         for warning in try await catalog.load() { events.writeLine("warning: \(warning)") }

@@ -178,6 +178,12 @@ struct DownloadOptions: ParsableArguments {
     )
     var resumable = false
 
+    @Flag(
+        help:
+            "Always download whole packs; by default an update downloads only the files that changed when the manifest lists a delta from the installed version (and the whole pack if the delta fails)."
+    )
+    var noDelta = false
+
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be 1 or more") }
     }
@@ -239,7 +245,8 @@ struct Session {
                 lockTimeout: lock?.lockTimeout.map { .milliseconds(Int64($0 * 1000)) },
                 platform: server?.platform,
                 language: app.resolvedLanguage.description,
-                collisions: app.collisionRule
+                collisions: app.collisionRule,
+                deltaUpdates: !(downloads?.noDelta ?? false)
             )
         } catch {
             try? await client.shutdown()

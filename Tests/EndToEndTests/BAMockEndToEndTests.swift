@@ -241,6 +241,27 @@ struct BAMockEndToEndTests {
             }
         }
         #expect(strip(viaNginx) == strip(viaMock))
+
+        // An update served by nginx goes through the delta that export wrote as a static file.
+        let sync = builtProduct("ba-sync")
+        let appGroup = scratch.root.appending("AppGroup")
+        let common = ["--server", base, "--app-group", appGroup.string]
+        #expect(try runTool(sync, ["ensure", "Levels"] + common).status == 0)
+        try scratch.write("Assets/Levels/README.txt", "changed for the delta\n")
+        #expect(try runTool(tool, ["export", folder.string, "--out", out.string]).status == 0)
+        let delta = try #require(try await fetch(base + "/manifest")).body
+        let entry = try #require(
+            try DownloadManifest.decode(delta, source: base).assetPacks.first { $0.id == "Levels" }
+        )
+        let deltaURL = try #require(entry.deltas?.first?.url)
+        #expect(deltaURL.hasPrefix("deltas/Levels/"))
+        #expect(FileManager.default.fileExists(atPath: out.appending(deltaURL).string))
+        let updated = try runTool(sync, ["ensure", "--latest", "Levels", "--json"] + common)
+        #expect(updated.status == 0, "\(updated.stderr)")
+        #expect(updated.stdout.contains(#""event":"delta""#), "\(updated.stdout)")
+        #expect(try runTool(sync, ["verify", "--app-group", appGroup.string]).status == 0)
+        let cat = try runTool(sync, ["cat", "Levels/README.txt", "--app-group", appGroup.string])
+        #expect(cat.stdout == "changed for the delta\n")
     }
 
     @Test func packageTemplateAndInspectWorkTogether() throws {

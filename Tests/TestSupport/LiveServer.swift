@@ -31,13 +31,15 @@ public struct LiveServer: Sendable {
         jsonLog: Bool = false,
         faults: FaultPlan = FaultPlan(seed: 1),
         requestHeadTimeout: TimeAmount = .seconds(10),
+        deltaDepth: Int = 3,
         _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
         let catalog = try PackCatalog(
             folder: AssetFolder(root: folder),
             options: PackBuildOptions(threads: 1),
             pinnedVersions: pinnedVersions,
-            archivesKept: 1
+            archivesKept: 1,
+            deltaDepth: deltaDepth
         )
         let report = try await catalog.refresh()
         guard report.problems.isEmpty else { throw report.problems[0] }

@@ -1,0 +1,129 @@
+import AssetPackFormat
+import Foundation
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The delta archives of each pack's published version and the indexes of the earlier versions they start
+/// from, kept in the asset folder's state: `.ba-mock/indexes/<id>-<digest16>.json` (one per version built)
+/// and `.ba-mock/deltas/<id>-<digest16>-from-<base digest16>.delta`. Every call blocks (run it on
+/// ``BlockingIO``).
+struct DeltaStore: Sendable {
+    /// The asset folder's state folder (`.ba-mock`).
+    let stateFolder: FilePath
+    /// How many earlier versions get a delta to the published one (0: none).
+    let depth: Int
+    /// The compression of the packs (a delta uses its pack's).
+    let options: PackBuildOptions
+
+    var indexesFolder: FilePath { stateFolder.appending("indexes") }
+    var deltasFolder: FilePath { stateFolder.appending("deltas") }
+
+    private func indexFile(_ id: String, _ sha256: String) -> FilePath {
+        indexesFolder.appending("\(id)-\(sha256.prefix(16)).json")
+    }
+
+    /// Keeps the index of a version just built, for deltas from it later.
+    func saveIndex(_ index: PackIndex, sha256: String) throws {
+        try createFolder(indexesFolder)
+        try index.write(to: indexFile(index.assetPackID, sha256))
+    }
+
+    /// Sets the bases and deltas of `record`, just built over `previous` (published then as
+    /// `previousVersion`): the previous version and the bases it had, newest first, up to the depth; one
+    /// delta from each base whose index is kept. A base that cannot give a delta is skipped (its clients
+    /// download the whole pack).
+    /// - Parameters:
+    ///   - full: The new version's archive.
+    ///   - index: Its index.
+    ///   - log: Receives a line per delta built, or skipped and why.
+    func update(
+        _ record: inout MockState.Record,
+        previous: MockState.Record?,
+        previousVersion: Int?,
+        full: FilePath,
+        index: PackIndex,
+        log: (String) -> Void
+    ) throws {
+        let id = index.assetPackID
+        guard depth > 0, let previous, let previousVersion else {
+            record.bases = nil
+            record.deltas = nil
+            return
+        }
+        if previous.sha256 == record.sha256 {  // the same archive again: its deltas stand
+            record.bases = previous.bases
+            record.deltas = previous.deltas
+            return
+        }
+        var bases = [MockState.Base(version: previousVersion, sha256: previous.sha256)]
+        for base in previous.bases ?? [] where !bases.contains(where: { $0.sha256 == base.sha256 }) {
+            bases.append(base)
+        }
+        bases = Array(bases.filter { $0.sha256 != record.sha256 }.prefix(depth))
+        try createFolder(deltasFolder)
+        var deltas: [MockState.Delta] = []
+        for base in bases {
+            guard let baseIndex = try? PackIndex.load(from: indexFile(id, base.sha256)) else {
+                log("no delta of \(id) from version \(base.version): its index is not kept")
+                continue
+            }
+            let name = "\(id)-\(record.sha256.prefix(16))-from-\(base.sha256.prefix(16)).delta"
+            let built = try PackDelta.build(
+                full: full,
+                target: index,
+                base: baseIndex,
+                to: deltasFolder.appending(name),
+                options: options
+            )
+            let plan = PackDelta.plan(from: baseIndex, to: index)
+            log(
+                "delta of \(id) from version \(base.version): \(plan.carried.count) "
+                    + "file\(plan.carried.count == 1 ? "" : "s"), "
+                    + "\(ByteFormat.string(built.downloadSize)) instead of \(ByteFormat.string(record.downloadSize))"
+            )
+            deltas.append(
+                MockState.Delta(
+                    fromVersion: base.version,
+                    fromSHA256: base.sha256,
+                    archive: name,
+                    sha256: built.sha256,
+                    downloadSize: built.downloadSize,
+                    fileCount: plan.carried.count
+                )
+            )
+        }
+        record.bases = bases
+        record.deltas = deltas
+    }
+
+    /// Deletes the indexes and deltas that no record refers to any more (a download under way keeps reading
+    /// the file it opened).
+    /// - Parameter records: Every pack's record, by ID.
+    func sweep(_ records: [String: MockState.Record]) {
+        var indexes = Set<String>()
+        var deltas = Set<String>()
+        for (id, record) in records {
+            for sha in [record.sha256] + (record.bases ?? []).map(\.sha256) {
+                indexes.insert(indexFile(id, sha).lastComponent?.string ?? "")
+            }
+            for delta in record.deltas ?? [] { deltas.insert(delta.archive) }
+        }
+        for (folder, kept) in [(deltasFolder, deltas), (indexesFolder, indexes)] {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.string)) ?? []
+            where !kept.contains(name) {
+                _ = unlink(folder.appending(name).string)
+            }
+        }
+    }
+
+    private func createFolder(_ folder: FilePath) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
+        } catch {
+            throw AssetPackFormatError(code: .io, message: "cannot create \(folder): \(error)")
+        }
+    }
+}

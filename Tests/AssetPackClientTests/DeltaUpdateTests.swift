@@ -1,0 +1,178 @@
+import AssetPackClient
+import AssetPackFormat
+import AssetPackServer
+import Foundation
+import NIOHTTP1
+import SystemPackage
+import TestSupport
+import Testing
+
+/// Updates through delta archives: only the changed files move, every file of the new version is verified,
+/// and anything wrong with the delta falls back to the whole pack once.
+@Suite("Delta updates")
+struct DeltaUpdateTests {
+    /// What a manager reported about deltas, and the download requests the server saw.
+    struct Seen: Sendable {
+        var deltas: [DeltaNotice] = []
+        var fallbacks: [String] = []
+    }
+
+    /// Runs `body` against a live server over the sample folder with Levels installed at version 1, and
+    /// collects the manager's delta events.
+    func withLevelsInstalled(
+        deltaDepth: Int = 3,
+        deltaUpdates: Bool = true,
+        _ body: @Sendable (LiveServer, AssetPackManager, Scratch) async throws -> Void
+    ) async throws -> Seen {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try scratch.write("Levels/World2/big.bin", Scratch.noise(400_000, seed: 8))  // what a delta leaves home
+        return try await LiveServer.with(folder: scratch.root, deltaDepth: deltaDepth) { server in
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: scratch.root.appending("AppGroup"),
+                retryPolicy: RetryPolicy(retries: 1),
+                deltaUpdates: deltaUpdates
+            )
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            let events = manager.events
+            let collector = Task {
+                var seen = Seen()
+                for await event in events {
+                    if case .delta(_, let notice) = event { seen.deltas.append(notice) }
+                    if case .deltaFailed(_, let reason) = event { seen.fallbacks.append(reason) }
+                }
+                return seen
+            }
+            try await body(server, manager, scratch)
+            manager.finishStatusUpdates()
+            return await collector.value
+        }
+    }
+
+    /// The request lines for Levels' archive and deltas after the first install.
+    func downloads(_ server: LiveServer) -> [String] {
+        server.requestLines.withLock { lines in
+            lines.filter { $0.contains("/assets/Levels") || $0.contains("/deltas/Levels") }.dropFirst().map { $0 }
+        }
+    }
+
+    func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self) }
+
+    @Test func oneFileChangedAddedAndRemovedMovesOnlyThoseFiles() async throws {
+        let seen = try await withLevelsInstalled { server, manager, scratch in
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 4}"#)
+            try scratch.write("Levels/World3/new.json", #"{"name": "3-1"}"#)
+            try FileManager.default.removeItem(atPath: scratch.root.appending("Levels/World2/level1.json").string)
+            try await server.catalog.refresh()
+
+            #expect(try await manager.checkForUpdatesAndWait().updatingIDs == ["Levels"])
+            let fetched = downloads(server)
+            #expect(fetched.count == 1 && fetched[0].contains("GET /deltas/Levels/"), "\(fetched)")
+            #expect(manager.installedPack(withID: "Levels")?.version == 2)
+            #expect(text(try manager.contents(at: "Levels/World1/level1.json")).contains("4"))
+            #expect(text(try manager.contents(at: "Levels/World3/new.json")).contains("3-1"))
+            #expect(try manager.contents(at: "Levels/World2/big.bin") == Scratch.noise(400_000, seed: 8))
+            let removed = #expect(throws: AssetPackClientError.self) {
+                try manager.contents(at: "Levels/World2/level1.json")
+            }
+            #expect(removed?.code == .fileNotFound)
+            #expect(try manager.verify(assetPackWithID: "Levels") == 4)
+            // The installed record is the new version's, digest included: the next delta starts from it.
+            let published = try await manager.assetPack(withID: "Levels")
+            #expect(manager.installedPack(withID: "Levels")?.sha256 == published.sha256)
+        }
+        #expect(seen.deltas.map(\.fromVersion) == [1])
+        #expect(seen.deltas.first?.fileCount == 2)
+        #expect(seen.deltas.first.map { $0.downloadSize * 20 < $0.fullSize } == true)
+        #expect(seen.fallbacks.isEmpty)
+    }
+
+    @Test func aClientSeveralVersionsBehindUsesADeltaFromItsVersionWithinTheDepth() async throws {
+        let seen = try await withLevelsInstalled(deltaDepth: 2) { server, manager, scratch in
+            for enemies in [5, 6] {  // versions 2 and 3
+                try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": \#(enemies)}"#)
+                try await server.catalog.refresh()
+            }
+            let published = try await manager.assetPack(withID: "Levels")
+            #expect(published.version == 3)
+            #expect(published.deltas.map(\.fromVersion) == [2, 1])
+            try await manager.checkForUpdatesAndWait()
+            #expect(downloads(server).allSatisfy { $0.contains("/deltas/Levels/") })
+            #expect(text(try manager.contents(at: "Levels/World1/level1.json")).contains("6"))
+
+            // Three more versions: version 3 is now beyond a depth of 2, so the whole pack comes.
+            for enemies in [7, 8, 9] {
+                try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": \#(enemies)}"#)
+                try await server.catalog.refresh()
+            }
+            #expect(try await manager.assetPack(withID: "Levels").deltas.map(\.fromVersion) == [5, 4])
+            // The server keeps what the depth needs: deltas to the published version, indexes of its bases.
+            let state = scratch.root.appending(".ba-mock")
+            let deltaFiles = try FileManager.default.contentsOfDirectory(atPath: state.appending("deltas").string)
+            #expect(deltaFiles.count == 2 && deltaFiles.allSatisfy { $0.hasPrefix("Levels-") }, "\(deltaFiles)")
+            let indexes = try FileManager.default.contentsOfDirectory(atPath: state.appending("indexes").string)
+            #expect(indexes.filter { $0.hasPrefix("Levels-") }.count == 3, "\(indexes)")
+            try await manager.checkForUpdatesAndWait()
+            #expect(downloads(server).last?.contains("GET /assets/Levels") == true, "\(downloads(server))")
+            #expect(text(try manager.contents(at: "Levels/World1/level1.json")).contains("9"))
+            #expect(try manager.verify() == 4)
+        }
+        #expect(seen.deltas.map(\.fromVersion) == [1])
+        #expect(seen.fallbacks.isEmpty)
+    }
+
+    @Test func aTamperedInstalledFileIsNotCarriedIntoTheNewVersion() async throws {
+        let seen = try await withLevelsInstalled { server, manager, scratch in
+            // A file the delta keeps from the installed version is changed on the device.
+            let installed = try manager.reader.installedFile(at: "Levels/World2/big.bin")
+            try Data("tampered".utf8).write(to: URL(fileURLWithPath: installed.string))
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 9}"#)
+            try await server.catalog.refresh()
+
+            try await manager.checkForUpdatesAndWait()
+            let fetched = downloads(server)
+            #expect(fetched.count == 2, "\(fetched)")
+            #expect(
+                fetched.first?.contains("/deltas/Levels/") == true && fetched.last?.contains("/assets/Levels") == true
+            )
+            #expect(try manager.contents(at: "Levels/World2/big.bin") == Scratch.noise(400_000, seed: 8))
+            #expect(try manager.verify() == 4)
+        }
+        #expect(seen.deltas.count == 1)
+        #expect(seen.fallbacks.count == 1)
+        #expect(seen.fallbacks == ["installed Levels/World2/big.bin differs from its index"])
+    }
+
+    @Test func aDeltaTheServerCannotGiveFallsBackToTheWholePackOnce() async throws {
+        let seen = try await withLevelsInstalled { server, manager, scratch in
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 10}"#)
+            try await server.catalog.refresh()
+            // The first download request (the delta's) gets a 404, as from a CDN that lacks the file.
+            _ = try await server.get("/_mock/faults", method: .POST, body: "status=404,pack=Levels,times=1")
+            try await manager.checkForUpdatesAndWait()
+            let fetched = downloads(server)
+            #expect(fetched.count == 2, "\(fetched)")
+            #expect(fetched.first?.contains(" 404 ") == true && fetched.last?.contains("/assets/Levels") == true)
+            #expect(text(try manager.contents(at: "Levels/World1/level1.json")).contains("10"))
+        }
+        #expect(seen.fallbacks == ["status 404"])
+    }
+
+    @Test func noDeltasOnTheServerOrNoneWantedMeansWholePacks() async throws {
+        for (depth, wanted) in [(0, true), (3, false)] {
+            let seen = try await withLevelsInstalled(deltaDepth: depth, deltaUpdates: wanted) {
+                server,
+                manager,
+                scratch in
+                try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 11}"#)
+                try await server.catalog.refresh()
+                #expect(try await manager.assetPack(withID: "Levels").deltas.isEmpty == (depth == 0))
+                try await manager.checkForUpdatesAndWait()
+                let fetched = downloads(server)
+                #expect(fetched.count == 1 && fetched[0].contains("GET /assets/Levels"), "\(fetched)")
+            }
+            #expect(seen.deltas.isEmpty && seen.fallbacks.isEmpty)
+        }
+    }
+}

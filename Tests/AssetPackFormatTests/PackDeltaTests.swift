@@ -1,0 +1,72 @@
+import AssetPackFormat
+import Foundation
+import SystemPackage
+import TestSupport
+import Testing
+
+@Suite("Delta archives")
+struct PackDeltaTests {
+    /// Builds the Levels pack of the sample folder as it is now.
+    func build(_ scratch: Scratch, _ name: String) throws -> (archive: FilePath, index: PackIndex) {
+        let parsed = try PackagingManifest.load(from: scratch.root.appending("Levels.json"))
+        let archive = scratch.root.appending("\(name).pack")
+        let (_, index) = try PackBuilder.buildIndexed(try PackSource.resolve(parsed, root: scratch.root), to: archive)
+        return (archive, index)
+    }
+
+    @Test func aDeltaCarriesWhatChangedAndTheBaseGivesTheRest() throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try scratch.write("Levels/World2/über 🎮.json", "kept across versions")
+        let (_, v1) = try build(scratch, "v1")
+        // One file changed, one added, one removed; the rest kept.
+        try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 7}"#)
+        try scratch.write("Levels/World3/level1.json", #"{"name": "3-1"}"#)
+        try FileManager.default.removeItem(atPath: scratch.root.appending("Levels/World2/level1.json").string)
+        let (full, v2) = try build(scratch, "v2")
+
+        let plan = PackDelta.plan(from: v1, to: v2)
+        #expect(plan.carried.map(\.path) == ["Levels/World1/level1.json", "Levels/World3/level1.json"])
+        #expect(plan.kept.map(\.path) == ["Levels/World1/deep/nested/tiles.bin", "Levels/World2/über 🎮.json"])
+        #expect(plan.removed == ["Levels/World2/level1.json"])
+
+        let delta = scratch.root.appending("v1-v2.delta")
+        let built = try PackDelta.build(full: full, target: v2, base: v1, to: delta, options: PackBuildOptions())
+        #expect(built.downloadSize < 2_000)  // the 30 KB of tiles stay home
+        #expect(built.sha256 == FileDigest.sha256(of: try scratch.read(delta)))
+        // Reproducible: the same inputs give the same bytes.
+        let again = scratch.root.appending("again.delta")
+        #expect(try PackDelta.build(full: full, target: v2, base: v1, to: again, options: PackBuildOptions()) == built)
+
+        // A delta is not a whole pack: a full extraction refuses it; a delta extraction says what is absent.
+        let staging = scratch.root.appending("staging")
+        try FileManager.default.createDirectory(atPath: staging.string, withIntermediateDirectories: true)
+        #expect(throws: AssetPackFormatError.self) { try PackReader.extract(delta, into: staging) }
+        let fresh = scratch.root.appending("fresh")
+        try FileManager.default.createDirectory(atPath: fresh.string, withIntermediateDirectories: true)
+        let (index, absent) = try PackReader.extractDelta(delta, into: fresh, limit: v2.installSize)
+        #expect(index == v2)
+        #expect(absent.map(\.path) == plan.kept.map(\.path))
+        #expect(try scratch.read(fresh.appending("Levels/World3/level1.json")) == Data(#"{"name": "3-1"}"#.utf8))
+        #expect(!FileManager.default.fileExists(atPath: fresh.appending("Levels/World1/deep/nested/tiles.bin").string))
+    }
+
+    @Test func copyingABaseFileHashesWhatItCopies() throws {
+        let scratch = try Scratch()
+        let source = try scratch.write("a/Über.bin", Scratch.noise(3 << 20, seed: 5))
+        let target = scratch.root.appending("b.bin")
+        let copied = try FileDigest.copy(source, to: target)
+        #expect(copied.size == 3 << 20)
+        #expect(copied.sha256 == FileDigest.sha256(of: try scratch.read(source)))
+        #expect(try scratch.read(target) == scratch.read(source))
+        // Never over an existing file, never through a symlink.
+        #expect(throws: AssetPackFormatError.self) { try FileDigest.copy(source, to: target) }
+        try FileManager.default.createSymbolicLink(
+            atPath: scratch.root.appending("link").string,
+            withDestinationPath: source.string
+        )
+        #expect(throws: AssetPackFormatError.self) {
+            try FileDigest.copy(scratch.root.appending("link"), to: scratch.root.appending("c.bin"))
+        }
+    }
+}
