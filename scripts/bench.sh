@@ -378,7 +378,7 @@ for r in $(seq 1 "$rounds"); do
     rm -rf "$dir"
     if [ "$who" = rsync ]; then
       cp -a "$work/update-v1-files" "$dir"
-      warm "$dir"
+      sync && warm "$dir"  # the copy's dirty pages are not the update's to write
       timed seconds rss bash -c 'rsync -a --delete --stats "$1" "$2/" >"$3" && sync' _ \
         "rsync://127.0.0.1:$rsync_port/v2/" "$dir" "$work/rsync.stats"
       received=$(awk -F': ' '/^Total bytes received/ { gsub(/,/, "", $2); print $2 + 0 }' "$work/rsync.stats")
@@ -390,7 +390,7 @@ for r in $(seq 1 "$rounds"); do
       record "update-bytes" "$set" "ref" "$received" "B"
     else
       cp -a "$work/update-v1-app" "$dir"
-      warm "$dir"
+      sync && warm "$dir"
       if [ "$who" = delta ]; then
         timed seconds rss "$sync" --server "$nginx_url/$set" --app-group "$dir" ensure --latest "$set"
         grep -q 'delta from v1' "$work/cmd.err" || { echo "bench.sh: the update did not use the delta" >&2; exit 1; }

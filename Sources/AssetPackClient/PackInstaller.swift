@@ -1,5 +1,6 @@
 import AssetPackFormat
 import Foundation
+import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
@@ -192,48 +193,69 @@ struct PackInstaller: Sendable {
         return (index, absent)
     }
 
-    /// Copies the files a delta did not carry from the installed base folder into the staging folder,
-    /// hashing each on the way: a base file that is missing or differs from the new index (tampered, or not
-    /// the version the delta starts from) fails the delta. Copies, not links: a later change to one
-    /// version's file cannot reach the other, and `verify` of each stays meaningful.
+    /// Gives the staging folder the files a delta did not carry, from the installed base folder, and hashes
+    /// each: a base file that is missing or differs from the new index (tampered, or not the version the
+    /// delta starts from) fails the delta. Hard links, not copies: the bytes are not written again (nor
+    /// synced), and the base folder is removed once the new version is committed, so no two installed
+    /// versions ever share a file; every file of the new version is still hashed. Where links cannot be made
+    /// the files are copied. Two threads hash, as the machine has two cores to spare for it.
     static func copyUnchanged(_ files: [PackIndex.File], from base: FilePath, into staging: FilePath, _ pack: AssetPack)
         throws
     {
-        for file in files {
-            let target = staging.appending(file.path)
+        for folder in Set(files.map { staging.appending($0.path).removingLastComponent() }) {
             do {
-                try FileManager.default.createDirectory(
-                    atPath: target.removingLastComponent().string,
-                    withIntermediateDirectories: true
-                )
+                try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
             } catch {
-                throw AssetPackClientError.io("create", target.removingLastComponent(), error)
+                throw AssetPackClientError.io("create", folder, error)
             }
-            let copied: (size: Int64, sha256: String)
-            do {
-                copied = try FileDigest.copy(base.appending(file.path), to: target)
-            } catch let error as AssetPackFormatError {
-                if AssetPackClientError.isDiskFull(error) { throw error }
-                var failure = AssetPackClientError(
-                    code: .corruptPack,
-                    message: "the installed \(file.path) of pack \(pack.id), which the delta keeps, cannot be read",
-                    assetPackID: pack.id,
-                    cause: error
-                )
-                failure.shortReason = "installed \(file.path) unreadable"
-                throw failure
+        }
+        let next = Mutex(0)
+        let failure = Mutex<(any Error)?>(nil)
+        DispatchQueue.concurrentPerform(iterations: min(2, files.count)) { _ in
+            while failure.withLock({ $0 == nil }) {
+                let taken = next.withLock { value in
+                    defer { value += 1 }
+                    return value
+                }
+                guard taken < files.count else { return }
+                do {
+                    try reuse(files[taken], from: base, into: staging, pack)
+                } catch {
+                    failure.withLock { $0 = $0 ?? error }
+                }
             }
-            guard copied.size == file.size, copied.sha256 == file.sha256 else {
-                var failure = AssetPackClientError(
-                    code: .corruptPack,
-                    message:
-                        "the installed \(file.path) of pack \(pack.id) differs from what the delta expects (changed "
-                        + "since it was installed?)",
-                    assetPackID: pack.id
-                )
-                failure.shortReason = "installed \(file.path) differs from its index"
-                throw failure
-            }
+        }
+        if let failure = failure.withLock({ $0 }) { throw failure }
+    }
+
+    /// Links (or copies) one unchanged file from the base folder into the staging folder and checks it.
+    private static func reuse(_ file: PackIndex.File, from base: FilePath, into staging: FilePath, _ pack: AssetPack)
+        throws
+    {
+        let reused: (size: Int64, sha256: String)
+        do {
+            reused = try FileDigest.link(base.appending(file.path), to: staging.appending(file.path))
+        } catch {
+            if AssetPackClientError.isDiskFull(error) { throw error }
+            var failure = AssetPackClientError(
+                code: .corruptPack,
+                message: "the installed \(file.path) of pack \(pack.id), which the delta keeps, cannot be read",
+                assetPackID: pack.id,
+                cause: error
+            )
+            failure.shortReason = "installed \(file.path) unreadable"
+            throw failure
+        }
+        guard reused.size == file.size, reused.sha256 == file.sha256 else {
+            var failure = AssetPackClientError(
+                code: .corruptPack,
+                message:
+                    "the installed \(file.path) of pack \(pack.id) differs from what the delta expects (changed "
+                    + "since it was installed?)",
+                assetPackID: pack.id
+            )
+            failure.shortReason = "installed \(file.path) differs from its index"
+            throw failure
         }
     }
 

@@ -2,6 +2,10 @@ import Crypto
 import Foundation
 import SystemPackage
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 extension Sequence where Element == UInt8 {
     /// Lower-case hexadecimal, as digests are written in manifests and indexes.
     public var hexString: String {
@@ -46,7 +50,7 @@ public enum FileDigest {
     public static func copy(_ source: FilePath, to target: FilePath) throws -> (size: Int64, sha256: String) {
         let input: FileDescriptor
         do {
-            input = try FileDescriptor.open(source, .readOnly, options: [.closeOnExec, .noFollow])
+            input = try FileDescriptor.open(source, .readOnly, options: [.closeOnExec, .noFollow, .nonBlocking])
         } catch let errno as Errno {
             throw AssetPackFormatError.io("open", source, errno)
         }
@@ -76,6 +80,34 @@ public enum FileDigest {
                 }
                 return (size, hasher.finalize().hexString)
             }
+        }
+    }
+
+    /// Gives `target` the bytes of the regular file at `source` without copying them: a hard link (never
+    /// following a symlink at `source`, never replacing anything at `target`), then hashes what `target`
+    /// holds. Where the file system cannot link (another device, too many links, no links at all) it copies,
+    /// hashing on the way.
+    /// - Returns: The file's size and lower-case hex SHA-256.
+    /// - Throws: ``AssetPackFormatError`` with code `.io`, also when `source` is not a regular file.
+    public static func link(_ source: FilePath, to target: FilePath) throws -> (size: Int64, sha256: String) {
+        guard linkat(AT_FDCWD, source.string, AT_FDCWD, target.string, 0) == 0 else {
+            let failure = Errno(rawValue: errno)
+            switch failure {
+            case .improperLink, .tooManyLinks, .notPermitted, .notSupported: return try copy(source, to: target)
+            default: throw AssetPackFormatError.io("link", source, failure)
+            }
+        }
+        do {
+            let fd = try FileDescriptor.open(target, .readOnly, options: [.closeOnExec, .noFollow, .nonBlocking])
+            return try fd.closeAfter {
+                var info = stat()
+                guard fstat(fd.rawValue, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw Errno.notPermitted }
+                var hasher = SHA256()
+                let size = try fd.forEachChunk { hasher.update(bufferPointer: $0) }
+                return (size, hasher.finalize().hexString)
+            }
+        } catch let errno as Errno {
+            throw AssetPackFormatError.io("hash", source, errno)
         }
     }
 

@@ -69,4 +69,31 @@ struct PackDeltaTests {
             try FileDigest.copy(scratch.root.appending("link"), to: scratch.root.appending("c.bin"))
         }
     }
+
+    @Test func linkingABaseFileHashesWhatTheLinkHolds() throws {
+        let scratch = try Scratch()
+        let source = try scratch.write("a/日本語 🎮.bin", Scratch.noise(3 << 20, seed: 6))
+        let target = scratch.root.appending("b.bin")
+        let linked = try FileDigest.link(source, to: target)
+        #expect(linked.size == 3 << 20)
+        #expect(linked.sha256 == FileDigest.sha256(of: try scratch.read(source)))
+        let attributes = try FileManager.default.attributesOfItem(atPath: target.string)
+        #expect(attributes[.referenceCount] as? Int == 2)  // the same bytes, not written again
+        // Never over an existing file; a symlink is linked as itself and then refused, never followed.
+        #expect(throws: AssetPackFormatError.self) { try FileDigest.link(source, to: target) }
+        try FileManager.default.createSymbolicLink(
+            atPath: scratch.root.appending("link").string,
+            withDestinationPath: source.string
+        )
+        #expect(throws: AssetPackFormatError.self) {
+            try FileDigest.link(scratch.root.appending("link"), to: scratch.root.appending("c.bin"))
+        }
+        try FileManager.default.createDirectory(
+            atPath: scratch.root.appending("folder").string,
+            withIntermediateDirectories: true
+        )
+        #expect(throws: AssetPackFormatError.self) {
+            try FileDigest.link(scratch.root.appending("folder"), to: scratch.root.appending("d.bin"))
+        }
+    }
 }
