@@ -393,7 +393,11 @@ for r in $(seq 1 "$rounds"); do
       sync && warm "$dir"
       if [ "$who" = delta ]; then
         timed seconds rss "$sync" --server "$nginx_url/$set" --app-group "$dir" ensure --latest "$set"
-        grep -q 'delta from v1' "$work/cmd.err" || { echo "bench.sh: the update did not use the delta" >&2; exit 1; }
+        if ! grep -q 'delta from v1' "$work/cmd.err" || grep -q 'delta failed' "$work/cmd.err"; then
+          echo "bench.sh: the update did not use the delta:" >&2
+          cat "$work/cmd.err" >&2
+          exit 1
+        fi
         record "update-time" "$set" "ours" "$seconds" "s" "$rss"
         record "update-bytes" "$set" "ours" "$delta_bytes" "B"
         record "update-bytes-vs-goal" "$set" "ours" "$delta_bytes" "B"

@@ -58,15 +58,16 @@ public final class ConsoleProgress: Sendable {
                 ]
             )
         case .resuming(let pack, let offset):
+            let size = deltas.withLock { $0[pack.id] }?.downloadSize ?? pack.downloadSize
             emit(
                 pack.id,
                 event: "resuming",
-                text: "\(pack.id): resuming at byte \(offset) of \(pack.downloadSize)",
-                extra: ["from": offset]
+                text: "\(pack.id): resuming at byte \(offset) of \(size)",
+                extra: ["from": offset, "of": size]
             )
         case .delta(let pack, let notice):
             deltas.withLock { $0[pack.id] = notice }
-            let files = notice.fileCount.map { "\($0) file\($0 == 1 ? "" : "s"), " } ?? ""
+            let files = notice.fileCount.map { ByteFormat.count($0, "file") + ", " } ?? ""
             emit(
                 pack.id,
                 event: "delta",
@@ -126,9 +127,14 @@ public final class ConsoleProgress: Sendable {
             draw(pack, progress)
         case .finished:
             lines.withLock { $0[pack.id] = nil }
-            deltas.withLock { $0[pack.id] = nil }
+            let delta = deltas.withLock { $0.removeValue(forKey: pack.id) }
             if terminal && !json { err("\r\u{1B}[K") }
-            emit(pack.id, event: "finished", text: "\(pack.id): installed version \(pack.version)")
+            emit(
+                pack.id,
+                event: "finished",
+                text: "\(pack.id): installed version \(pack.version)",
+                extra: ["deltaFrom": delta.map { $0.fromVersion } ?? NSNull()]
+            )
         case .failed(_, let error):
             lines.withLock { $0[pack.id] = nil }
             failed.withLock { _ = $0.insert(pack.id) }

@@ -48,7 +48,8 @@ public struct AssetPack: Sendable, Hashable, Identifiable, Codable {
     /// The delta that updates `installed` to this version, if the manifest lists one: its base must be the
     /// installed version's very archive.
     func delta(from installed: InstalledPack) -> Delta? {
-        guard let installedDigest = installed.sha256 else { return nil }
+        // Without both digests a delta cannot be tied to what it starts from and what it produces.
+        guard let installedDigest = installed.sha256, sha256 != nil else { return nil }
         return deltas.first { $0.fromSHA256 == installedDigest && $0.fromVersion == installed.version }
     }
 

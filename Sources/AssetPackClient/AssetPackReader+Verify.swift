@@ -61,8 +61,13 @@ extension AssetPackReader {
             }
             for row in index.files {
                 result.checked += 1
-                guard let digest = try? FileDigest.sha256(of: folder(of: pack).appending(row.path)) else {
-                    result.problems.append(.init(pack: pack.id, path: row.path, kind: .missing))
+                let digest: String
+                do {
+                    digest = try FileDigest.sha256(of: folder(of: pack).appending(row.path))
+                } catch {
+                    // Gone is missing; anything else in its place (a folder, a FIFO, unreadable) differs.
+                    let gone = ((error as? AssetPackFormatError)?.cause as? Errno) == .noSuchFileOrDirectory
+                    result.problems.append(.init(pack: pack.id, path: row.path, kind: gone ? .missing : .differs))
                     continue
                 }
                 if digest != row.sha256 { result.problems.append(.init(pack: pack.id, path: row.path, kind: .differs)) }

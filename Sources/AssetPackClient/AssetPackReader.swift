@@ -111,13 +111,8 @@ public final class AssetPackReader: Sendable {
     private func contents(at path: FilePath, _ assetPackID: String?, scope: ReadScope?, options: Data.ReadingOptions)
         throws -> Data
     {
-        let (fd, file) = try openInstalled(path, assetPackID, scope: scope)
+        let (fd, file, size) = try openInstalled(path, assetPackID, scope: scope)
         defer { try? fd.close() }
-        var info = stat()
-        guard fstat(fd.rawValue, &info) == 0 else {
-            throw AssetPackClientError.io("stat", FilePath(file), Errno(rawValue: errno))
-        }
-        let size = Int(info.st_size)
         if size == 0 { return Data() }  // mmap cannot map zero bytes
         if !options.contains(.mappedIfSafe) && !options.contains(.alwaysMapped) {
             var copy = Data(count: size)
@@ -250,8 +245,10 @@ public final class AssetPackReader: Sendable {
 
     /// Opens the installed file a path resolves to (in `view`, by default the current namespace); when the
     /// folder it resolved to has gone (an update committed in between), looks again once at the new state.
+    /// Only a regular file opens: something else put in its place (a FIFO would block the open forever)
+    /// is an error.
     func openInstalled(_ path: FilePath, _ assetPackID: String?, view given: Namespace? = nil, scope: ReadScope? = nil)
-        throws -> (fd: FileDescriptor, file: String)
+        throws -> (fd: FileDescriptor, file: String, size: Int)
     {
         var (view, defaultScope) = try currentView()
         if let given { view = given }
@@ -259,8 +256,26 @@ public final class AssetPackReader: Sendable {
         var retried = false
         while true {
             let file = try resolve(path, assetPackID, namespace: view, scope: scope)
-            let fd = open(file, O_RDONLY | O_CLOEXEC)
-            if fd >= 0 { return (FileDescriptor(rawValue: fd), file) }
+            let fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+            if fd >= 0 {
+                var info = stat()
+                guard fstat(fd, &info) == 0, fcntl(fd, F_SETFL, 0) == 0 else {
+                    let failure = Errno(rawValue: errno)
+                    close(fd)
+                    throw AssetPackClientError.io("open", FilePath(file), failure)
+                }
+                guard info.st_mode & S_IFMT == S_IFREG else {
+                    close(fd)
+                    throw AssetPackClientError(
+                        code: .io,
+                        message:
+                            "cannot read \(file): it is not a regular file (something was put in place of the "
+                            + "installed file). Fix: `ba-sync verify` names the pack; `ba-sync remove ID` then "
+                            + "`ba-sync ensure ID`"
+                    )
+                }
+                return (FileDescriptor(rawValue: fd), file, Int(info.st_size))
+            }
             let failure = errno
             if failure == EINTR { continue }
             if failure == ENOENT && !retried {

@@ -48,13 +48,23 @@ struct PackInstaller: Sendable {
         through delta: (delta: AssetPack.Delta, base: InstalledPack)?
     ) async throws -> InstalledPack {
         let download = delta.map { pack.download(of: $0.delta) } ?? pack
+        let binding = delta.map { delta in
+            DeltaBase(
+                binding: PackDelta.Binding(
+                    assetPackID: pack.id,
+                    fromSHA256: delta.delta.fromSHA256,
+                    toSHA256: pack.sha256 ?? ""
+                ),
+                baseFiles: delta.base.fileCount
+            )
+        }
         let partial = PartialDownload(store: store, pack: download)
         do {
             let fromFile = try await BlockingIO.run { [resumableDownloads] in resumableDownloads || partial.exists }
             let (index, absent, staging) =
                 fromFile
-                ? try await downloadThenExtract(download, events: events, delta: delta != nil)
-                : try await extractWhileDownloading(download, events: events, delta: delta != nil)
+                ? try await downloadThenExtract(download, events: events, delta: binding)
+                : try await extractWhileDownloading(download, events: events, delta: binding)
             let store = self.store
             if let base = delta?.base {
                 try await BlockingIO.runOnThreadOfItsOwn {
@@ -91,21 +101,34 @@ struct PackInstaller: Sendable {
         }
     }
 
+    /// What a delta extraction checks: what the delta must say it is for, and how many files its base has.
+    typealias DeltaBase = (binding: PackDelta.Binding, baseFiles: Int)
+
     /// What an extraction leaves: the verified index, the files it lists that a delta did not hold (empty
     /// for a whole archive), and the staging folder.
     typealias Extracted = (index: PackIndex, absent: [PackIndex.File], staging: FilePath)
 
     /// Downloads the archive (or delta) into a partial file (resumable by a later run), then extracts it.
-    private func downloadThenExtract(_ pack: AssetPack, events: DownloadEvents, delta: Bool) async throws -> Extracted {
+    private func downloadThenExtract(_ pack: AssetPack, events: DownloadEvents, delta: DeltaBase?)
+        async throws -> Extracted
+    {
         let archive = try await downloader.downloadToFile(pack, store: store, events: events)
         let store = self.store
         return try await BlockingIO.runOnThreadOfItsOwn {
             let staging = try Self.makeStaging(pack, store: store)
             do {
                 let (index, absent) = try Self.extract(pack) {
-                    delta
-                        ? try PackReader.extractDelta(archive, into: staging, limit: pack.installSize)
-                        : (try PackReader.extract(archive, into: staging, limit: pack.installSize), [])
+                    if let delta {
+                        try PackReader.extractDelta(
+                            archive,
+                            into: staging,
+                            limit: pack.installSize,
+                            expecting: delta.binding,
+                            baseFileCount: delta.baseFiles
+                        )
+                    } else {
+                        (try PackReader.extract(archive, into: staging, limit: pack.installSize), [])
+                    }
                 }
                 return (index, absent, staging)
             } catch {
@@ -118,8 +141,8 @@ struct PackInstaller: Sendable {
     /// Extracts the archive as it arrives (on the consumer's thread): the archive never touches the disk;
     /// a cut connection resumes with a range into the same extraction, and bad bytes start over with a new
     /// staging folder.
-    private func extractWhileDownloading(_ pack: AssetPack, events: DownloadEvents, delta: Bool) async throws
-        -> Extracted
+    private func extractWhileDownloading(_ pack: AssetPack, events: DownloadEvents, delta: DeltaBase?)
+        async throws -> Extracted
     {
         let store = self.store
         return try await downloader.download(pack, events: events) {
@@ -127,14 +150,17 @@ struct PackInstaller: Sendable {
             return TransferConsumer(destination: staging) { reader in
                 let name = pack.url.absoluteString
                 let (index, absent) = try Self.extract(pack) {
-                    delta
-                        ? try PackReader.extractDelta(
+                    if let delta {
+                        try PackReader.extractDelta(
                             streamNamed: name,
                             into: staging,
                             limit: pack.installSize,
+                            expecting: delta.binding,
+                            baseFileCount: delta.baseFiles,
                             reading: reader.next
                         )
-                        : (
+                    } else {
+                        (
                             try PackReader.extract(
                                 streamNamed: name,
                                 into: staging,
@@ -142,6 +168,7 @@ struct PackInstaller: Sendable {
                                 reading: reader.next
                             ), []
                         )
+                    }
                 }
                 return (index, absent, staging)
             }
@@ -237,13 +264,16 @@ struct PackInstaller: Sendable {
             reused = try FileDigest.link(base.appending(file.path), to: staging.appending(file.path))
         } catch {
             if AssetPackClientError.isDiskFull(error) { throw error }
+            let gone = ((error as? AssetPackFormatError)?.cause as? Errno) == .noSuchFileOrDirectory
             var failure = AssetPackClientError(
                 code: .corruptPack,
-                message: "the installed \(file.path) of pack \(pack.id), which the delta keeps, cannot be read",
+                message:
+                    "the installed \(file.path) of pack \(pack.id), which the delta keeps, "
+                    + (gone ? "is missing" : "cannot be read"),
                 assetPackID: pack.id,
                 cause: error
             )
-            failure.shortReason = "installed \(file.path) unreadable"
+            failure.shortReason = "installed \(file.path) \(gone ? "missing" : "unreadable")"
             throw failure
         }
         guard reused.size == file.size, reused.sha256 == file.sha256 else {

@@ -13,4 +13,9 @@ public enum ByteFormat {
         let rounded = (value * 10).rounded() / 10
         return "\(rounded) \(units[unit])"
     }
+
+    /// `1, "file"` → `1 file`; `2, "file"` → `2 files`.
+    public static func count(_ count: some BinaryInteger, _ noun: String) -> String {
+        "\(count) \(noun)\(count == 1 ? "" : "s")"
+    }
 }

@@ -27,7 +27,7 @@ public enum FileDigest {
     /// - Throws: ``AssetPackFormatError`` with code `.io` when the file cannot be read.
     public static func sha256(of path: FilePath) throws -> String {
         do {
-            let fd = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec])
+            let fd = try openRegular(path)
             return try fd.closeAfter { try hasher(of: fd).finalize().hexString }
         } catch let errno as Errno {
             throw AssetPackFormatError.io("hash", path, errno)
@@ -50,7 +50,7 @@ public enum FileDigest {
     public static func copy(_ source: FilePath, to target: FilePath) throws -> (size: Int64, sha256: String) {
         let input: FileDescriptor
         do {
-            input = try FileDescriptor.open(source, .readOnly, options: [.closeOnExec, .noFollow, .nonBlocking])
+            input = try openRegular(source, following: false)
         } catch let errno as Errno {
             throw AssetPackFormatError.io("open", source, errno)
         }
@@ -98,10 +98,8 @@ public enum FileDigest {
             }
         }
         do {
-            let fd = try FileDescriptor.open(target, .readOnly, options: [.closeOnExec, .noFollow, .nonBlocking])
+            let fd = try openRegular(target, following: false)
             return try fd.closeAfter {
-                var info = stat()
-                guard fstat(fd.rawValue, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw Errno.notPermitted }
                 var hasher = SHA256()
                 let size = try fd.forEachChunk { hasher.update(bufferPointer: $0) }
                 return (size, hasher.finalize().hexString)
@@ -109,6 +107,23 @@ public enum FileDigest {
         } catch let errno as Errno {
             throw AssetPackFormatError.io("hash", source, errno)
         }
+    }
+
+    /// Opens a regular file to read; anything else fails with `EINVAL` rather than blocking (a FIFO put in
+    /// a file's place would block an open forever) or reading a device.
+    /// - Throws: `Errno`.
+    static func openRegular(_ path: FilePath, following: Bool = true) throws -> FileDescriptor {
+        let fd = try FileDescriptor.open(
+            path,
+            .readOnly,
+            options: following ? [.closeOnExec, .nonBlocking] : [.closeOnExec, .noFollow, .nonBlocking]
+        )
+        var info = stat()
+        guard fstat(fd.rawValue, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            try? fd.close()
+            throw Errno.invalidArgument
+        }
+        return fd
     }
 
     /// The lower-case hex SHA-256 of some bytes.

@@ -225,6 +225,7 @@ extension DownloadManifest {
             // A delta that is not sound is dropped, not a reason to refuse the manifest: the full pack remains.
             manifest.assetPacks[position].deltas = entry.deltas?.filter { delta in
                 delta.fromVersion >= 1 && delta.downloadSize >= 0 && delta.downloadSize <= 1 << 50
+                    && (delta.fileCount ?? 0) >= 0
                     && [delta.sha256, delta.fromSHA256].allSatisfy {
                         $0.utf8.count == 64 && $0.utf8.allSatisfy(isHexDigit)
                     }

@@ -4,6 +4,8 @@ public enum PackPath {
     public static let contentsPrefix = "Contents/"
     /// The name of the index entry at the end of every pack archive.
     public static let indexEntryName = "Index.json"
+    /// The name of the entry at the start of every delta archive that names its base and target.
+    public static let deltaEntryName = "Delta.json"
     /// The folder inside an asset folder where `ba-mock` keeps its state; never packed, never served.
     public static let stateFolderName = ".ba-mock"
 

@@ -80,18 +80,24 @@ public enum PackReader {
         streamNamed name: String,
         into destination: FilePath,
         limit: Int64? = nil,
+        expecting binding: PackDelta.Binding,
+        baseFileCount: Int,
         reading next: @escaping () throws -> UnsafeRawBufferPointer
     ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
-        try scan(name, destination: destination, limit: limit, partial: true) {
+        try scan(name, destination: destination, limit: limit, delta: (binding, baseFileCount)) {
             try withArchiveReader(streaming: next, name: name, $0)
         }
     }
 
-    /// Extracts a delta archive file: see ``extractDelta(streamNamed:into:limit:reading:)``.
-    public static func extractDelta(_ archive: FilePath, into destination: FilePath, limit: Int64? = nil) throws
-        -> (index: PackIndex, absent: [PackIndex.File])
-    {
-        try scan(archive.string, destination: destination, limit: limit, partial: true) {
+    /// Extracts a delta archive file: see ``extractDelta(streamNamed:into:limit:expecting:baseFileCount:reading:)``.
+    public static func extractDelta(
+        _ archive: FilePath,
+        into destination: FilePath,
+        limit: Int64? = nil,
+        expecting binding: PackDelta.Binding,
+        baseFileCount: Int
+    ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
+        try scan(archive.string, destination: destination, limit: limit, delta: (binding, baseFileCount)) {
             try withArchiveReader(at: archive, $0)
         }
     }
@@ -100,10 +106,12 @@ public enum PackReader {
         _ archive: String,
         destination: FilePath?,
         limit: Int64?,
-        partial: Bool = false,
+        delta: (binding: PackDelta.Binding, baseFiles: Int)? = nil,
         open: ((ArchiveReader) throws -> Void) throws -> Void
     ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
         let root = destination.map { $0.lexicallyNormalized() }
+        let partial = delta != nil
+        var bound = delta == nil
         var seen: [PathKey: (size: Int64, sha256: String)] = [:]
         var folders: Set<PathKey> = []
         var nameBytes = 0
@@ -112,11 +120,21 @@ public enum PackReader {
         try open { reader in
             try withDiskWriter { disk in
                 while let header = try reader.next() {
+                    if let delta, !bound {  // a delta's first entry says what it is for
+                        try checkBinding(reader, header: header, expected: delta.binding)
+                        bound = true
+                        continue
+                    }
                     if header.name.utf8.elementsEqual(PackPath.indexEntryName.utf8) {
                         guard index == nil else { throw rule(archive, "holds two index entries") }
-                        // An index lists every file once: its size follows from the entries before it, so a
-                        // small download cannot declare an index of hundreds of megabytes.
-                        let bound = min(maximumIndexSize, 64 << 10 + Int64(nameBytes) + 256 * Int64(seen.count))
+                        // An index lists every file once: its size follows from the entries before it (and for
+                        // a delta, from the base's files it keeps, up to a 4 KiB path each), so a small download
+                        // cannot declare an index of hundreds of megabytes.
+                        let kept = 4352 * Int64(min(delta?.baseFiles ?? 0, 1 << 20))
+                        let bound = min(
+                            maximumIndexSize,
+                            64 << 10 + Int64(nameBytes) + 256 * Int64(seen.count) + kept
+                        )
                         index = try decodeIndex(reader, header: header, maximumSize: bound)
                         continue
                     }
@@ -178,6 +196,7 @@ public enum PackReader {
                 }
             }
         }
+        guard bound else { throw missingBinding(archive) }
         guard let index else { throw missingIndex(archive) }
         var absent: [PackIndex.File] = []
         for row in index.files {
@@ -253,6 +272,39 @@ public enum PackReader {
             bytes.append(contentsOf: block)
         }
         return try PackIndex.decode(Data(bytes), source: reader.path)
+    }
+
+    /// Reads a delta's `Delta.json` and refuses a delta for another pack, base or target.
+    private static func checkBinding(_ reader: ArchiveReader, header: ArchiveEntryHeader, expected: PackDelta.Binding)
+        throws
+    {
+        let maximumSize = 4096
+        guard header.name.utf8.elementsEqual(PackPath.deltaEntryName.utf8), header.type == ArchiveFileType.regular,
+            header.size <= maximumSize
+        else { throw missingBinding(reader.path) }
+        var bytes: [UInt8] = []
+        try reader.readData { block in
+            guard block.count <= maximumSize - bytes.count else { throw missingBinding(reader.path) }
+            bytes.append(contentsOf: block)
+        }
+        guard let found = try? JSONDecoder().decode(PackDelta.Binding.self, from: Data(bytes)) else {
+            throw missingBinding(reader.path)
+        }
+        guard found == expected else {
+            throw rule(
+                reader.path,
+                "is a delta from \(found.fromSHA256.prefix(12)) to \(found.toSHA256.prefix(12)) of pack "
+                    + "\(AssetPackID.printable(found.assetPackID)), not from \(expected.fromSHA256.prefix(12)) to "
+                    + "\(expected.toSHA256.prefix(12)) of \(expected.assetPackID) as its manifest entry says"
+            )
+        }
+    }
+
+    private static func missingBinding(_ archive: String) -> AssetPackFormatError {
+        rule(
+            archive,
+            "does not start with a \(PackPath.deltaEntryName) entry naming its base and target; it is not a delta"
+        )
     }
 
     private static func missingIndex(_ archive: String) -> AssetPackFormatError {

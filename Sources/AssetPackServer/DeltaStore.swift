@@ -75,13 +75,18 @@ struct DeltaStore: Sendable {
                 full: full,
                 target: index,
                 base: baseIndex,
+                binding: PackDelta.Binding(assetPackID: id, fromSHA256: base.sha256, toSHA256: record.sha256),
                 to: deltasFolder.appending(name),
                 options: options
             )
             let plan = PackDelta.plan(from: baseIndex, to: index)
+            guard built.downloadSize < record.downloadSize else {  // everything changed: the pack is as good
+                _ = unlink(deltasFolder.appending(name).string)
+                log("no delta of \(id) from version \(base.version): it would be no smaller than the pack")
+                continue
+            }
             log(
-                "delta of \(id) from version \(base.version): \(plan.carried.count) "
-                    + "file\(plan.carried.count == 1 ? "" : "s"), "
+                "delta of \(id) from version \(base.version): \(ByteFormat.count(plan.carried.count, "file")), "
                     + "\(ByteFormat.string(built.downloadSize)) instead of \(ByteFormat.string(record.downloadSize))"
             )
             deltas.append(
@@ -97,6 +102,19 @@ struct DeltaStore: Sendable {
         }
         record.bases = bases
         record.deltas = deltas
+    }
+
+    /// Drops the bases and deltas of `record` beyond the depth (a restart with a smaller `--delta-depth`).
+    /// - Returns: Whether anything was dropped.
+    func trim(_ record: inout MockState.Record) -> Bool {
+        let bases = Array((record.bases ?? []).prefix(depth))
+        let deltas = (record.deltas ?? []).filter { delta in bases.contains { $0.sha256 == delta.fromSHA256 } }
+        guard bases.count != (record.bases ?? []).count || deltas.count != (record.deltas ?? []).count else {
+            return false
+        }
+        record.bases = bases.isEmpty ? nil : bases
+        record.deltas = deltas.isEmpty ? nil : deltas
+        return true
     }
 
     /// Deletes the indexes and deltas that no record refers to any more (a download under way keeps reading

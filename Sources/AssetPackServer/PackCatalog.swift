@@ -54,6 +54,8 @@ public actor PackCatalog {
     private var refreshing: Task<CatalogReport, any Error>?
     /// Whether the first refresh ran (it sweeps archives left by an earlier run).
     private var started = false
+    /// Whether opening dropped deltas beyond the depth from the state (saved by the first refresh).
+    private var trimmed = false
 
     /// The packs published right now.
     public nonisolated var snapshot: CatalogSnapshot { current.withLock { $0 } }
@@ -82,7 +84,9 @@ public actor PackCatalog {
         self.archivesKept = max(1, archivesKept)
         self.deltaStore = DeltaStore(stateFolder: folder.stateFolder, depth: max(0, deltaDepth), options: options)
         self.log = log
-        self.state = try MockState.load(from: folder.stateFolder.appending("state.json"))
+        var state = try MockState.load(from: folder.stateFolder.appending("state.json"))
+        for id in state.packs.keys where deltaStore.trim(&state.packs[id]!) { trimmed = true }
+        self.state = state
     }
 
     private var packsFolder: FilePath { folder.stateFolder.appending("packs") }
@@ -122,7 +126,8 @@ public actor PackCatalog {
             }
         }
         var report = CatalogReport(problems: scan.problems, warnings: scan.warnings)
-        var changed = false
+        var changed = trimmed  // a smaller --delta-depth than the state's: saved once, and swept
+        trimmed = false
         var present = Set<String>()
         for source in scan.sources {
             let id = source.manifest.assetPackID
@@ -314,7 +319,7 @@ public actor PackCatalog {
         let options = self.options
         let packsFolder = self.packsFolder
         let building = packsFolder.appending("\(id).building")
-        log("building \(id): \(source.files.count) files, \(ByteFormat.string(source.installSize))")
+        log("building \(id): \(ByteFormat.count(source.files.count, "file")), \(ByteFormat.string(source.installSize))")
         let (built, index, name) = try await BlockingIO.run {
             let (built, index) = try PackBuilder.buildIndexed(source, to: building, options: options)
             let name = "\(id)-\(built.sha256.prefix(16)).pack"

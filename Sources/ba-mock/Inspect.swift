@@ -28,7 +28,7 @@ struct Inspect: ParsableCommand {
             return
         }
         Console.out(
-            "\(index.assetPackID): \(index.downloadPolicy.name), \(index.fileCount) files, "
+            "\(index.assetPackID): \(index.downloadPolicy.name), \(ByteFormat.count(index.fileCount, "file")), "
                 + "\(ByteFormat.string(index.installSize)), platforms \(index.platforms.joined(separator: ", "))"
                 + (index.language.map { ", language \($0)" } ?? "")
         )

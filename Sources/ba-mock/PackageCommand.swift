@@ -52,7 +52,7 @@ struct PackageCommand: ParsableCommand {
             Console.out(String(decoding: try encoder.encode(built), as: UTF8.self))
         } else {
             Console.out(
-                "\(output): \(built.assetPackID), \(built.fileCount) files, \(ByteFormat.string(built.installSize)) "
+                "\(output): \(built.assetPackID), \(ByteFormat.count(built.fileCount, "file")), \(ByteFormat.string(built.installSize)) "
                     + "-> \(ByteFormat.string(built.downloadSize)) \(built.compression.rawValue), sha256 \(built.sha256)"
             )
         }

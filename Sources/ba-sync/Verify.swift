@@ -1,6 +1,7 @@
 import ArgumentParser
 import AssetPackCLI
 import AssetPackClient
+import AssetPackFormat
 
 struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -16,7 +17,7 @@ struct Verify: AsyncParsableCommand {
     func run() throws {
         try app.read { reader in
             guard app.json else {
-                Console.out("verified \(try reader.verify(assetPackWithID: id)) files")
+                Console.out("verified \(ByteFormat.count(try reader.verify(assetPackWithID: id), "file"))")
                 return
             }
             let result = try reader.verification(ofAssetPackWithID: id)

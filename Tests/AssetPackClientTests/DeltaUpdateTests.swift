@@ -144,6 +144,31 @@ struct DeltaUpdateTests {
         #expect(seen.fallbacks == ["installed Levels/World2/big.bin differs from its index"])
     }
 
+    @Test(arguments: ["fifo", "gone"])
+    func somethingElseInPlaceOfAnInstalledFileNeverHangsAnUpdateOrARead(_ kind: String) async throws {
+        let seen = try await withLevelsInstalled { server, manager, scratch in
+            let installed = try manager.reader.installedFile(at: "Levels/World2/big.bin")
+            try FileManager.default.removeItem(atPath: installed.string)
+            // A FIFO with no writer: an open without O_NONBLOCK would wait for one forever.
+            if kind == "fifo" { #expect(mkfifo(installed.string, 0o644) == 0) }
+            let verification = try manager.reader.verification(ofAssetPackWithID: "Levels")
+            #expect(verification.problems.map(\.kind) == [kind == "fifo" ? .differs : .missing])
+            let read = #expect(throws: AssetPackClientError.self) { try manager.contents(at: "Levels/World2/big.bin") }
+            if kind == "fifo" {
+                #expect(read?.message.contains("not a regular file") == true, "\(String(describing: read))")
+            }
+
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 12}"#)
+            try await server.catalog.refresh()
+            try await manager.checkForUpdatesAndWait()
+            #expect(manager.installedPack(withID: "Levels")?.version == 2)
+            #expect(try manager.contents(at: "Levels/World2/big.bin") == Scratch.noise(400_000, seed: 8))
+            #expect(try manager.verify() == 4)
+        }
+        let reason = kind == "fifo" ? "unreadable" : "missing"
+        #expect(seen.fallbacks == ["installed Levels/World2/big.bin \(reason)"])
+    }
+
     @Test func aDeltaTheServerCannotGiveFallsBackToTheWholePackOnce() async throws {
         let seen = try await withLevelsInstalled { server, manager, scratch in
             try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 10}"#)

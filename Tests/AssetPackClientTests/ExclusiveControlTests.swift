@@ -138,7 +138,7 @@ struct ExclusiveControlTests {
             #expect(try await manager.checkForUpdatesAndWait().updatingIDs == ["Levels"])
             #expect(!FileManager.default.fileExists(atPath: appGroup.appending(oldFolder).string))
 
-            let (fd, file) = try manager.reader.openInstalled("Levels/World1/level1.json", nil, view: before)
+            let (fd, file, _) = try manager.reader.openInstalled("Levels/World1/level1.json", nil, view: before)
             defer { try? fd.close() }
             #expect(!file.contains(oldFolder))
             var buffer = [UInt8](repeating: 0, count: 256)

@@ -22,6 +22,21 @@ struct DownloadManifestTests {
         #expect(manifest.assetPacks.first?.id == "Pack")
     }
 
+    @Test func deltasThatAreNotSoundAreDroppedAndThePackStays() throws {
+        let sha = String(repeating: "b", count: 64)
+        func delta(from: Int = 1, base: String = sha, size: Int = 5, files: Int = 1) -> String {
+            #"{"fromVersion": \#(from), "fromSHA256": "\#(base)", "url": "d", "downloadSize": \#(size), "sha256": "\#(sha)", "fileCount": \#(files)}"#
+        }
+        let deltas = [
+            delta(files: 2), delta(files: -5), delta(from: 0), delta(size: -1), delta(base: "x"),
+        ]
+        var entry = Self.entry()
+        entry.removeLast()
+        entry += #", "deltas": [\#(deltas.joined(separator: ", "))]}"#
+        let manifest = try decode(#"{"assetPacks": [\#(entry)]}"#)
+        #expect(manifest.assetPacks.first?.deltas?.map(\.fileCount) == [2])
+    }
+
     @Test(arguments: [
         (#"{"assetPacks": [\#(entry(id: "a/b"))]}"#, "contains '/'"),
         (#"{"assetPacks": [\#(entry(id: ".."))]}"#, "starts with '.'"),

@@ -31,12 +31,29 @@ struct PackDeltaTests {
         #expect(plan.removed == ["Levels/World2/level1.json"])
 
         let delta = scratch.root.appending("v1-v2.delta")
-        let built = try PackDelta.build(full: full, target: v2, base: v1, to: delta, options: PackBuildOptions())
+        let binding = PackDelta.Binding(assetPackID: "Levels", fromSHA256: "1111", toSHA256: "2222")
+        let built = try PackDelta.build(
+            full: full,
+            target: v2,
+            base: v1,
+            binding: binding,
+            to: delta,
+            options: PackBuildOptions()
+        )
         #expect(built.downloadSize < 2_000)  // the 30 KB of tiles stay home
         #expect(built.sha256 == FileDigest.sha256(of: try scratch.read(delta)))
         // Reproducible: the same inputs give the same bytes.
         let again = scratch.root.appending("again.delta")
-        #expect(try PackDelta.build(full: full, target: v2, base: v1, to: again, options: PackBuildOptions()) == built)
+        #expect(
+            try PackDelta.build(
+                full: full,
+                target: v2,
+                base: v1,
+                binding: binding,
+                to: again,
+                options: PackBuildOptions()
+            ) == built
+        )
 
         // A delta is not a whole pack: a full extraction refuses it; a delta extraction says what is absent.
         let staging = scratch.root.appending("staging")
@@ -44,11 +61,81 @@ struct PackDeltaTests {
         #expect(throws: AssetPackFormatError.self) { try PackReader.extract(delta, into: staging) }
         let fresh = scratch.root.appending("fresh")
         try FileManager.default.createDirectory(atPath: fresh.string, withIntermediateDirectories: true)
-        let (index, absent) = try PackReader.extractDelta(delta, into: fresh, limit: v2.installSize)
+        // A delta names its base and its target: one offered for another version is refused before a file is
+        // written (a manifest that points one version's entry at another's delta).
+        for wrong in [
+            PackDelta.Binding(assetPackID: "Levels", fromSHA256: "1111", toSHA256: "3333"),
+            PackDelta.Binding(assetPackID: "Levels", fromSHA256: "0000", toSHA256: "2222"),
+            PackDelta.Binding(assetPackID: "Tutorial", fromSHA256: "1111", toSHA256: "2222"),
+        ] {
+            let error = #expect(throws: AssetPackFormatError.self) {
+                try PackReader.extractDelta(
+                    delta,
+                    into: fresh,
+                    limit: v2.installSize,
+                    expecting: wrong,
+                    baseFileCount: v1.fileCount
+                )
+            }
+            #expect(error?.code == .corruptPack)
+            #expect(error?.message.contains("is a delta from") == true)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: fresh.string).isEmpty)
+        }
+        let (index, absent) = try PackReader.extractDelta(
+            delta,
+            into: fresh,
+            limit: v2.installSize,
+            expecting: binding,
+            baseFileCount: v1.fileCount
+        )
         #expect(index == v2)
         #expect(absent.map(\.path) == plan.kept.map(\.path))
         #expect(try scratch.read(fresh.appending("Levels/World3/level1.json")) == Data(#"{"name": "3-1"}"#.utf8))
         #expect(!FileManager.default.fileExists(atPath: fresh.appending("Levels/World1/deep/nested/tiles.bin").string))
+    }
+
+    @Test func aDeltaOfAPackOfManyFilesCarriesAnIndexLargerThanItsFiles() throws {
+        // The index lists every file of the new version; the delta holds a few: the bound on the index's
+        // size cannot come from the delta's entries alone (1 200 files: an index of about 170 KB).
+        let scratch = try Scratch()
+        for number in 0..<1_200 {
+            try scratch.write("many/folder \(number % 10)/a rather long file name \(number).txt", "\(number)")
+        }
+        try scratch.write(
+            "many.json",
+            #"{"assetPackID": "many", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "many"}], "platforms": ["iOS"]}"#
+        )
+        func build(_ name: String) throws -> (FilePath, PackIndex) {
+            let parsed = try PackagingManifest.load(from: scratch.root.appending("many.json"))
+            let archive = scratch.root.appending("\(name).pack")
+            return (
+                archive, try PackBuilder.buildIndexed(try PackSource.resolve(parsed, root: scratch.root), to: archive).1
+            )
+        }
+        let (_, v1) = try build("v1")
+        try scratch.write("many/folder 0/a rather long file name 0.txt", "changed")
+        let (full, v2) = try build("v2")
+        let delta = scratch.root.appending("many.delta")
+        let binding = PackDelta.Binding(assetPackID: "many", fromSHA256: "1", toSHA256: "2")
+        _ = try PackDelta.build(
+            full: full,
+            target: v2,
+            base: v1,
+            binding: binding,
+            to: delta,
+            options: PackBuildOptions()
+        )
+        let fresh = scratch.root.appending("fresh")
+        try FileManager.default.createDirectory(atPath: fresh.string, withIntermediateDirectories: true)
+        let (index, absent) = try PackReader.extractDelta(
+            delta,
+            into: fresh,
+            limit: v2.installSize,
+            expecting: binding,
+            baseFileCount: v1.fileCount
+        )
+        #expect(index == v2)
+        #expect(absent.count == 1_199)
     }
 
     @Test func copyingABaseFileHashesWhatItCopies() throws {

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import Synchronization
 import SystemPackage
 import TestSupport
 import Testing
@@ -81,6 +82,53 @@ struct CatalogTests {
         let packs = try FileManager.default.contentsOfDirectory(atPath: folder.stateFolder.appending("packs").string)
         #expect(Set(packs) == Set(third.snapshot.packs.map { $0.archive.lastComponent!.string }))
         #expect(FileManager.default.fileExists(atPath: folder.stateFolder.appending("state.json").string))
+    }
+
+    @Test func aSmallerDeltaDepthAtRestartDropsTheDeltasBeyondIt() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let folder = AssetFolder(root: scratch.root)
+        let catalog = try PackCatalog(folder: folder)
+        try await catalog.refresh()
+        for enemies in 4...5 {  // versions 2 and 3: deltas from 2 and 1
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": \#(enemies)}"#)
+            try await catalog.refresh()
+        }
+        func deltas(_ catalog: PackCatalog) -> [Int] {
+            catalog.snapshot.pack(withID: "Levels")?.deltas.map(\.fromVersion) ?? []
+        }
+        func files() throws -> Int {
+            try FileManager.default.contentsOfDirectory(atPath: folder.stateFolder.appending("deltas").string).count
+        }
+        #expect(deltas(catalog) == [2, 1])
+        #expect(try files() == 2)
+
+        for (depth, expected) in [(1, [2]), (0, [])] {  // no pack changed: the restart alone drops them
+            let restarted = try PackCatalog(folder: folder, deltaDepth: depth)
+            try await restarted.refresh()
+            #expect(deltas(restarted) == expected)
+            #expect(try files() == expected.count)
+            #expect(restarted.snapshot.pack(withID: "Levels")?.version == 3)
+        }
+    }
+
+    @Test func noDeltaIsPublishedWhenEveryFileChanged() async throws {
+        let scratch = try Scratch()
+        try scratch.write(
+            "One.json",
+            #"{"assetPackID": "One", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "One"}], "platforms": ["iOS"]}"#
+        )
+        try scratch.write("One/only.bin", Scratch.noise(20_000, seed: 1))
+        let lines = Mutex<[String]>([])
+        let catalog = try PackCatalog(folder: AssetFolder(root: scratch.root)) { line in
+            lines.withLock { $0.append(line) }
+        }
+        try await catalog.refresh()
+        try scratch.write("One/only.bin", Scratch.noise(20_000, seed: 2))
+        try await catalog.refresh()
+        #expect(catalog.snapshot.pack(withID: "One")?.version == 2)
+        #expect(catalog.snapshot.pack(withID: "One")?.deltas.isEmpty == true)
+        #expect(lines.withLock { $0 }.contains("no delta of One from version 1: it would be no smaller than the pack"))
     }
 
     @Test func removedManifestUnpublishesThePack() async throws {

@@ -256,12 +256,53 @@ struct BAMockEndToEndTests {
         let deltaURL = try #require(entry.deltas?.first?.url)
         #expect(deltaURL.hasPrefix("deltas/Levels/"))
         #expect(FileManager.default.fileExists(atPath: out.appending(deltaURL).string))
+        let atVersion1 = scratch.root.appending("AppGroup-v1")
+        try FileManager.default.copyItem(atPath: appGroup.string, toPath: atVersion1.string)
         let updated = try runTool(sync, ["ensure", "--latest", "Levels", "--json"] + common)
         #expect(updated.status == 0, "\(updated.stderr)")
         #expect(updated.stdout.contains(#""event":"delta""#), "\(updated.stdout)")
         #expect(try runTool(sync, ["verify", "--app-group", appGroup.string]).status == 0)
         let cat = try runTool(sync, ["cat", "Levels/README.txt", "--app-group", appGroup.string])
         #expect(cat.stdout == "changed for the delta\n")
+
+        // A manifest whose version 3 entry offers the delta to version 2 (its own digest and size, a genuine
+        // file): the delta says what it produces, so it is refused and the whole pack installed, never
+        // version 2's files under version 3's digest.
+        try FileManager.default.copyItem(
+            atPath: out.appending(deltaURL).string,
+            toPath: out.appending("to-version-2.delta").string
+        )
+        let toVersion2 = try #require(
+            (try JSONSerialization.jsonObject(with: delta) as? [String: Any])
+                .flatMap { $0["assetPacks"] as? [[String: Any]] }?.first { $0["id"] as? String == "Levels" }?["deltas"]
+                as? [[String: Any]]
+        ).first { $0["fromVersion"] as? Int == 1 }
+        var offered = try #require(toVersion2)
+        offered["url"] = "to-version-2.delta"
+        try scratch.write("Assets/Levels/README.txt", "version 3\n")
+        #expect(try runTool(tool, ["export", folder.string, "--out", out.string]).status == 0)
+        var manifest = try #require(
+            try JSONSerialization.jsonObject(with: try scratch.read(out.appending("manifest"))) as? [String: Any]
+        )
+        manifest["assetPacks"] = (manifest["assetPacks"] as? [[String: Any]] ?? []).map { entry in
+            var entry = entry
+            if entry["id"] as? String == "Levels" { entry["deltas"] = [offered] }
+            return entry
+        }
+        try JSONSerialization.data(withJSONObject: manifest).write(
+            to: URL(fileURLWithPath: out.appending("manifest").string)
+        )
+        let refused = try runTool(
+            sync,
+            ["ensure", "--latest", "Levels", "--server", base, "--app-group", atVersion1.string]
+        )
+        #expect(refused.status == 0, "\(refused.stderr)")
+        #expect(refused.stderr.contains("Levels: delta from v1"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("the delta failed ("), "\(refused.stderr)")
+        #expect(refused.stderr.contains("Levels: installed version 3"), "\(refused.stderr)")
+        #expect(try runTool(sync, ["verify", "--app-group", atVersion1.string]).status == 0)
+        let third = try runTool(sync, ["cat", "Levels/README.txt", "--app-group", atVersion1.string])
+        #expect(third.stdout == "version 3\n")
     }
 
     @Test func packageTemplateAndInspectWorkTogether() throws {
