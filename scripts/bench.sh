@@ -344,7 +344,8 @@ set=update
 "$tool" random "$work/sets/$set/files" "$update_count" "$update_size"
 manifest "$set"
 export_set "$set"
-"$sync" --server "$nginx_url/$set" --app-group "$work/update-v1-app" ensure "$set" 2>/dev/null
+"$sync" --server "$nginx_url/$set" --app-group "$work/update-v1-app" ensure "$set" >/dev/null 2>"$work/cmd.err" \
+  || { cat "$work/cmd.err" >&2; exit 1; }
 cp -a "$work/sets/$set/files" "$work/update-v1-files"
 sleep 1.1  # a change in the second of the copy would keep the file's time: rsync's quick check would skip it
 changed=$(find "$work/sets/$set/files" -type f | sort | head -n "$update_changed")
@@ -355,8 +356,12 @@ changed_compressed=$(cd "$work/sets/$set" && bsdtar --zstd --options zstd:compre
   $(for file in $changed; do echo "${file#"$work/sets/$set/"}"; done) | wc -c)
 # The first downloadSize after "deltas" in the manifest is the delta's.
 delta_bytes=$(tr -d ' \n' <"$work/www/$set/manifest" | grep -o '"deltas":\[{[^]]*' | grep -o '"downloadSize":[0-9]*' \
-  | head -n 1 | cut -d: -f2)
-[ -n "$delta_bytes" ] || { echo "bench.sh: the export of $set lists no delta" >&2; exit 1; }
+  | head -n 1 | cut -d: -f2 || true)
+if [ -z "$delta_bytes" ]; then
+  echo "bench.sh: the export of $set lists no delta:" >&2
+  cat "$work/export.err" >&2
+  exit 1
+fi
 full_bytes=$(stat -c %s "$work/www/$set/assets/$set")
 rsync_port=$(free_port)
 cat >"$work/rsyncd.conf" <<EOF
