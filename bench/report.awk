@@ -26,6 +26,20 @@ function rss_median(key,    n, i, j, v, tmp, m) {
     return tmp[int((m + 1) / 2)]
 }
 
+# The lowest and highest ratio of one round's ours to the same round's reference ("" unless both sides have
+# one value per round): how far a median ratio can be trusted.
+function ratio_range(ours_key, ref_key,    i, r, lo, hi) {
+    if (!(ours_key in count) || !(ref_key in count) || count[ours_key] != count[ref_key]) return ""
+    lo = ""; hi = ""
+    for (i = 1; i <= count[ours_key]; i++) {
+        if (values[ref_key, i] + 0 <= 0) return ""
+        r = values[ours_key, i] / values[ref_key, i]
+        if (lo == "" || r < lo) lo = r
+        if (hi == "" || r > hi) hi = r
+    }
+    return lo SUBSEP hi
+}
+
 function number(v) {
     if (v >= 1000) return sprintf("%.0f", v)
     if (v >= 100) return sprintf("%.1f", v)
@@ -80,10 +94,10 @@ BEGIN { FS = "\t" }
 }
 END {
     print "# make bench results\n" > md
-    printf "%s · %s · %s round(s)%s · medians; ratio = ours / reference (for times, lower is better)\n\n", \
+    printf "%s · %s · %s round(s)%s · medians; ratio = ours / reference (for times, lower is better); rounds' ratios = the lowest and highest of one round's ours / the same round's reference\n\n", \
         date, machine, rounds, (smoke ? " · SMOKE RUN (tiny data)" : "") > md
-    print "| step | data | ours | reference | ratio | goal | met | peak RSS ours / ref (MiB) |" > md
-    print "|---|---|---|---|---|---|---|---|" > md
+    print "| step | data | ours | reference | ratio | rounds' ratios | goal | met | peak RSS ours / ref (MiB) |" > md
+    print "|---|---|---|---|---|---|---|---|---|" > md
     printf "{\"date\":\"%s\",\"machine\":\"%s\",\"rounds\":%d,\"smoke\":%s,\"rows\":[", date, machine, rounds, \
         (smoke ? "true" : "false") > json
     for (r = 1; r <= rows; r++) {
@@ -100,12 +114,17 @@ END {
         rss_ref = mib((ref_key in count) ? rss_median(ref_key) : "")
         shown_ours = (ours == "") ? "—" : (step ~ /^rss-/ ? mib(ours) " MiB" : number(ours) " " u)
         shown_ref = (ref == "") ? "—" : number(ref) " " u
-        printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", step, set, shown_ours, shown_ref, \
-            (ratio == "" ? "—" : sprintf("%.2f", ratio)), goal_text(step, goal), ok, \
+        range = (ratio == "") ? "" : ratio_range(ours_key, ref_key)
+        split(range, spread, SUBSEP)
+        shown_range = (range == "") ? "—" : sprintf("%.2f–%.2f", spread[1], spread[2])
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", step, set, shown_ours, shown_ref, \
+            (ratio == "" ? "—" : sprintf("%.2f", ratio)), shown_range, goal_text(step, goal), ok, \
             ((rss_ours == "" && rss_ref == "") ? "" : (rss_ours == "" ? "—" : rss_ours) " / " (rss_ref == "" ? "—" : rss_ref)) > md
-        printf "%s{\"step\":\"%s\",\"set\":\"%s\",\"unit\":\"%s\",\"ours\":%s,\"reference\":%s,\"ratio\":%s,\"goal\":%s,\"met\":%s,\"oursPeakRSSKiB\":%s,\"referencePeakRSSKiB\":%s}", \
+        printf "%s{\"step\":\"%s\",\"set\":\"%s\",\"unit\":\"%s\",\"ours\":%s,\"reference\":%s,\"ratio\":%s,\"ratioMin\":%s,\"ratioMax\":%s,\"goal\":%s,\"met\":%s,\"oursPeakRSSKiB\":%s,\"referencePeakRSSKiB\":%s}", \
             (r > 1 ? "," : ""), step, set, u, (ours == "" ? "null" : ours), (ref == "" ? "null" : ref), \
-            (ratio == "" ? "null" : sprintf("%.4f", ratio)), (goal == "" ? "null" : "\"" goal "\""), \
+            (ratio == "" ? "null" : sprintf("%.4f", ratio)), \
+            (range == "" ? "null" : sprintf("%.4f", spread[1])), (range == "" ? "null" : sprintf("%.4f", spread[2])), \
+            (goal == "" ? "null" : "\"" goal "\""), \
             (ok == "" ? "null" : (ok == "yes" ? "true" : "false")), \
             ((ours_key in count) && rss_median(ours_key) != "" ? rss_median(ours_key) : "null"), \
             ((ref_key in count) && rss_median(ref_key) != "" ? rss_median(ref_key) : "null") > json
