@@ -36,19 +36,19 @@ public actor PackCatalog {
     /// The asset folder.
     public nonisolated let folder: AssetFolder
     private let options: PackBuildOptions
-    private let pinnedVersions: [String: Int]
+    let pinnedVersions: [String: Int]
     private let archivesKept: Int
     /// The deltas to each published version, and the indexes of the versions they start from.
     private let deltaStore: DeltaStore
     private let log: @Sendable (String) -> Void
-    private var state: MockState
+    var state: MockState
     /// Archives no longer published, per pack, oldest first.
     private var superseded: [String: [FilePath]] = [:]
     private nonisolated let current = Mutex(CatalogSnapshot(packs: []))
     /// Versions set through the control endpoint, over `pinnedVersions`.
-    private var runtimeVersions: [String: Int] = [:]
+    var runtimeVersions: [String: Int] = [:]
     /// Packs marked obsolete through the control endpoint: not published until unmarked.
-    private var hidden: Set<String> = []
+    var hidden: Set<String> = []
     private var previous: [String: ServedPack] = [:]
     /// The refresh under way, if any.
     private var refreshing: Task<CatalogReport, any Error>?
@@ -235,79 +235,13 @@ public actor PackCatalog {
         PathKey(FilePath(path).lastComponent?.string ?? path)
     }
 
-    private func published(_ record: MockState.Record, id: String) -> Int {
+    func published(_ record: MockState.Record, id: String) -> Int {
         pin(of: id) ?? record.version
     }
 
     /// The version pack `id` is pinned at, from the control endpoint or `--pack-version`.
     private func pin(of id: String) -> Int? {
         runtimeVersions[id] ?? pinnedVersions[id]
-    }
-
-    /// Publishes pack `id` at `version` from now on, whatever its content (the control endpoint's
-    /// counterpart of `--pack-version`), so update flows can be scripted without touching files.
-    /// - Throws: ``AssetPackServerError`` with code `.packNotFound` for an unknown pack.
-    public func setVersion(_ version: Int, forPackWithID id: String) throws {
-        guard state.packs[id] != nil else { throw unknownPack(id) }
-        runtimeVersions[id] = version
-        publish()
-    }
-
-    /// Removes a version set through the control endpoint: the pack is published at its `--pack-version`
-    /// pin, or at the version its content has, again.
-    /// - Throws: ``AssetPackServerError`` with code `.packNotFound` for an unknown pack.
-    public func clearVersion(forPackWithID id: String) throws {
-        guard state.packs[id] != nil else { throw unknownPack(id) }
-        runtimeVersions[id] = nil
-        publish()
-    }
-
-    /// One pack as the control endpoint reports it.
-    public struct PackState: Sendable, Hashable {
-        public var id: String
-        /// The version its content has (counted from 1).
-        public var contentVersion: Int
-        /// The version published (the pin, if any).
-        public var publishedVersion: Int
-        /// Where a pin comes from: `control` (PUT /_mock/packs/ID/version), `option` (--pack-version), or nil.
-        public var pinnedBy: String?
-        /// Marked obsolete through the control endpoint.
-        public var obsolete: Bool
-        /// Its manifest is gone.
-        public var removed: Bool
-    }
-
-    /// Every pack this catalog knows, published or not, sorted by ID.
-    public var packStates: [PackState] {
-        state.packs.keys.sorted().compactMap { id in
-            guard let record = state.packs[id] else { return nil }
-            return PackState(
-                id: id,
-                contentVersion: record.version,
-                publishedVersion: published(record, id: id),
-                pinnedBy: runtimeVersions[id] != nil ? "control" : pinnedVersions[id] != nil ? "option" : nil,
-                obsolete: hidden.contains(id),
-                removed: record.removed
-            )
-        }
-    }
-
-    /// The IDs of the packs built so far (published or not).
-    public var knownPackIDs: Set<String> { Set(state.packs.keys) }
-
-    /// Marks a pack obsolete (no longer published) or publishes it again.
-    /// - Throws: ``AssetPackServerError`` with code `.packNotFound` for an unknown pack.
-    public func setObsolete(_ obsolete: Bool, packWithID id: String) throws {
-        guard state.packs[id] != nil else { throw unknownPack(id) }
-        if obsolete { hidden.insert(id) } else { hidden.remove(id) }
-        publish()
-    }
-
-    private func unknownPack(_ id: String) -> AssetPackServerError {
-        AssetPackServerError(
-            code: .packNotFound,
-            message: "no pack \"\(AssetPackID.printable(id))\" in \(folder.root). Fix: GET /manifest lists the packs"
-        )
     }
 
     private func build(
@@ -371,7 +305,7 @@ public actor PackCatalog {
         Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
     }
 
-    private func publish() {
+    func publish() {
         let packs = state.packs.filter { !$0.value.removed && !hidden.contains($0.key) }.map { id, record in
             ServedPack(
                 id: id,
@@ -437,30 +371,5 @@ public actor PackCatalog {
             for path in paths { _ = unlink(path.string) }
             deltaStore.sweep(records)
         }
-    }
-}
-
-/// `--pack-version ID=N` values: versions to publish whatever the content, like `ba-serve
-/// --asset-pack-versions`.
-public enum PackVersionPins {
-    /// Parses `ID=N` values.
-    /// - Returns: The versions by pack ID.
-    /// - Throws: ``AssetPackServerError`` with code `.invalidOption` naming the bad value.
-    public static func parse(_ values: [String]) throws -> [String: Int] {
-        var pins: [String: Int] = [:]
-        for value in values {
-            let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, AssetPackID.problem(with: parts[0]) == nil, let version = Int(parts[1]),
-                version >= 1
-            else {
-                throw AssetPackServerError(
-                    code: .invalidOption,
-                    message:
-                        "--pack-version takes ID=N with a pack ID and a version of 1 or more, e.g. Levels=7 (got \(value))"
-                )
-            }
-            pins[parts[0]] = version
-        }
-        return pins
     }
 }
