@@ -348,7 +348,8 @@ export_set "$set"
   || { cat "$work/cmd.err" >&2; exit 1; }
 cp -a "$work/sets/$set/files" "$work/update-v1-files"
 sleep 1.1  # a change in the second of the copy would keep the file's time: rsync's quick check would skip it
-changed=$(find "$work/sets/$set/files" -type f | sort | head -n "$update_changed")
+# awk reads all its input: `head` would leave sort writing into a closed pipe, which pipefail makes fatal.
+changed=$(find "$work/sets/$set/files" -type f | sort | awk -v n="$update_changed" 'NR <= n')
 for file in $changed; do head -c "$update_size" /dev/urandom >"$file"; done
 export_set "$set"
 # shellcheck disable=SC2046  # one argument per changed file
@@ -356,7 +357,7 @@ changed_compressed=$(cd "$work/sets/$set" && bsdtar --zstd --options zstd:compre
   $(for file in $changed; do echo "${file#"$work/sets/$set/"}"; done) | wc -c)
 # The first downloadSize after "deltas" in the manifest is the delta's.
 delta_bytes=$(tr -d ' \n' <"$work/www/$set/manifest" | grep -o '"deltas":\[{[^]]*' | grep -o '"downloadSize":[0-9]*' \
-  | head -n 1 | cut -d: -f2 || true)
+  | awk -F: 'NR == 1 { print $2 }' || true)
 if [ -z "$delta_bytes" ]; then
   echo "bench.sh: the export of $set lists no delta:" >&2
   cat "$work/export.err" >&2
