@@ -1,5 +1,6 @@
 import AssetPackFormat
 import Foundation
+import Histogram
 
 extension ReadBenchmark {
     /// What `ba-sync bench --json` prints: the files read and a result per case.
@@ -12,14 +13,43 @@ extension ReadBenchmark {
         public var bytes: Int
         /// Threads per case.
         public var threads: Int
+        /// What the run ran on and with (`nil` in a report saved by an older version).
+        public var environment: Environment?
         public var results: [Result]
+        /// Cases with fewer than ``ReadBenchmark/meaningfulOperations`` operations.
+        public var warnings: [String] = []
+        /// Each case against a saved run (`--baseline`), or `nil`.
+        public var baseline: [Comparison]?
 
         /// Collects the results of a run.
-        public init(benchmark: ReadBenchmark, results: [Result]) {
+        public init(benchmark: ReadBenchmark, results: [Result], environment: Environment? = nil) {
             files = benchmark.targets.count
             bytes = benchmark.targets.reduce(0) { $0 + $1.size }
             threads = benchmark.options.threads
+            self.environment = environment
             self.results = results
+            warnings = thinCases.map {
+                "\($0): fewer than \(ReadBenchmark.meaningfulOperations) operations; its high percentiles are not "
+                    + "meaningful (run longer, or more --iterations)"
+            }
+        }
+
+        /// Reads a report a run saved with `--json` (for `--baseline`).
+        public static func decode(_ data: Data) throws -> Self {
+            try JSONDecoder().decode(Self.self, from: data)
+        }
+
+        /// The latency distribution of every case as HDR histogram percentile tables (`.hgrm`, in
+        /// microseconds), each after a `# case` line: what HdrHistogram's plotter reads.
+        public func histograms() -> String {
+            var text = ""
+            for result in results {
+                guard let histogram = result.histogram else { continue }
+                text += "# \(result.benchCase)\n"
+                histogram.outputPercentileDistribution(to: &text, outputValueUnitScalingRatio: 1000)
+                text += "\n"
+            }
+            return text
         }
 
         /// One JSON document (sorted keys).
@@ -31,15 +61,42 @@ extension ReadBenchmark {
 
         /// A header row and a row per case, as a terminal table shows them.
         public func tableRows() -> [[String]] {
-            var rows = [["case", "ops", "MB/s", "ops/s", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs"]]
+            let spread = results.contains { $0.spread != nil }
+            var header = ["case", "ops", "MB/s", "ops/s", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs"]
+            if spread { header += ["ops/s min–max", "p99 µs min–max"] }
+            var rows = [header]
             for result in results {
                 let moves = result.bytes > 0
+                var row = [
+                    result.benchCase.description, "\(result.operations)",
+                    moves ? format(result.megabytesPerSecond) : "-", format(result.operationsPerSecond),
+                    format(result.latency.p50), format(result.latency.p90), format(result.latency.p99),
+                    format(result.latency.p999), format(result.latency.max),
+                ]
+                if spread {
+                    row +=
+                        result.spread.map { spread in
+                            [
+                                "\(format(spread.operationsPerSecondMin))–\(format(spread.operationsPerSecondMax))",
+                                "\(format(spread.p99Min))–\(format(spread.p99Max))",
+                            ]
+                        } ?? ["-", "-"]
+                }
+                rows.append(row)
+            }
+            return rows
+        }
+
+        /// A header row and a row per case of the comparison with a baseline.
+        public func baselineRows() -> [[String]] {
+            var rows = [["case", "baseline ops/s", "ops/s", "change", ""]]
+            for comparison in baseline ?? [] {
                 rows.append(
                     [
-                        result.benchCase.description, "\(result.operations)",
-                        moves ? format(result.megabytesPerSecond) : "-", format(result.operationsPerSecond),
-                        format(result.latency.p50), format(result.latency.p90), format(result.latency.p99),
-                        format(result.latency.p999), format(result.latency.max),
+                        comparison.benchCase, comparison.baselineOperationsPerSecond.map(format) ?? "-",
+                        format(comparison.operationsPerSecond),
+                        comparison.changePercent.map { String(format: "%+.1f%%", $0) } ?? "not in the baseline",
+                        comparison.regressed ? "SLOWER" : "",
                     ]
                 )
             }

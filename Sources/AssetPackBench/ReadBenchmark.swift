@@ -64,6 +64,9 @@ public struct ReadBenchmark: Sendable {
         public var iterations: Int?
         /// Seed of the random block choice.
         public var seed: UInt64 = 1
+        /// Times each case runs; the result is the run with the median operations per second, and the
+        /// spread of all of them is reported.
+        public var repeats = 1
 
         /// The defaults: every method, pattern and cache state, 4 KiB and 64 KiB blocks, 1 thread, 1 s.
         public init() {}
@@ -113,10 +116,14 @@ public struct ReadBenchmark: Sendable {
         /// Operations per second.
         public var operationsPerSecond: Double { seconds > 0 ? Double(operations) / seconds : 0 }
         public var latency: Latency
+        /// How the repeats of the case spread (`--repeat`), or `nil` for one run.
+        public var spread: Spread?
+        /// The latencies of the reported run, in nanoseconds (not in JSON; `--histogram` writes them).
+        public var histogram: Histogram<UInt64>?
 
         enum CodingKeys: String, CodingKey {
             case method, pattern, cache, block, threads, operations, bytes, seconds
-            case megabytesPerSecond, operationsPerSecond, latencyMicroseconds
+            case megabytesPerSecond, operationsPerSecond, latencyMicroseconds, spread
         }
 
         public init(benchCase: Case, operations: Int, bytes: Int, seconds: Double, latency: Latency) {
@@ -140,6 +147,7 @@ public struct ReadBenchmark: Sendable {
             bytes = try container.decode(Int.self, forKey: .bytes)
             seconds = try container.decode(Double.self, forKey: .seconds)
             latency = try container.decode(Latency.self, forKey: .latencyMicroseconds)
+            spread = try container.decodeIfPresent(Spread.self, forKey: .spread)
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -155,6 +163,7 @@ public struct ReadBenchmark: Sendable {
             try container.encode(megabytesPerSecond, forKey: .megabytesPerSecond)
             try container.encode(operationsPerSecond, forKey: .operationsPerSecond)
             try container.encode(latency, forKey: .latencyMicroseconds)
+            try container.encodeIfPresent(spread, forKey: .spread)
         }
     }
 
@@ -260,7 +269,9 @@ public struct ReadBenchmark: Sendable {
         var results: [Result] = []
         for (index, benchCase) in cases.enumerated() {
             progress(benchCase, index, cases.count)
-            results.append(try run(benchCase))
+            var runs: [Result] = []
+            for _ in 0..<max(1, options.repeats) { runs.append(try run(benchCase)) }
+            results.append(Result(median: runs))
         }
         return results
     }
@@ -312,7 +323,7 @@ public struct ReadBenchmark: Sendable {
         let sink = workers.reduce(UInt64(0)) { $0 ^ $1.sink }
         ReadBenchmark.keep(sink)
         let micro = { (value: UInt64) in Double(value) / 1000 }
-        return Result(
+        var result = Result(
             benchCase: benchCase,
             operations: operations,
             bytes: bytes,
@@ -326,6 +337,8 @@ public struct ReadBenchmark: Sendable {
                 mean: histogram.mean / 1000
             )
         )
+        result.histogram = histogram
+        return result
     }
 
     /// Reads every file once so that a warm case starts warm (pages idle for a while are paged out).

@@ -23,9 +23,18 @@ struct Bench: AsyncParsableCommand {
             (open, first page, close), lookup (a path in the merged namespace, nothing opened).
             Cold rounds drop the files' pages first (posix_fadvise DONTNEED, no root needed); warm cases \
             read every file once, untimed, first.
+            Units: MB/s = 10^6 bytes per second; KiB, MiB = 2^10, 2^20 bytes; latencies in microseconds. \
+            The first line (and --json's "environment") says what ran: tool, debug or release build, kernel, \
+            file system, CPU, seed, length. A case of fewer than 100 operations is flagged: its high \
+            percentiles are a handful of samples.
+            For CI: save a run with --json, then compare later runs with --baseline FILE: the change of each \
+            case's operations per second is printed, and the command exits 1 when a case is slower by more \
+            than --tolerance percent.
             Examples:
               ba-sync bench --app-group /tmp/ag
               ba-sync bench --app-group /tmp/ag --pack Levels --method descriptor --pattern random --block 4k --threads 2 --json
+              ba-sync bench --app-group /tmp/ag --repeat 5 --json > base.json
+              ba-sync bench --app-group /tmp/ag --repeat 5 --baseline base.json --tolerance 15 --histogram now.hgrm
             """
     )
 
@@ -82,6 +91,28 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seed of the random block choice.")
     var seed: UInt64 = 1
 
+    @Option(name: .customLong("repeat"), help: "Runs of each case; the median run is shown with the spread of all.")
+    var repeats = 1
+
+    @Option(
+        help: ArgumentHelp(
+            "A report saved with --json to compare with: exits 1 when a case's operations per second fall by more than --tolerance.",
+            valueName: "file"
+        )
+    )
+    var baseline: String?
+
+    @Option(help: ArgumentHelp("The slowdown against --baseline still accepted, in percent.", valueName: "percent"))
+    var tolerance: Double = 10
+
+    @Option(
+        help: ArgumentHelp(
+            "Write each case's latency distribution to this file (HDR histogram .hgrm percentile tables, µs).",
+            valueName: "file"
+        )
+    )
+    var histogram: String?
+
     @Flag(help: "CSV on stdout (a header row, then a row per case).")
     var csv = false
 
@@ -93,6 +124,8 @@ struct Bench: AsyncParsableCommand {
         if let iterations, iterations < 1 { throw ValidationError("--iterations must be 1 or more") }
         guard block.allSatisfy({ $0 >= 1 }) else { throw ValidationError("--block sizes must be 1 byte or more") }
         guard !(csv && app.json) else { throw ValidationError("choose one of --csv and --json") }
+        guard repeats >= 1 else { throw ValidationError("--repeat must be 1 or more") }
+        guard tolerance >= 0, tolerance.isFinite else { throw ValidationError("--tolerance must be 0 or more") }
     }
 
     func run() throws {
@@ -105,6 +138,8 @@ struct Bench: AsyncParsableCommand {
         settings.duration = .milliseconds(Int64(duration * 1000))
         settings.iterations = iterations
         settings.seed = seed
+        settings.repeats = repeats
+        let saved = try baseline.map(loadBaseline)
         try app.read { reader in
             let benchmark = try ReadBenchmark(
                 reader: reader,
@@ -117,15 +152,69 @@ struct Bench: AsyncParsableCommand {
                 if showProgress { Console.statusLine("[\(index + 1)/\(count)] \(benchCase)") }
             }
             if showProgress { Console.statusLine(nil) }
-            let report = ReadBenchmark.Report(benchmark: benchmark, results: results)
+            let environment = ReadBenchmark.Environment(
+                tool: "ba-sync \(BASync.configuration.version)",
+                folder: reader.store.root,
+                options: settings
+            )
+            var report = ReadBenchmark.Report(benchmark: benchmark, results: results, environment: environment)
+            report.baseline = saved.map { report.compared(with: $0, tolerance: tolerance) }
+            if let histogram {
+                do {
+                    try Data(report.histograms().utf8).write(to: URL(fileURLWithPath: histogram))
+                } catch {
+                    throw ValidationError("cannot write --histogram \(histogram): \(error.localizedDescription)")
+                }
+            }
+            if ReadBenchmark.Environment.isDebugBuild && !app.json {
+                Console.err("ba-sync bench: a DEBUG build; its numbers say little about a release build (make install)")
+            }
             if app.json {
                 Console.out(try report.json())
             } else if csv {
                 for line in report.csvLines() { Console.out(line) }
             } else {
-                Console.out("\(report.files) files, \(ByteFormat.string(Int64(report.bytes))), \(threads) thread(s)")
-                Console.table(report.tableRows())
+                show(report)
             }
+            if report.baseline?.contains(where: \.regressed) == true { throw ExitCode.failure }
+        }
+    }
+
+    private func show(_ report: ReadBenchmark.Report) {
+        if let environment = report.environment {
+            Console.out((environment.build == "debug" ? "DEBUG BUILD: " : "") + environment.summary)
+        }
+        Console.out("\(report.files) files, \(ByteFormat.string(Int64(report.bytes))), \(threads) thread(s)")
+        Console.table(report.tableRows())
+        Console.out("MB/s = 10^6 bytes per second; KiB, MiB = 2^10, 2^20 bytes")
+        for warning in report.warnings { Console.out("note: \(warning)") }
+        if let comparisons = report.baseline {
+            Console.out("")
+            Console.out("against \(baseline ?? "the baseline") (tolerance \(String(format: "%g", tolerance))%):")
+            Console.table(report.baselineRows())
+            let slower = comparisons.filter(\.regressed).count
+            if slower > 0 {
+                Console.out(
+                    "\(slower) case(s) slower than the baseline by more than \(String(format: "%g", tolerance))%"
+                )
+            }
+        }
+    }
+
+    private func loadBaseline(_ file: String) throws -> ReadBenchmark.Report {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: file))
+        } catch {
+            throw ValidationError("cannot read --baseline \(file): \(error.localizedDescription)")
+        }
+        do {
+            return try ReadBenchmark.Report.decode(data)
+        } catch {
+            throw ValidationError(
+                "--baseline \(file) is not a report of `ba-sync bench --json` (\(error)). Fix: save a run with "
+                    + "`ba-sync bench --json > FILE` and give that FILE"
+            )
         }
     }
 }

@@ -299,6 +299,61 @@ struct BASyncEndToEndTests {
             #expect((result["seconds"] as? Double ?? 0) >= 0.05, "\(result)")
         }
 
+        // What ran, said first; too few operations flagged.
+        let environment = try #require(report["environment"] as? [String: Any])
+        #expect(environment["build"] as? String == "debug")  // the tests run the debug build
+        #expect((environment["kernel"] as? String)?.hasPrefix("Linux ") == true)
+        #expect(![nil, "", "unknown"].contains(environment["fileSystem"] as? String), "\(environment)")
+        #expect(environment["seed"] as? Int == 1 && environment["iterations"] as? Int == 35)
+        #expect((report["warnings"] as? [String])?.count == 19)
+        #expect(table.stdout.hasPrefix("DEBUG BUILD: ba-sync "), "\(table.stdout)")
+        #expect(table.stderr.contains("a DEBUG build"))
+
+        // --repeat: the median run, and the spread of all.
+        let lookups = ["bench", "--pattern", "lookup", "--iterations", "200"]
+        let repeated = try run(lookups + ["--repeat", "3", "--json"], url: url, appGroup: appGroup)
+        let repeatedResult = try #require(
+            (try JSONSerialization.jsonObject(with: Data(repeated.stdout.utf8)) as? [String: Any])?["results"]
+                as? [[String: Any]]
+        ).first
+        let spread = try #require(repeatedResult?["spread"] as? [String: Any], "\(repeated.stdout)")
+        #expect(spread["runs"] as? Int == 3)
+        let opsPerSecond = try #require(repeatedResult?["operationsPerSecond"] as? Double)
+        #expect((spread["operationsPerSecondMin"] as? Double ?? .infinity) <= opsPerSecond)
+        #expect(opsPerSecond <= (spread["operationsPerSecondMax"] as? Double ?? 0))
+
+        // --baseline: a saved run ten times faster than this one is a regression (exit 1); the same run with
+        // a wide tolerance is not. --histogram writes the distribution.
+        let saved = scratch.root.appending("baseline.json")
+        var faster = try #require(try JSONSerialization.jsonObject(with: Data(repeated.stdout.utf8)) as? [String: Any])
+        faster["results"] = (faster["results"] as? [[String: Any]] ?? []).map { result in
+            var result = result
+            result["seconds"] = (result["seconds"] as? Double ?? 1) / 10
+            return result
+        }
+        try JSONSerialization.data(withJSONObject: faster).write(to: URL(fileURLWithPath: saved.string))
+        let histogram = scratch.root.appending("lookup.hgrm")
+        let slower = try run(
+            lookups + ["--baseline", saved.string, "--histogram", histogram.string],
+            url: url,
+            appGroup: appGroup
+        )
+        #expect(slower.status == 1, "\(slower.stdout)\(slower.stderr)")
+        #expect(slower.stdout.contains("SLOWER"), "\(slower.stdout)")
+        #expect(slower.stdout.contains("1 case(s) slower than the baseline by more than 10%"), "\(slower.stdout)")
+        let distribution = String(decoding: try scratch.read(histogram), as: UTF8.self)
+        #expect(distribution.hasPrefix("# namespace lookup\n"))
+        #expect(distribution.contains("Percentile") && distribution.contains("#[Mean"))
+        let within = try run(
+            lookups + ["--baseline", saved.string, "--tolerance", "1000"],
+            url: url,
+            appGroup: appGroup
+        )
+        #expect(within.status == 0, "\(within.stdout)")
+        let notAReport = try run(lookups + ["--baseline", histogram.string], url: url, appGroup: appGroup)
+        #expect(notAReport.status == 64)
+        #expect(notAReport.stderr.contains("is not a report of `ba-sync bench --json`"))
+
         let badMethod = try run(["bench", "--method", "mmap"], url: url, appGroup: appGroup)
         #expect(badMethod.status == 64)
         #expect(badMethod.stderr.contains("unknown method 'mmap'"))

@@ -1,0 +1,76 @@
+import Foundation
+
+extension ReadBenchmark {
+    /// How the runs of one case spread (`--repeat N`): the lowest and highest of each figure.
+    public struct Spread: Sendable, Codable, Hashable {
+        /// Runs of the case.
+        public var runs: Int
+        public var operationsPerSecondMin: Double
+        public var operationsPerSecondMax: Double
+        public var megabytesPerSecondMin: Double
+        public var megabytesPerSecondMax: Double
+        /// p99 latency in microseconds.
+        public var p99Min: Double
+        public var p99Max: Double
+    }
+
+    /// A case's operations per second against a saved run's (`--baseline`).
+    public struct Comparison: Sendable, Codable, Hashable {
+        /// The case, as the table names it.
+        public var benchCase: String
+        /// The saved run's operations per second, or `nil` for a case it did not run.
+        public var baselineOperationsPerSecond: Double?
+        public var operationsPerSecond: Double
+        /// The change in percent (negative: slower), or `nil` without a baseline figure.
+        public var changePercent: Double?
+        /// Slower than the baseline by more than the tolerance.
+        public var regressed: Bool
+    }
+
+    /// Fewer operations than this and a case's high percentiles are a handful of samples.
+    public static let meaningfulOperations = 100
+}
+
+extension ReadBenchmark.Result {
+    /// The run with the median operations per second, carrying the spread of all of them (one run: itself).
+    init(median runs: [ReadBenchmark.Result]) {
+        let sorted = runs.sorted { $0.operationsPerSecond < $1.operationsPerSecond }
+        self = sorted[(sorted.count - 1) / 2]
+        guard runs.count > 1 else { return }
+        spread = ReadBenchmark.Spread(
+            runs: runs.count,
+            operationsPerSecondMin: sorted.first!.operationsPerSecond,
+            operationsPerSecondMax: sorted.last!.operationsPerSecond,
+            megabytesPerSecondMin: runs.map(\.megabytesPerSecond).min()!,
+            megabytesPerSecondMax: runs.map(\.megabytesPerSecond).max()!,
+            p99Min: runs.map(\.latency.p99).min()!,
+            p99Max: runs.map(\.latency.p99).max()!
+        )
+    }
+}
+
+extension ReadBenchmark.Report {
+    /// Cases whose figures rest on too few operations to trust their high percentiles.
+    public var thinCases: [String] {
+        results.filter { $0.operations < ReadBenchmark.meaningfulOperations }.map(\.benchCase.description)
+    }
+
+    /// Compares each case's operations per second with the same case in `baseline` (matched by method,
+    /// pattern, cache state, block size and threads).
+    /// - Parameter tolerance: The slowdown in percent still accepted.
+    public func compared(with baseline: ReadBenchmark.Report, tolerance: Double) -> [ReadBenchmark.Comparison] {
+        var saved: [ReadBenchmark.Case: Double] = [:]
+        for result in baseline.results { saved[result.benchCase] = result.operationsPerSecond }
+        return results.map { result in
+            let before = saved[result.benchCase]
+            let change = before.flatMap { $0 > 0 ? (result.operationsPerSecond / $0 - 1) * 100 : nil }
+            return ReadBenchmark.Comparison(
+                benchCase: result.benchCase.description,
+                baselineOperationsPerSecond: before,
+                operationsPerSecond: result.operationsPerSecond,
+                changePercent: change,
+                regressed: (change ?? 0) < -tolerance
+            )
+        }
+    }
+}
