@@ -174,6 +174,7 @@ let package = Package(
             name: "AssetPackClientTests",
             dependencies: [
                 "AssetPackClient",
+                "AssetPackBench",
                 "AssetPackServer",
                 "AssetPackFormat",
                 "TestSupport",

@@ -25,7 +25,9 @@ extension ReadBenchmark {
         /// Runs per case (`--repeat`).
         public var repeats: Int
         /// What a cold case does to the page cache.
-        public var coldCache = "the files' pages are dropped (posix_fadvise DONTNEED) before each round"
+        public var coldCache =
+            "the files' pages are dropped (posix_fadvise DONTNEED) before each round, and a random block's "
+            + "pages after it is read (untimed)"
         /// The units of every figure.
         public var units = "MB/s = 10^6 bytes per second; KiB, MiB = 2^10, 2^20 bytes; latencies in microseconds"
 

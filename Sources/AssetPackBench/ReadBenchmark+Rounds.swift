@@ -24,6 +24,8 @@ final class Worker: @unchecked Sendable {
     /// When this thread's first and last operation of the current round began and ended.
     var roundStart: UInt64 = 0
     var roundEnd: UInt64 = 0
+    /// Time between this round's operations spent keeping a cold case cold (not the reads').
+    var roundUntimed: UInt64 = 0
     var error: (any Error)?
     let threadIndex: Int
 
@@ -81,6 +83,10 @@ struct RoundPlan: Sendable {
         }
     }
 
+    /// Whether each random block's pages are dropped after it is read (and untimed), so that a long cold
+    /// case does not end up reading from the page cache.
+    var dropsEachBlock: Bool { benchCase.pattern == .random && benchCase.cache == .cold }
+
     func open() throws -> RoundHandles {
         guard benchCase.pattern == .random else { return RoundHandles() }
         var handles = RoundHandles()
@@ -93,8 +99,17 @@ struct RoundPlan: Sendable {
                             searchingInAssetPackWithID: target.pack
                         )
                     )
-                } else {
+                }
+                if benchCase.method != .contents || dropsEachBlock {
                     handles.descriptors.append(try benchmark.openFile(target.file))
+                }
+                if dropsEachBlock {  // no read-ahead: a neighbour brought in would make the next block warm
+                    _ = posix_fadvise(handles.descriptors.last!.rawValue, 0, 0, Int32(POSIX_FADV_RANDOM))
+                    handles.mappings.last?.withUnsafeBytes { bytes in
+                        if let base = bytes.baseAddress {
+                            _ = madvise(UnsafeMutableRawPointer(mutating: base), bytes.count, MADV_RANDOM)
+                        }
+                    }
                 }
             }
         } catch {
@@ -107,6 +122,7 @@ struct RoundPlan: Sendable {
     func work(_ worker: Worker, handles: RoundHandles, counter: Counter, limit: Int, deadline: UInt64) {
         worker.roundStart = 0
         worker.roundEnd = 0
+        worker.roundUntimed = 0
         let reader = benchmark.reader
         let buffer = worker.buffer
         // Each thread starts at its own place in the file list, so threads do not read the same file at once.
@@ -118,6 +134,7 @@ struct RoundPlan: Sendable {
                 let began = now()
                 if worker.roundStart == 0 { worker.roundStart = began }
                 var bytes = 0
+                var block: (index: Int, offset: Int)?
                 switch benchCase.pattern {
                 case .lookup:
                     let target = targets[(start + number) % targets.count]
@@ -139,7 +156,7 @@ struct RoundPlan: Sendable {
                     let target = targets[(start + number) % targets.count]
                     bytes = try readFirstPage(target, reader: reader, buffer: buffer, sink: &worker.sink)
                 case .random:
-                    bytes = try readRandomBlock(
+                    (bytes, block) = try readRandomBlock(
                         handles: handles,
                         random: &worker.random,
                         buffer: buffer,
@@ -152,6 +169,10 @@ struct RoundPlan: Sendable {
                 worker.operations += 1
                 worker.bytes += bytes
                 if ended >= deadline { break }
+                if dropsEachBlock, let (index, offset) = block {
+                    drop(handles, index: index, offset: offset)
+                    worker.roundUntimed += now() - ended
+                }
             }
         } catch {
             worker.error = error
@@ -197,12 +218,21 @@ struct RoundPlan: Sendable {
         buffer: UnsafeMutableRawBufferPointer,
         sink: inout UInt64
     ) throws -> Int {
+        // The same for every method: open, the first page (4 KiB or the whole file if smaller), close.
         switch benchCase.method {
-        case .contents, .copy, .none:
-            // A copying read has no cheaper way to the first byte than the copy of the whole file.
+        case .contents, .none:
             let data = try wholeFile(target, reader: reader)
-            if let first = data.first { sink &+= UInt64(first) }
-            return benchCase.method == .copy ? data.count : min(1, data.count)
+            let page = min(4096, data.count)
+            data.withUnsafeBytes { sink &+= checksum(UnsafeRawBufferPointer(rebasing: $0[0..<page])) }
+            return page
+        case .copy:
+            // Into fresh memory, as a copying read puts it.
+            let fd = try reader.descriptor(for: FilePath(target.path), searchingInAssetPackWithID: target.pack)
+            defer { try? fd.close() }
+            var copy = Data(count: 4096)
+            let count = try copy.withUnsafeMutableBytes { try read(fd, into: $0, at: 0, target) }
+            if count > 0 { sink &+= UInt64(copy[0]) }
+            return count
         case .descriptor:
             let fd = try reader.descriptor(for: FilePath(target.path), searchingInAssetPackWithID: target.pack)
             defer { try? fd.close() }
@@ -212,13 +242,28 @@ struct RoundPlan: Sendable {
         }
     }
 
+    /// Drops the pages of the block just read from the page cache (and from the round's mapping).
+    private func drop(_ handles: RoundHandles, index: Int, offset: Int) {
+        guard let block = benchCase.block else { return }
+        if benchCase.method == .contents {
+            let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+            let start = offset / page * page
+            handles.mappings[index].withUnsafeBytes { bytes in
+                guard let base = bytes.baseAddress else { return }
+                _ = madvise(UnsafeMutableRawPointer(mutating: base + start), offset + block - start, MADV_DONTNEED)
+            }
+        }
+        _ = posix_fadvise(handles.descriptors[index].rawValue, off_t(offset), off_t(block), Int32(POSIX_FADV_DONTNEED))
+    }
+
+    /// Reads a random block. - Returns: The bytes read, and which file and offset.
     private func readRandomBlock(
         handles: RoundHandles,
         random: inout SplitMix64,
         buffer: UnsafeMutableRawBufferPointer,
         sink: inout UInt64
-    ) throws -> Int {
-        guard let block = benchCase.block, let totalBlocks = blockEnds.last, totalBlocks > 0 else { return 0 }
+    ) throws -> (Int, (index: Int, offset: Int)?) {
+        guard let block = benchCase.block, let totalBlocks = blockEnds.last, totalBlocks > 0 else { return (0, nil) }
         let pick = Int(random.next() % UInt64(totalBlocks))
         var low = 0
         var high = blockEnds.count - 1
@@ -233,21 +278,22 @@ struct RoundPlan: Sendable {
             handles.mappings[low].withUnsafeBytes { bytes in
                 sink &+= checksum(UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + block]))
             }
-            return block
+            return (block, (low, offset))
         case .descriptor:
-            return try read(
+            let count = try read(
                 handles.descriptors[low],
                 into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<block]),
                 at: offset,
                 targets[low]
             )
+            return (count, (low, offset))
         case .copy:
             var copy = Data(count: block)
             let count = try copy.withUnsafeMutableBytes { bytes in
                 try read(handles.descriptors[low], into: bytes, at: offset, targets[low])
             }
             sink &+= UInt64(copy.count)
-            return count
+            return (count, (low, offset))
         }
     }
 

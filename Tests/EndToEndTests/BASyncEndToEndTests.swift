@@ -260,6 +260,10 @@ struct BASyncEndToEndTests {
         )
         // 35 whole-file reads over the pack's 35 files: every byte once.
         #expect(sequential["bytes"] as? Int == report["bytes"] as? Int)
+        // first-byte reads the same page of each file whatever the method (copy no longer copies whole files).
+        let firstPages = results.filter { $0["pattern"] as? String == "first-byte" }.map { $0["bytes"] as? Int }
+        #expect(firstPages.count == 6 && Set(firstPages).count == 1, "\(firstPages)")
+        #expect((firstPages.first ?? 0) ?? 0 < report["bytes"] as? Int ?? 0)
 
         let csv = try run(
             [
