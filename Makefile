@@ -55,10 +55,12 @@ torture: deps
 fuzz: deps
 	BA_FUZZ_ITERATIONS=$(FUZZ_ITERATIONS) $(SWIFT) test --filter FuzzTests
 
-# Release binaries against the reference tools; writes bench/results.md and bench/results.json.
+# Release binaries against the reference tools; writes bench/results.md and bench/results.json, and puts
+# that table into the README.
 bench: deps
 	$(SWIFT) build -c release
 	bash scripts/bench.sh --rounds $(BENCH_ROUNDS) "$$($(SWIFT) build -c release --show-bin-path)"
+	bash scripts/bench-readme.sh
 
 demo: build
 	@bash scripts/demo.sh "$(BIN)/ba-mock" "$(ASSETS)"

@@ -450,14 +450,19 @@ done
 rounds=$rounds_saved
 fi
 
-# Peak RSS of packing and ensuring 1 GiB: from the scaling runs of the 1 GiB file (the largest size).
-top="size$(( ${scale_sizes##* } >> 10 ))k"
-awk -F'\t' -v set="$top" '$2 == set && $3 == "ours" && ($1 == "pack" || $1 == "ensure") { print $1 "\t" $6 }' "$records" |
-  while IFS=$'\t' read -r step rss; do record "rss-$step" "$top" "ours" "$rss" "KiB"; done
+# Peak RSS of packing and ensuring 1 GiB and 100 000 files: from the scaling runs of the largest size and
+# the largest count.
+for top in "size$(( ${scale_sizes##* } >> 10 ))k" "files${scale_counts##* }"; do
+  awk -F'\t' -v set="$top" '$2 == set && $3 == "ours" && ($1 == "pack" || $1 == "ensure") { print $1 "\t" $6 }' \
+    "$records" | while IFS=$'\t' read -r step rss; do record "rss-$step" "$top" "ours" "$rss" "KiB"; done
+done
 
 # --- report ----------------------------------------------------------------------------------------------
 mkdir -p "$out"
 machine="$(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -sr)"
+# The commit measured, "+changes" when the tree differs from it.
+commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
+[ -z "$(git -C "$here" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+changes"
 awk -F'\t' -v date="$(date -u +%Y-%m-%dT%H:%MZ)" -v machine="$machine" -v rounds="$rounds" -v smoke="$smoke" \
-  -v md="$out/results.md" -v json="$out/results.json" -f "$here/bench/report.awk" "$records"
+  -v commit="$commit" -v md="$out/results.md" -v json="$out/results.json" -f "$here/bench/report.awk" "$records"
 cat "$out/results.md"
