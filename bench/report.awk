@@ -30,6 +30,7 @@ function rss_median(key,    n, i, j, v, tmp, m) {
 # one value per round): how far a median ratio can be trusted.
 function ratio_range(ours_key, ref_key,    i, r, lo, hi) {
     if (!(ours_key in count) || !(ref_key in count) || count[ours_key] != count[ref_key]) return ""
+    if (count[ours_key] < 2) return ""  # one round: no spread to show
     lo = ""; hi = ""
     for (i = 1; i <= count[ours_key]; i++) {
         if (values[ref_key, i] + 0 <= 0) return ""
