@@ -6,9 +6,11 @@ import Testing
 
 @Suite("Delta archives")
 struct PackDeltaTests {
-    /// Builds the Levels pack of the sample folder as it is now.
-    func build(_ scratch: Scratch, _ name: String) throws -> (archive: FilePath, index: PackIndex) {
-        let parsed = try PackagingManifest.load(from: scratch.root.appending("Levels.json"))
+    /// Builds a pack of the folder as it is now (by default the sample folder's Levels).
+    func build(_ scratch: Scratch, _ name: String, manifest: String = "Levels.json") throws
+        -> (archive: FilePath, index: PackIndex)
+    {
+        let parsed = try PackagingManifest.load(from: scratch.root.appending(manifest))
         let archive = scratch.root.appending("\(name).pack")
         let (_, index) = try PackBuilder.buildIndexed(try PackSource.resolve(parsed, root: scratch.root), to: archive)
         return (archive, index)
@@ -105,16 +107,9 @@ struct PackDeltaTests {
             "many.json",
             #"{"assetPackID": "many", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "many"}], "platforms": ["iOS"]}"#
         )
-        func build(_ name: String) throws -> (FilePath, PackIndex) {
-            let parsed = try PackagingManifest.load(from: scratch.root.appending("many.json"))
-            let archive = scratch.root.appending("\(name).pack")
-            return (
-                archive, try PackBuilder.buildIndexed(try PackSource.resolve(parsed, root: scratch.root), to: archive).1
-            )
-        }
-        let (_, v1) = try build("v1")
+        let (_, v1) = try build(scratch, "v1", manifest: "many.json")
         try scratch.write("many/folder 0/a rather long file name 0.txt", "changed")
-        let (full, v2) = try build("v2")
+        let (full, v2) = try build(scratch, "v2", manifest: "many.json")
         let delta = scratch.root.appending("many.delta")
         let binding = PackDelta.Binding(assetPackID: "many", fromSHA256: "1", toSHA256: "2")
         _ = try PackDelta.build(
