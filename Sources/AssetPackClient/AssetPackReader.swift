@@ -141,13 +141,13 @@ public final class AssetPackReader: Sendable {
     public func descriptor(for path: FilePath, searchingInAssetPackWithID assetPackID: String? = nil) throws
         -> FileDescriptor
     {
-        try openInstalled(path, assetPackID).fd
+        try openInstalled(path, assetPackID, handedOut: true).fd
     }
 
     /// A descriptor of a file as localized for `language` (Apple's `descriptor(for:asLocalizedFor:)`): see
     /// ``contents(at:asLocalizedFor:options:)``.
     public func descriptor(for path: FilePath, asLocalizedFor language: String) throws -> FileDescriptor {
-        try openInstalled(path, nil, scope: try scope(for: language)).fd
+        try openInstalled(path, nil, scope: try scope(for: language), handedOut: true).fd
     }
 
     /// The URL of a file or folder in the merged namespace (Apple's `url(for:)`).
@@ -246,10 +246,15 @@ public final class AssetPackReader: Sendable {
     /// Opens the installed file a path resolves to (in `view`, by default the current namespace); when the
     /// folder it resolved to has gone (an update committed in between), looks again once at the new state.
     /// Only a regular file opens: something else put in its place (a FIFO would block the open forever)
-    /// is an error.
-    func openInstalled(_ path: FilePath, _ assetPackID: String?, view given: Namespace? = nil, scope: ReadScope? = nil)
-        throws -> (fd: FileDescriptor, file: String, size: Int)
-    {
+    /// is an error. The open is non-blocking; a descriptor `handedOut` to the caller is made blocking again
+    /// (one more system call, which a mapping closed at once does not need).
+    func openInstalled(
+        _ path: FilePath,
+        _ assetPackID: String?,
+        view given: Namespace? = nil,
+        scope: ReadScope? = nil,
+        handedOut: Bool = false
+    ) throws -> (fd: FileDescriptor, file: String, size: Int) {
         var (view, defaultScope) = try currentView()
         if let given { view = given }
         let scope = scope ?? defaultScope
@@ -259,7 +264,7 @@ public final class AssetPackReader: Sendable {
             let fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
             if fd >= 0 {
                 var info = stat()
-                guard fstat(fd, &info) == 0, fcntl(fd, F_SETFL, 0) == 0 else {
+                guard fstat(fd, &info) == 0, !handedOut || fcntl(fd, F_SETFL, 0) == 0 else {
                     let failure = Errno(rawValue: errno)
                     close(fd)
                     throw AssetPackClientError.io("open", FilePath(file), failure)

@@ -157,6 +157,10 @@ struct DeltaUpdateTests {
             if kind == "fifo" {
                 #expect(read?.message.contains("not a regular file") == true, "\(String(describing: read))")
             }
+            // Opens are non-blocking (a FIFO cannot hang them); a descriptor handed out is blocking, as any is.
+            let handed = try manager.descriptor(for: "Levels/World1/level1.json")
+            #expect(fcntl(handed.rawValue, F_GETFL) & O_NONBLOCK == 0)
+            try handed.close()
 
             try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 12}"#)
             try await server.catalog.refresh()
