@@ -117,83 +117,80 @@ public enum PackReader {
         var nameBytes = 0
         var written: Int64 = 0
         var index: PackIndex?
+        let disk = try root.map(DiskWriter.init(root:))
         try open { reader in
-            try withDiskWriter { disk in
-                while let header = try reader.next() {
-                    if let delta, !bound {  // a delta's first entry says what it is for
-                        try checkBinding(reader, header: header, expected: delta.binding)
-                        bound = true
-                        continue
-                    }
-                    if header.name.utf8.elementsEqual(PackPath.indexEntryName.utf8) {
-                        guard index == nil else { throw rule(archive, "holds two index entries") }
-                        // An index lists every file once: its size follows from the entries before it (and for
-                        // a delta, from the base's files it keeps, up to a 4 KiB path each), so a small download
-                        // cannot declare an index of hundreds of megabytes.
-                        let kept = 4352 * Int64(min(delta?.baseFiles ?? 0, 1 << 20))
-                        let bound = min(
-                            maximumIndexSize,
-                            64 << 10 + Int64(nameBytes) + 256 * Int64(seen.count) + kept
-                        )
-                        index = try decodeIndex(reader, header: header, maximumSize: bound)
-                        continue
-                    }
-                    if header.type == ArchiveFileType.directory,
-                        header.name.hasBytePrefix(PackPath.contentsPrefix)
-                            || (header.name + "/").utf8.elementsEqual(PackPath.contentsPrefix.utf8)
-                    {
-                        continue
-                    }
-                    let relative = try entryPath(header, archive: archive)
-                    guard seen[PathKey(relative)] == nil else {
-                        throw rule(archive, "holds \(header.name) twice")
-                    }
-                    // A path that is a file and a folder at once cannot be installed: say so, not "cannot create".
-                    guard !folders.contains(PathKey(relative)) else {
-                        throw rule(archive, "holds \(relative) as a file and as a folder")
-                    }
-                    var ancestor = Substring(relative).utf8
-                    while let slash = ancestor.lastIndex(of: UInt8(ascii: "/")) {
-                        ancestor = ancestor[..<slash]
-                        let key = PathKey(String(Substring(ancestor)))
-                        if seen[key] != nil {
-                            throw rule(archive, "holds \(key.path) as a file and as a folder")
-                        }
-                        folders.insert(key)
-                    }
-                    nameBytes += relative.utf8.count
-                    // Compared without adding: a declared size near Int64.max cannot overflow.
-                    if let limit, max(header.size, 0) > limit - written {
-                        throw corrupt(
-                            archive,
-                            "unpacks to more than its declared install size of \(limit) bytes (at \(header.name))"
-                        )
-                    }
-                    var hasher = SHA256()
-                    var size: Int64 = 0
-                    let consume: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void = { write in
-                        try reader.readData { block in
-                            size += Int64(block.count)
-                            written += Int64(block.count)
-                            if let limit, written > limit {
-                                throw corrupt(
-                                    archive,
-                                    "unpacks to more than its declared install size of \(limit) bytes"
-                                )
-                            }
-                            hasher.update(bufferPointer: block)
-                            try write(block)
-                        }
-                    }
-                    if let root {
-                        let target = root.appending(relative)
-                        try makeParents(of: target, under: root)
-                        try disk.writeFile(at: target.string, size: header.size, consume)
-                    } else {
-                        try consume { _ in }
-                    }
-                    seen[PathKey(relative)] = (size, hasher.finalize().hexString)
+            while let header = try reader.next() {
+                if let delta, !bound {  // a delta's first entry says what it is for
+                    try checkBinding(reader, header: header, expected: delta.binding)
+                    bound = true
+                    continue
                 }
+                if header.name.utf8.elementsEqual(PackPath.indexEntryName.utf8) {
+                    guard index == nil else { throw rule(archive, "holds two index entries") }
+                    // An index lists every file once: its size follows from the entries before it (and for
+                    // a delta, from the base's files it keeps, up to a 4 KiB path each), so a small download
+                    // cannot declare an index of hundreds of megabytes.
+                    let kept = 4352 * Int64(min(delta?.baseFiles ?? 0, 1 << 20))
+                    let bound = min(
+                        maximumIndexSize,
+                        64 << 10 + Int64(nameBytes) + 256 * Int64(seen.count) + kept
+                    )
+                    index = try decodeIndex(reader, header: header, maximumSize: bound)
+                    continue
+                }
+                if header.type == ArchiveFileType.directory,
+                    header.name.hasBytePrefix(PackPath.contentsPrefix)
+                        || (header.name + "/").utf8.elementsEqual(PackPath.contentsPrefix.utf8)
+                {
+                    continue
+                }
+                let relative = try entryPath(header, archive: archive)
+                guard seen[PathKey(relative)] == nil else {
+                    throw rule(archive, "holds \(header.name) twice")
+                }
+                // A path that is a file and a folder at once cannot be installed: say so, not "cannot create".
+                guard !folders.contains(PathKey(relative)) else {
+                    throw rule(archive, "holds \(relative) as a file and as a folder")
+                }
+                var ancestor = Substring(relative).utf8
+                while let slash = ancestor.lastIndex(of: UInt8(ascii: "/")) {
+                    ancestor = ancestor[..<slash]
+                    let key = PathKey(String(Substring(ancestor)))
+                    if seen[key] != nil {
+                        throw rule(archive, "holds \(key.path) as a file and as a folder")
+                    }
+                    folders.insert(key)
+                }
+                nameBytes += relative.utf8.count
+                // Compared without adding: a declared size near Int64.max cannot overflow.
+                if let limit, max(header.size, 0) > limit - written {
+                    throw corrupt(
+                        archive,
+                        "unpacks to more than its declared install size of \(limit) bytes (at \(header.name))"
+                    )
+                }
+                var hasher = SHA256()
+                var size: Int64 = 0
+                let consume: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void = { write in
+                    try reader.readData { block in
+                        size += Int64(block.count)
+                        written += Int64(block.count)
+                        if let limit, written > limit {
+                            throw corrupt(
+                                archive,
+                                "unpacks to more than its declared install size of \(limit) bytes"
+                            )
+                        }
+                        hasher.update(bufferPointer: block)
+                        try write(block)
+                    }
+                }
+                if let disk {
+                    try disk.writeFile(at: relative, consume)
+                } else {
+                    try consume { _ in }
+                }
+                seen[PathKey(relative)] = (size, hasher.finalize().hexString)
             }
         }
         guard bound else { throw missingBinding(archive) }
@@ -242,16 +239,6 @@ public enum PackReader {
             )
         }
         return relative
-    }
-
-    private static func makeParents(of target: FilePath, under root: FilePath) throws {
-        let parent = target.removingLastComponent()
-        guard parent != root else { return }
-        do {
-            try FileManager.default.createDirectory(atPath: parent.string, withIntermediateDirectories: true)
-        } catch {
-            throw AssetPackFormatError(code: .io, message: "cannot create folder \(parent): \(error)")
-        }
     }
 
     private static func decodeIndex(_ reader: ArchiveReader, header: ArchiveEntryHeader, maximumSize: Int64) throws

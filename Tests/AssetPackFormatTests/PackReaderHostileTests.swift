@@ -174,6 +174,29 @@ struct PackReaderHostileTests {
         #expect(outside == ["app-group", "hostile.pack"])
     }
 
+    /// A symlink planted in the destination, at a folder or a file the pack writes, is never followed: the
+    /// extraction fails and nothing is written where it points.
+    @Test(arguments: ["Videos", "Videos/Intro.m4v"])
+    func extractionNeverWritesThroughASymlinkInTheDestination(_ planted: String) throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let parsed = try PackagingManifest.load(from: scratch.root.appending("Tutorial.json"))
+        let archive = scratch.root.appending("t.pack")
+        _ = try PackBuilder.build(try PackSource.resolve(parsed, root: scratch.root), to: archive)
+        let outside = scratch.root.appending("outside")
+        try FileManager.default.createDirectory(atPath: outside.string, withIntermediateDirectories: true)
+        let destination = scratch.root.appending("staging")
+        let link = destination.appending(planted)
+        try FileManager.default.createDirectory(
+            atPath: link.removingLastComponent().string,
+            withIntermediateDirectories: true
+        )
+        try FileManager.default.createSymbolicLink(atPath: link.string, withDestinationPath: outside.string)
+        let error = #expect(throws: AssetPackFormatError.self) { try PackReader.extract(archive, into: destination) }
+        #expect(error?.code == .io, "\(String(describing: error))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.string).isEmpty)
+    }
+
     @Test func notAnArchiveIsRefused() throws {
         let scratch = try Scratch()
         let path = try scratch.write("notes.pack", "this is not an archive, just text\n")

@@ -38,8 +38,9 @@ func check(_ status: Int32, _ archive: OpaquePointer, _ what: @autoclosure () ->
 }
 
 /// Checks the return code of a write (a header, data, the end of an entry): anything but `ARCHIVE_OK` is a
-/// failure. libarchive's disk writer returns `ARCHIVE_WARN` when `write(2)` wrote less than asked (a full
-/// disk), and accepting it installs files with holes.
+/// failure. libarchive returns `ARCHIVE_WARN` when `write(2)` wrote less than asked (a full disk), and
+/// accepting it would keep a file with holes. (Extraction does not use libarchive's disk writer: see
+/// ``DiskWriter``.)
 func checkWrite(
     _ status: Int,
     _ archive: OpaquePointer,

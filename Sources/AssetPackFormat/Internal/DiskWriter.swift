@@ -1,0 +1,95 @@
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Writes the regular files of an extraction under one destination folder, each relative to a descriptor of
+/// a folder the writer made itself: files with `openat(O_CREAT | O_EXCL | O_NOFOLLOW)` (never through a
+/// symlink, never over anything), folders with `mkdirat` and opened `O_DIRECTORY | O_NOFOLLOW`, so that a
+/// symlink put anywhere on the way is refused, with no window between a check and an open. Three system
+/// calls a file (open, write, close) where libarchive's secure disk writer spent about twenty checking each
+/// component of an absolute path (8 opens, 7 stats, 2 umasks a file: 15% of `ensure`'s time at 100 000
+/// files). Entry names are validated by the caller (relative, normalized, no `..`).
+final class DiskWriter {
+    private let root: FilePath
+    private let rootFolder: FileDescriptor
+    /// Folders made and opened, by path relative to the root (a few: archives list a folder's files together).
+    private var folders: [String: FileDescriptor] = [:]
+
+    /// Opens the destination, which must be a folder and not a symlink.
+    /// - Throws: ``AssetPackFormatError`` with code `.io`.
+    init(root: FilePath) throws {
+        self.root = root
+        do {
+            rootFolder = try FileDescriptor.open(root, .readOnly, options: [.directory, .noFollow, .closeOnExec])
+        } catch let errno as Errno {
+            throw AssetPackFormatError.io("open", root, errno)
+        }
+    }
+
+    deinit {
+        for fd in folders.values { try? fd.close() }
+        try? rootFolder.close()
+    }
+
+    /// Creates the file at `relative` (which must not exist) and fills it from `fill`, which is handed a
+    /// function that appends bytes; a short or failed write is an error (`ENOSPC` as its cause).
+    /// - Throws: ``AssetPackFormatError`` with code `.io`, or what `fill` throws.
+    func writeFile(at relative: String, _ fill: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
+        let (folderPath, name) = split(relative)
+        let folder = try self.folder(folderPath)
+        let raw = openat(folder.rawValue, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard raw >= 0 else {
+            throw AssetPackFormatError.io("create", root.appending(relative), Errno(rawValue: errno))
+        }
+        let file = FileDescriptor(rawValue: raw)
+        do {
+            try fill { bytes in
+                do {
+                    _ = try file.writeAll(bytes)
+                } catch let errno as Errno {
+                    throw AssetPackFormatError.io("write", root.appending(relative), errno)
+                }
+            }
+        } catch {
+            try? file.close()
+            throw error
+        }
+        do {
+            try file.close()
+        } catch let errno as Errno {
+            throw AssetPackFormatError.io("write", root.appending(relative), errno)
+        }
+    }
+
+    /// The folder at `relative` ("" for the root), made (with its parents) when missing.
+    private func folder(_ relative: String) throws -> FileDescriptor {
+        if relative.isEmpty { return rootFolder }
+        if let known = folders[relative] { return known }
+        let (parentPath, name) = split(relative)
+        let parent = try folder(parentPath)
+        if mkdirat(parent.rawValue, name, 0o755) != 0, errno != EEXIST {
+            throw AssetPackFormatError.io("create folder", root.appending(relative), Errno(rawValue: errno))
+        }
+        let raw = openat(parent.rawValue, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard raw >= 0 else {
+            throw AssetPackFormatError.io("open folder", root.appending(relative), Errno(rawValue: errno))
+        }
+        if folders.count >= 64 {  // a bounded number of descriptors, whatever the pack's shape
+            for fd in folders.values { try? fd.close() }
+            folders.removeAll()
+        }
+        folders[relative] = FileDescriptor(rawValue: raw)
+        return FileDescriptor(rawValue: raw)
+    }
+
+    /// `a/b/c` → (`a/b`, `c`); `c` → ("", `c`). Split at the last `/` byte.
+    private func split(_ path: String) -> (folder: String, name: String) {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return ("", path) }
+        return (
+            String(Substring(path.utf8[..<slash])),
+            String(Substring(path.utf8[path.utf8.index(after: slash)...]))
+        )
+    }
+}
