@@ -112,7 +112,7 @@ public enum PackReader {
         let root = destination.map { $0.lexicallyNormalized() }
         let partial = delta != nil
         var bound = delta == nil
-        var seen: [PathKey: (size: Int64, sha256: String)] = [:]
+        var seen: [PathKey: (size: Int64, sha256: SHA256.Digest)] = [:]  // digests inline, not 64-byte strings
         var folders: Set<PathKey> = []
         var nameBytes = 0
         var written: Int64 = 0
@@ -190,7 +190,7 @@ public enum PackReader {
                 } else {
                     try consume { _ in }
                 }
-                seen[PathKey(relative)] = (size, hasher.finalize().hexString)
+                seen[PathKey(relative)] = (size, hasher.finalize())
             }
         }
         guard bound else { throw missingBinding(archive) }
@@ -204,10 +204,10 @@ public enum PackReader {
                 }
                 throw corrupt(archive, "lacks \(row.path), which its index lists")
             }
-            guard found.size == row.size, found.sha256 == row.sha256 else {
+            guard found.size == row.size, found.sha256.hexString == row.sha256 else {
                 throw corrupt(
                     archive,
-                    "holds \(row.path) with \(found.size) bytes and SHA-256 \(found.sha256.prefix(12)), but its index "
+                    "holds \(row.path) with \(found.size) bytes and SHA-256 \(found.sha256.hexString.prefix(12)), but its index "
                         + "says \(row.size) bytes and \(row.sha256.prefix(12))"
                 )
             }
@@ -251,14 +251,17 @@ public enum PackReader {
                 "has an index entry that is not a regular file of at most \(most) (the most its files can need)"
             )
         }
-        var bytes: [UInt8] = []
+        // One buffer of the declared size (bounded above), decoded as it is: growing an array by doubling and
+        // copying it into Data held three times the index at the peak (35 MB at 100 000 files).
+        var bytes = Data()
+        bytes.reserveCapacity(Int(max(0, header.size)))
         try reader.readData { block in
             guard Int64(block.count) <= maximumSize - Int64(bytes.count) else {
                 throw corrupt(reader.path, "has an index larger than \(most) (the most its files can need)")
             }
             bytes.append(contentsOf: block)
         }
-        return try PackIndex.decode(Data(bytes), source: reader.path)
+        return try PackIndex.decode(bytes, source: reader.path)
     }
 
     /// Reads a delta's `Delta.json` and refuses a delta for another pack, base or target.
