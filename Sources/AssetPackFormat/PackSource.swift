@@ -115,19 +115,19 @@ public struct PackSource: Sendable, Hashable {
         var everything: [SourceTree.Found]?
         for (index, selector) in manifest.fileSelectors.enumerated() {
             let key = "fileSelectors[\(index)].\(selector.key)"
-            switch selector {
-            case .file(let path):
+            /// The regular file a selector names; a folder there is an error with `fix`.
+            func regularFile(_ path: String, ifFolder fix: String) throws -> SourceTree.Found {
                 let relative = PackPath.normalize(path) ?? path
                 let found = try tree.resolve(relative, file: file, key: key)
                 guard case .regular(let stat) = found.kind else {
-                    throw AssetPackFormatError.manifest(
-                        file,
-                        key: key,
-                        "\"\(path)\" is a folder",
-                        fix: "use {\"directory\": \"\(path)\"}"
-                    )
+                    throw AssetPackFormatError.manifest(file, key: key, "\"\(path)\" is a folder", fix: fix)
                 }
-                try collector.add(relative, from: .init(relative: relative, real: found.real, stat: stat), key: key)
+                return .init(relative: relative, real: found.real, stat: stat)
+            }
+            switch selector {
+            case .file(let path):
+                let item = try regularFile(path, ifFolder: "use {\"directory\": \"\(path)\"}")
+                try collector.add(item.relative, from: item, key: key)
             case .directory(let path), .directoryMapping(source: let path, destination: _):
                 let relative = PackPath.normalize(path) ?? path
                 let found = try tree.resolve(relative, file: file, key: key)
@@ -152,21 +152,8 @@ public struct PackSource: Sendable, Hashable {
                     try collector.add(path, from: item, key: key)
                 }
             case .fileMapping(let source, let destination):
-                let relative = PackPath.normalize(source) ?? source
-                let found = try tree.resolve(relative, file: file, key: key)
-                guard case .regular(let stat) = found.kind else {
-                    throw AssetPackFormatError.manifest(
-                        file,
-                        key: key,
-                        "\"\(source)\" is a folder",
-                        fix: "use directorySource and directoryDestination"
-                    )
-                }
-                try collector.add(
-                    PackPath.normalize(destination) ?? destination,
-                    from: .init(relative: relative, real: found.real, stat: stat),
-                    key: key
-                )
+                let item = try regularFile(source, ifFolder: "use directorySource and directoryDestination")
+                try collector.add(PackPath.normalize(destination) ?? destination, from: item, key: key)
             case .filePattern(let glob):
                 if everything == nil {
                     var walk = SourceTree.Walk()

@@ -42,6 +42,7 @@ struct AppleParityTests {
     /// Runs `body` with a live server over the sample folder and a manager of a new app group.
     func withSample(
         retries: Int = 5,
+        platform: String? = nil,
         _ body: @Sendable (LiveServer, AssetPackManager, Scratch) async throws -> Void
     ) async throws {
         let scratch = try Scratch()
@@ -50,7 +51,8 @@ struct AppleParityTests {
             let manager = try AssetPackManager(
                 server: URL(string: server.url)!,
                 appGroup: scratch.root.appending("AppGroup"),
-                retryPolicy: RetryPolicy(retries: retries)
+                retryPolicy: RetryPolicy(retries: retries),
+                platform: platform
             )
             try await body(server, manager, scratch)
         }
@@ -159,15 +161,8 @@ struct AppleParityTests {
     }
 
     @Test func packsForAnotherPlatformAreInvisible() async throws {
-        let scratch = try Scratch()
-        try scratch.makeSampleFolder()
-        try await LiveServer.with(folder: scratch.root) { server in
-            // Tutorial is for iOS, Levels for iOS and macOS, Textures for visionOS.
-            let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup"),
-                platform: "macos"
-            )
+        // Tutorial is for iOS, Levels for iOS and macOS, Textures for visionOS.
+        try await withSample(platform: "macos") { server, manager, scratch in
             #expect(try await manager.manifest.assetPacks.map(\.id) == ["Levels"])
             let report = try await manager.sync(event: .install)
             #expect(report.installed == ["Levels"])

@@ -16,6 +16,41 @@ struct PackDeltaTests {
         return (archive, index)
     }
 
+    /// The delta from `base` to `target` (whose archive is `full`), written to `output`.
+    func buildDelta(
+        _ full: FilePath,
+        from base: PackIndex,
+        to target: PackIndex,
+        _ binding: PackDelta.Binding,
+        output: FilePath
+    ) throws -> BuiltPack {
+        try PackDelta.build(
+            full: full,
+            target: target,
+            base: base,
+            binding: binding,
+            to: output,
+            options: PackBuildOptions()
+        )
+    }
+
+    /// Extracts a delta from `base` to `target` into `folder`, expecting `binding`.
+    func extractDelta(
+        _ delta: FilePath,
+        into folder: FilePath,
+        from base: PackIndex,
+        to target: PackIndex,
+        expecting binding: PackDelta.Binding
+    ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
+        try PackReader.extractDelta(
+            delta,
+            into: folder,
+            limit: target.installSize,
+            expecting: binding,
+            baseFileCount: base.fileCount
+        )
+    }
+
     @Test func aDeltaCarriesWhatChangedAndTheBaseGivesTheRest() throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
@@ -34,27 +69,13 @@ struct PackDeltaTests {
 
         let delta = scratch.root.appending("v1-v2.delta")
         let binding = PackDelta.Binding(assetPackID: "Levels", fromSHA256: "1111", toSHA256: "2222")
-        let built = try PackDelta.build(
-            full: full,
-            target: v2,
-            base: v1,
-            binding: binding,
-            to: delta,
-            options: PackBuildOptions()
-        )
+        let built = try buildDelta(full, from: v1, to: v2, binding, output: delta)
         #expect(built.downloadSize < 2_000)  // the 30 KB of tiles stay home
         #expect(built.sha256 == FileDigest.sha256(of: try scratch.read(delta)))
         // Reproducible: the same inputs give the same bytes.
         let again = scratch.root.appending("again.delta")
         #expect(
-            try PackDelta.build(
-                full: full,
-                target: v2,
-                base: v1,
-                binding: binding,
-                to: again,
-                options: PackBuildOptions()
-            ) == built
+            try buildDelta(full, from: v1, to: v2, binding, output: again) == built
         )
 
         // A delta is not a whole pack: a full extraction refuses it; a delta extraction says what is absent.
@@ -71,25 +92,13 @@ struct PackDeltaTests {
             PackDelta.Binding(assetPackID: "Tutorial", fromSHA256: "1111", toSHA256: "2222"),
         ] {
             let error = #expect(throws: AssetPackFormatError.self) {
-                try PackReader.extractDelta(
-                    delta,
-                    into: fresh,
-                    limit: v2.installSize,
-                    expecting: wrong,
-                    baseFileCount: v1.fileCount
-                )
+                try extractDelta(delta, into: fresh, from: v1, to: v2, expecting: wrong)
             }
             #expect(error?.code == .corruptPack)
             #expect(error?.message.contains("is a delta from") == true)
             #expect(try FileManager.default.contentsOfDirectory(atPath: fresh.string).isEmpty)
         }
-        let (index, absent) = try PackReader.extractDelta(
-            delta,
-            into: fresh,
-            limit: v2.installSize,
-            expecting: binding,
-            baseFileCount: v1.fileCount
-        )
+        let (index, absent) = try extractDelta(delta, into: fresh, from: v1, to: v2, expecting: binding)
         #expect(index == v2)
         #expect(absent.map(\.path) == plan.kept.map(\.path))
         #expect(try scratch.read(fresh.appending("Levels/World3/level1.json")) == Data(#"{"name": "3-1"}"#.utf8))
@@ -112,23 +121,10 @@ struct PackDeltaTests {
         let (full, v2) = try build(scratch, "v2", manifest: "many.json")
         let delta = scratch.root.appending("many.delta")
         let binding = PackDelta.Binding(assetPackID: "many", fromSHA256: "1", toSHA256: "2")
-        _ = try PackDelta.build(
-            full: full,
-            target: v2,
-            base: v1,
-            binding: binding,
-            to: delta,
-            options: PackBuildOptions()
-        )
+        _ = try buildDelta(full, from: v1, to: v2, binding, output: delta)
         let fresh = scratch.root.appending("fresh")
         try FileManager.default.createDirectory(atPath: fresh.string, withIntermediateDirectories: true)
-        let (index, absent) = try PackReader.extractDelta(
-            delta,
-            into: fresh,
-            limit: v2.installSize,
-            expecting: binding,
-            baseFileCount: v1.fileCount
-        )
+        let (index, absent) = try extractDelta(delta, into: fresh, from: v1, to: v2, expecting: binding)
         #expect(index == v2)
         #expect(absent.count == 1_199)
     }
