@@ -1,5 +1,6 @@
 import AssetPackFormat
 import AsyncHTTPClient
+import Foundation
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -132,7 +133,14 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         if let status = error as? LibArchiveStatus { return status.errno == Errno.noSpace.rawValue }
         if let error = error as? AssetPackFormatError { return error.cause.map(isDiskFull) ?? false }
         if let error = error as? AssetPackClientError { return error.cause.map(isDiskFull) ?? false }
-        return false
+        // FileManager's errors carry the system's in their underlying error.
+        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+        return underlying?.domain == NSPOSIXErrorDomain && underlying?.code == Int(ENOSPC)
+    }
+
+    /// Whether `error` says a file is not there (a missing installed file, as opposed to an unreadable one).
+    static func isNotFound(_ error: any Error) -> Bool {
+        ((error as? AssetPackFormatError)?.cause as? Errno) == .noSuchFileOrDirectory
     }
 
     static func network(

@@ -66,7 +66,7 @@ extension AssetPackReader {
                     digest = try FileDigest.sha256(of: folder(of: pack).appending(row.path))
                 } catch {
                     // Gone is missing; anything else in its place (a folder, a FIFO, unreadable) differs.
-                    let gone = ((error as? AssetPackFormatError)?.cause as? Errno) == .noSuchFileOrDirectory
+                    let gone = AssetPackClientError.isNotFound(error)
                     result.problems.append(.init(pack: pack.id, path: row.path, kind: gone ? .missing : .differs))
                     continue
                 }

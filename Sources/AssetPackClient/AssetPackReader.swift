@@ -245,8 +245,8 @@ public final class AssetPackReader: Sendable {
 
     /// Opens the installed file a path resolves to (in `view`, by default the current namespace); when the
     /// folder it resolved to has gone (an update committed in between), looks again once at the new state.
-    /// Only a regular file opens: something else put in its place (a FIFO would block the open forever)
-    /// is an error. The open is non-blocking; a descriptor `handedOut` to the caller is made blocking again
+    /// Only a regular file opens: something else put in its place (a symlink, or a FIFO, which would block
+    /// the open forever) is an error. The open is non-blocking; a descriptor `handedOut` to the caller is made blocking again
     /// (one more system call, which a mapping closed at once does not need).
     func openInstalled(
         _ path: FilePath,
@@ -261,7 +261,7 @@ public final class AssetPackReader: Sendable {
         var retried = false
         while true {
             let file = try resolve(path, assetPackID, namespace: view, scope: scope)
-            let fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+            let fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
             if fd >= 0 {
                 var info = stat()
                 guard fstat(fd, &info) == 0, !handedOut || fcntl(fd, F_SETFL, 0) == 0 else {

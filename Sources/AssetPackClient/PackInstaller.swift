@@ -264,7 +264,7 @@ struct PackInstaller: Sendable {
             reused = try FileDigest.link(base.appending(file.path), to: staging.appending(file.path))
         } catch {
             if AssetPackClientError.isDiskFull(error) { throw error }
-            let gone = ((error as? AssetPackFormatError)?.cause as? Errno) == .noSuchFileOrDirectory
+            let gone = AssetPackClientError.isNotFound(error)
             var failure = AssetPackClientError(
                 code: .corruptPack,
                 message:

@@ -9,19 +9,21 @@ import SystemPackage
 extension Sequence where Element == UInt8 {
     /// Lower-case hexadecimal, as digests are written in manifests and indexes.
     public var hexString: String {
-        let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
+        out.reserveCapacity(underestimatedCount * 2)
         for byte in self {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+            out.append(hexDigits[Int(byte >> 4)])
+            out.append(hexDigits[Int(byte & 0x0F)])
         }
         return String(decoding: out, as: UTF8.self)
     }
 }
 
+private let hexDigits = Array("0123456789abcdef".utf8)
+
 /// SHA-256 helpers shared by the server and the client.
 public enum FileDigest {
-    /// The lower-case hex SHA-256 of a file, read in 1 MiB chunks.
+    /// The lower-case hex SHA-256 of a regular file (never read through a symlink), in 1 MiB chunks.
     /// - Parameter path: The file to hash.
     /// - Returns: 64 hex characters.
     /// - Throws: ``AssetPackFormatError`` with code `.io` when the file cannot be read.
@@ -50,7 +52,7 @@ public enum FileDigest {
     public static func copy(_ source: FilePath, to target: FilePath) throws -> (size: Int64, sha256: String) {
         let input: FileDescriptor
         do {
-            input = try openRegular(source, following: false)
+            input = try openRegular(source)
         } catch let errno as Errno {
             throw AssetPackFormatError.io("open", source, errno)
         }
@@ -98,7 +100,7 @@ public enum FileDigest {
             }
         }
         do {
-            let fd = try openRegular(target, following: false)
+            let fd = try openRegular(target)
             return try fd.closeAfter {
                 var hasher = SHA256()
                 let size = try fd.forEachChunk { hasher.update(bufferPointer: $0) }
@@ -109,15 +111,12 @@ public enum FileDigest {
         }
     }
 
-    /// Opens a regular file to read; anything else fails with `EINVAL` rather than blocking (a FIFO put in
-    /// a file's place would block an open forever) or reading a device.
+    /// Opens a regular file to read, never through a symlink at `path`; anything else fails (`ELOOP` for a
+    /// symlink, `EINVAL` for the rest) rather than blocking (a FIFO put in a file's place would block an open
+    /// forever) or reading a device.
     /// - Throws: `Errno`.
-    static func openRegular(_ path: FilePath, following: Bool = true) throws -> FileDescriptor {
-        let fd = try FileDescriptor.open(
-            path,
-            .readOnly,
-            options: following ? [.closeOnExec, .nonBlocking] : [.closeOnExec, .noFollow, .nonBlocking]
-        )
+    static func openRegular(_ path: FilePath) throws -> FileDescriptor {
+        let fd = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec, .noFollow, .nonBlocking])
         var info = stat()
         guard fstat(fd.rawValue, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             try? fd.close()

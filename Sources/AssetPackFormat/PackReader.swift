@@ -145,11 +145,12 @@ public enum PackReader {
                     continue
                 }
                 let relative = try entryPath(header, archive: archive)
-                guard seen[PathKey(relative)] == nil else {
+                let entryKey = PathKey(relative)
+                guard seen[entryKey] == nil else {
                     throw rule(archive, "holds \(header.name) twice")
                 }
                 // A path that is a file and a folder at once cannot be installed: say so, not "cannot create".
-                guard !folders.contains(PathKey(relative)) else {
+                guard !folders.contains(entryKey) else {
                     throw rule(archive, "holds \(relative) as a file and as a folder")
                 }
                 var ancestor = Substring(relative).utf8
@@ -159,7 +160,8 @@ public enum PackReader {
                     if seen[key] != nil {
                         throw rule(archive, "holds \(key.path) as a file and as a folder")
                     }
-                    folders.insert(key)
+                    // A folder seen before was checked with all of its parents.
+                    guard folders.insert(key).inserted else { break }
                 }
                 nameBytes += relative.utf8.count
                 // Compared without adding: a declared size near Int64.max cannot overflow.
@@ -190,7 +192,7 @@ public enum PackReader {
                 } else {
                     try consume { _ in }
                 }
-                seen[PathKey(relative)] = (size, hasher.finalize())
+                seen[entryKey] = (size, hasher.finalize())
             }
         }
         guard bound else { throw missingBinding(archive) }

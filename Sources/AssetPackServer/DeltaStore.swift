@@ -27,7 +27,7 @@ struct DeltaStore: Sendable {
 
     /// Keeps the index of a version just built, for deltas from it later.
     func saveIndex(_ index: PackIndex, sha256: String) throws {
-        try createFolder(indexesFolder)
+        try PackCatalog.createFolder(indexesFolder)
         try index.write(to: indexFile(index.assetPackID, sha256))
     }
 
@@ -63,26 +63,37 @@ struct DeltaStore: Sendable {
             bases.append(base)
         }
         bases = Array(bases.filter { $0.sha256 != record.sha256 }.prefix(depth))
-        try createFolder(deltasFolder)
+        try PackCatalog.createFolder(deltasFolder)
         var deltas: [MockState.Delta] = []
         for base in bases {
             guard let baseIndex = try? PackIndex.load(from: indexFile(id, base.sha256)) else {
                 log("no delta of \(id) from version \(base.version): its index is not kept")
                 continue
             }
-            let name = "\(id)-\(record.sha256.prefix(16))-from-\(base.sha256.prefix(16)).delta"
-            let built = try PackDelta.build(
-                full: full,
-                target: index,
-                base: baseIndex,
-                binding: PackDelta.Binding(assetPackID: id, fromSHA256: base.sha256, toSHA256: record.sha256),
-                to: deltasFolder.appending(name),
-                options: options
-            )
             let plan = PackDelta.plan(from: baseIndex, to: index)
-            guard built.downloadSize < record.downloadSize else {  // everything changed: the pack is as good
+            let smaller = "no delta of \(id) from version \(base.version): it would be no smaller than the pack"
+            guard !plan.kept.isEmpty else {  // every file changed: not worth compressing it all again
+                log(smaller)
+                continue
+            }
+            let name = "\(id)-\(record.sha256.prefix(16))-from-\(base.sha256.prefix(16)).delta"
+            let built: BuiltPack
+            do {
+                built = try PackDelta.build(
+                    full: full,
+                    target: index,
+                    base: baseIndex,
+                    binding: PackDelta.Binding(assetPackID: id, fromSHA256: base.sha256, toSHA256: record.sha256),
+                    to: deltasFolder.appending(name),
+                    options: options
+                )
+            } catch {  // the new version is published all the same; its clients download the whole pack
+                log("no delta of \(id) from version \(base.version): \(error)")
+                continue
+            }
+            guard built.downloadSize < record.downloadSize else {  // the pack is as good
                 _ = unlink(deltasFolder.appending(name).string)
-                log("no delta of \(id) from version \(base.version): it would be no smaller than the pack")
+                log(smaller)
                 continue
             }
             log(
@@ -134,14 +145,6 @@ struct DeltaStore: Sendable {
             where !kept.contains(name) {
                 _ = unlink(folder.appending(name).string)
             }
-        }
-    }
-
-    private func createFolder(_ folder: FilePath) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
-        } catch {
-            throw AssetPackFormatError(code: .io, message: "cannot create \(folder): \(error)")
         }
     }
 }

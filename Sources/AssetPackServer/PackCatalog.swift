@@ -343,7 +343,7 @@ public actor PackCatalog {
         current.withLock { $0 = snapshot }
     }
 
-    private static func createFolder(_ folder: FilePath) throws {
+    static func createFolder(_ folder: FilePath) throws {
         do {
             try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
         } catch {

@@ -144,15 +144,22 @@ struct DeltaUpdateTests {
         #expect(seen.fallbacks == ["installed Levels/World2/big.bin differs from its index"])
     }
 
-    @Test(arguments: ["fifo", "gone"])
+    @Test(arguments: ["fifo", "gone", "symlink"])
     func somethingElseInPlaceOfAnInstalledFileNeverHangsAnUpdateOrARead(_ kind: String) async throws {
         let seen = try await withLevelsInstalled { server, manager, scratch in
             let installed = try manager.reader.installedFile(at: "Levels/World2/big.bin")
             try FileManager.default.removeItem(atPath: installed.string)
             // A FIFO with no writer: an open without O_NONBLOCK would wait for one forever.
             if kind == "fifo" { #expect(mkfifo(installed.string, 0o644) == 0) }
+            if kind == "symlink" {  // to the right bytes elsewhere: still not the installed file
+                let elsewhere = try scratch.write("elsewhere.bin", Scratch.noise(400_000, seed: 8))
+                try FileManager.default.createSymbolicLink(
+                    atPath: installed.string,
+                    withDestinationPath: elsewhere.string
+                )
+            }
             let verification = try manager.reader.verification(ofAssetPackWithID: "Levels")
-            #expect(verification.problems.map(\.kind) == [kind == "fifo" ? .differs : .missing])
+            #expect(verification.problems.map(\.kind) == [kind == "gone" ? .missing : .differs])
             let read = #expect(throws: AssetPackClientError.self) { try manager.contents(at: "Levels/World2/big.bin") }
             if kind == "fifo" {
                 #expect(read?.message.contains("not a regular file") == true, "\(String(describing: read))")
@@ -169,7 +176,7 @@ struct DeltaUpdateTests {
             #expect(try manager.contents(at: "Levels/World2/big.bin") == Scratch.noise(400_000, seed: 8))
             #expect(try manager.verify() == 4)
         }
-        let reason = kind == "fifo" ? "unreadable" : "missing"
+        let reason = kind == "gone" ? "missing" : "unreadable"
         #expect(seen.fallbacks == ["installed Levels/World2/big.bin \(reason)"])
     }
 

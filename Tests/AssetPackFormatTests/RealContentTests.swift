@@ -33,15 +33,20 @@ struct RealContentTests {
         let scratch = try Scratch()
         let names = [
             "Über/b.txt", "日本語 🎮/c.json", "Strings/\(Self.nfc).txt", "Strings/\(Self.nfd).txt", "Strings/ß space.txt",
+            // Folders whose names differ only in normalization: each file lands in its own.
+            "Caf\(Self.nfc)/a.txt", "Caf\(Self.nfd)/b.txt",
         ]
         for (index, name) in names.enumerated() { try scratch.write("Assets/\(name)", "file \(index)") }
         let root = scratch.root.appending("Assets")
         let source = try PackSource.resolve(
-            try manifest(#"{"directory": "Über"}, {"directory": "日本語 🎮"}, {"directory": "Strings"}"#),
+            try manifest(
+                #"{"directory": "Über"}, {"directory": "日本語 🎮"}, {"directory": "Strings"}, "#
+                    + #"{"directory": "Caf\#(Self.nfc)"}, {"directory": "Caf\#(Self.nfd)"}"#
+            ),
             root: root
         )
         // Both spellings of é are kept apart, as the file system keeps them, and the user is told.
-        #expect(source.files.count == 5)
+        #expect(source.files.count == 7)
         #expect(source.warnings.contains { $0.contains("differ only in Unicode normalization") })
 
         let pack = scratch.root.appending("Pack.pack")

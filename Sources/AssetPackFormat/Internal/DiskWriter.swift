@@ -14,8 +14,9 @@ import SystemPackage
 final class DiskWriter {
     private let root: FilePath
     private let rootFolder: FileDescriptor
-    /// Folders made and opened, by path relative to the root (a few: archives list a folder's files together).
-    private var folders: [String: FileDescriptor] = [:]
+    /// Folders made and opened, by path relative to the root, compared as bytes (`Café` spelled two ways is
+    /// two folders); a few at a time: archives list a folder's files together.
+    private var folders: [PathKey: FileDescriptor] = [:]
 
     /// Opens the destination, which must be a folder and not a symlink.
     /// - Throws: ``AssetPackFormatError`` with code `.io`.
@@ -66,7 +67,7 @@ final class DiskWriter {
     /// The folder at `relative` ("" for the root), made (with its parents) when missing.
     private func folder(_ relative: String) throws -> FileDescriptor {
         if relative.isEmpty { return rootFolder }
-        if let known = folders[relative] { return known }
+        if let known = folders[PathKey(relative)] { return known }
         let (parentPath, name) = split(relative)
         let parent = try folder(parentPath)
         if mkdirat(parent.rawValue, name, 0o755) != 0, errno != EEXIST {
@@ -80,7 +81,8 @@ final class DiskWriter {
             for fd in folders.values { try? fd.close() }
             folders.removeAll()
         }
-        folders[relative] = FileDescriptor(rawValue: raw)
+        // Evicting above happens after `parent` was used, and callers use what this returns at once.
+        folders[PathKey(relative)] = FileDescriptor(rawValue: raw)
         return FileDescriptor(rawValue: raw)
     }
 
