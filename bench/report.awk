@@ -49,7 +49,6 @@ function number(v) {
 
 function mib(kib) { return kib == "" ? "" : sprintf("%.0f", kib / 1024) }
 
-# The goal of a row: "op limit" on the ratio, or on the value itself for rows without a reference.
 # The goals of issue 13 ("Performance, round two"), on the ratio or, for rows without a reference, the value.
 function goal_of(step, set) {
     if (step == "pack" && (set == "big" || set == "many" || set == "mixed")) return ">= 1.0"

@@ -17,7 +17,8 @@ for marker in begin end; do
     || { echo "bench-readme.sh: $readme has no <!-- bench-results:$marker --> line" >&2; exit 1; }
 done
 block=$(mktemp)
-trap 'rm -f "$block"' EXIT
+updated=$(mktemp)
+trap 'rm -f "$block" "$updated"' EXIT
 {
   # The run's line: date · commit · machine · rounds · what the columns mean.
   summary=$(awk 'NR > 1 && NF { print; exit }' "$results")
@@ -26,12 +27,10 @@ trap 'rm -f "$block"' EXIT
   echo
   grep '^|' "$results"
 } >"$block"
-updated=$(mktemp)
 awk -v block="$block" '
   /^<!-- bench-results:begin -->$/ { print; while ((getline line < block) > 0) print line; skip = 1; next }
   /^<!-- bench-results:end -->$/ { skip = 0 }
   !skip { print }
 ' "$readme" >"$updated"
 cat "$updated" >"$readme"  # keeps the README's mode
-rm -f "$updated"
-echo "bench-readme.sh: $readme now shows $(grep -c '^|' "$results") rows of $results"
+echo "bench-readme.sh: $readme now shows the $(($(grep -c '^|' "$results") - 2)) rows of $results"

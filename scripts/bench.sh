@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=${2:?--rounds needs a number}; shift ;;
     --out) out=${2:?--out needs a folder}; shift ;;
     --only) only=${2:?--only needs a list}; shift ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bench.sh: unknown option $1 (see --help)" >&2; exit 64 ;;
     *) bin=$1 ;;
   esac
@@ -462,7 +462,9 @@ mkdir -p "$out"
 machine="$(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -sr)"
 # The commit measured, "+changes" when the tree differs from it.
 commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
-[ -z "$(git -C "$here" status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+changes"
+# (what make bench itself rewrites does not count)
+[ -z "$(git -C "$here" status --porcelain --untracked-files=no -- . ':(exclude)bench/results.*' ':(exclude)README.md' \
+  2>/dev/null)" ] || commit="$commit+changes"
 awk -F'\t' -v date="$(date -u +%Y-%m-%dT%H:%MZ)" -v machine="$machine" -v rounds="$rounds" -v smoke="$smoke" \
   -v commit="$commit" -v md="$out/results.md" -v json="$out/results.json" -f "$here/bench/report.awk" "$records"
 cat "$out/results.md"

@@ -29,6 +29,9 @@ extension ReadBenchmark {
 
     /// Fewer operations than this and a case's high percentiles are a handful of samples.
     public static let meaningfulOperations = 100
+
+    /// The units of every figure, as the table, the help and `--json` state them.
+    public static let units = "MB/s = 10^6 bytes per second; KiB, MiB = 2^10, 2^20 bytes; latencies in microseconds"
 }
 
 extension ReadBenchmark.Result {
@@ -50,17 +53,12 @@ extension ReadBenchmark.Result {
 }
 
 extension ReadBenchmark.Report {
-    /// Cases whose figures rest on too few operations to trust their high percentiles.
-    public var thinCases: [String] {
-        results.filter { $0.operations < ReadBenchmark.meaningfulOperations }.map(\.benchCase.description)
-    }
-
     /// Compares each case's operations per second with the same case in `baseline` (matched by method,
     /// pattern, cache state, block size and threads).
     /// - Parameter tolerance: The slowdown in percent still accepted.
-    public func compared(with baseline: ReadBenchmark.Report, tolerance: Double) -> [ReadBenchmark.Comparison] {
+    public func compared(with baseline: [ReadBenchmark.Result], tolerance: Double) -> [ReadBenchmark.Comparison] {
         var saved: [ReadBenchmark.Case: Double] = [:]
-        for result in baseline.results { saved[result.benchCase] = result.operationsPerSecond }
+        for result in baseline { saved[result.benchCase] = result.operationsPerSecond }
         return results.map { result in
             let before = saved[result.benchCase]
             let change = before.flatMap { $0 > 0 ? (result.operationsPerSecond / $0 - 1) * 100 : nil }

@@ -14,7 +14,7 @@ extension ReadBenchmark {
         public var build: String
         /// `Linux 6.18.44`.
         public var kernel: String
-        /// The file system the installed files are on (`ext4`, `tmpfs`, ..., or its magic number).
+        /// The file system the installed files are on (`ext4`, `tmpfs`, ..., from `/proc/self/mounts`).
         public var fileSystem: String
         public var cpuModel: String
         public var cpus: Int
@@ -29,7 +29,7 @@ extension ReadBenchmark {
             "the files' pages are dropped (posix_fadvise DONTNEED) before each round, and a random block's "
             + "pages after it is read (untimed)"
         /// The units of every figure.
-        public var units = "MB/s = 10^6 bytes per second; KiB, MiB = 2^10, 2^20 bytes; latencies in microseconds"
+        public var units = ReadBenchmark.units
 
         /// Whether this binary is a debug build.
         public static var isDebugBuild: Bool {
@@ -54,10 +54,7 @@ extension ReadBenchmark {
             cpuModel = Self.cpuModel()
             cpus = ProcessInfo.processInfo.activeProcessorCount
             seed = options.seed
-            durationSeconds =
-                options.iterations == nil
-                ? Double(options.duration.components.seconds)
-                    + Double(options.duration.components.attoseconds) / 1e18 : nil
+            durationSeconds = options.iterations == nil ? options.duration / .seconds(1) : nil
             iterations = options.iterations
             repeats = max(1, options.repeats)
         }

@@ -28,15 +28,17 @@ extension ReadBenchmark {
             threads = benchmark.options.threads
             self.environment = environment
             self.results = results
-            warnings = thinCases.map {
-                "\($0): fewer than \(ReadBenchmark.meaningfulOperations) operations; its high percentiles are not "
-                    + "meaningful (run longer, or more --iterations)"
+            warnings = results.filter { $0.operations < ReadBenchmark.meaningfulOperations }.map {
+                "\($0.benchCase): fewer than \(ReadBenchmark.meaningfulOperations) operations; its high percentiles "
+                    + "are not meaningful (run longer, or more --iterations)"
             }
         }
 
-        /// Reads a report a run saved with `--json` (for `--baseline`).
-        public static func decode(_ data: Data) throws -> Self {
-            try JSONDecoder().decode(Self.self, from: data)
+        /// The results of a report a run saved with `--json` (for `--baseline`): only they are compared, so a
+        /// report of an older version, without the fields added since, serves as well.
+        public static func savedResults(_ data: Data) throws -> [Result] {
+            struct Saved: Decodable { var results: [Result] }
+            return try JSONDecoder().decode(Saved.self, from: data).results
         }
 
         /// The latency distribution of every case as HDR histogram percentile tables (`.hgrm`, in

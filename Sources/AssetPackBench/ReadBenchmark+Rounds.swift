@@ -104,7 +104,9 @@ struct RoundPlan: Sendable {
                     handles.descriptors.append(try benchmark.openFile(target.file))
                 }
                 if dropsEachBlock {  // no read-ahead: a neighbour brought in would make the next block warm
-                    _ = posix_fadvise(handles.descriptors.last!.rawValue, 0, 0, Int32(POSIX_FADV_RANDOM))
+                    if benchCase.method != .contents {
+                        _ = posix_fadvise(handles.descriptors.last!.rawValue, 0, 0, Int32(POSIX_FADV_RANDOM))
+                    }
                     handles.mappings.last?.withUnsafeBytes { bytes in
                         if let base = bytes.baseAddress {
                             _ = madvise(UnsafeMutableRawPointer(mutating: base), bytes.count, MADV_RANDOM)
@@ -246,8 +248,7 @@ struct RoundPlan: Sendable {
     private func drop(_ handles: RoundHandles, index: Int, offset: Int) {
         guard let block = benchCase.block else { return }
         if benchCase.method == .contents {
-            let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-            let start = offset / page * page
+            let start = offset / pageSize * pageSize
             handles.mappings[index].withUnsafeBytes { bytes in
                 guard let base = bytes.baseAddress else { return }
                 _ = madvise(UnsafeMutableRawPointer(mutating: base + start), offset + block - start, MADV_DONTNEED)
@@ -313,6 +314,9 @@ struct RoundPlan: Sendable {
         }
     }
 }
+
+/// The memory page size, read once.
+private let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
 /// Sums the bytes as 64-bit words, so that every byte is loaded (and the compiler vectorises the loop).
 @inline(__always)

@@ -2,7 +2,6 @@ import AssetPackClient
 import AssetPackFormat
 import Foundation
 import Histogram
-import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
@@ -10,12 +9,14 @@ import SystemPackage
 #endif
 
 /// Measures reads from installed packs the ways Apple's API offers them: `contents(at:)` (a mapping),
-/// `descriptor(for:)` (pread/read) and a copying read (`Data(contentsOf:)` without mapping).
+/// `descriptor(for:)` (pread/read) and a copying read (whole files through `contents(at:options: [])`, blocks
+/// and first pages read into fresh memory).
 ///
 /// A benchmark runs one case per combination of read method, pattern, block size and cache state. Each case
 /// runs in rounds: a round reads every selected file once (sequential, first byte, lookup) or draws
 /// `max(16384, files)` random blocks per thread. A cold round first drops the files' pages from the page cache
-/// with `posix_fadvise(POSIX_FADV_DONTNEED)` (no root needed; pages mapped by another process stay); a warm
+/// with `posix_fadvise(POSIX_FADV_DONTNEED)` (no root needed; pages mapped by another process stay), and a
+/// cold random case also turns read-ahead off and drops each block after reading it, untimed; a warm
 /// case first reads every file once, untimed. Latencies go into an HDR histogram per thread (nanoseconds,
 /// 3 significant digits), merged at the end.
 public struct ReadBenchmark: Sendable {

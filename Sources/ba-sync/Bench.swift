@@ -6,10 +6,6 @@ import AssetPackFormat
 import Foundation
 import SystemPackage
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure reads of installed files the three ways AssetPackManager offers (offline).",
@@ -23,7 +19,7 @@ struct Bench: AsyncParsableCommand {
             (open, first page, close), lookup (a path in the merged namespace, nothing opened).
             Cold rounds drop the files' pages first (posix_fadvise DONTNEED, no root needed); warm cases \
             read every file once, untimed, first.
-            Units: MB/s = 10^6 bytes per second; KiB, MiB = 2^10, 2^20 bytes; latencies in microseconds. \
+            Units: \(ReadBenchmark.units). \
             The first line (and --json's "environment") says what ran: tool, debug or release build, kernel, \
             file system, CPU, seed, length. A case of fewer than 100 operations is flagged: its high \
             percentiles are a handful of samples.
@@ -72,7 +68,7 @@ struct Bench: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Block sizes of random reads, comma-separated, in bytes (k and m suffixes). (default: 4k,64k)",
+            "Block sizes of random reads, comma-separated, in bytes (k, m and g suffixes). (default: 4k,64k)",
             valueName: "list"
         ),
         transform: { try list($0, byteCount, "block size") }
@@ -135,11 +131,15 @@ struct Bench: AsyncParsableCommand {
         settings.caches = cache
         settings.blockSizes = block
         settings.threads = threads
-        settings.duration = .milliseconds(Int64(duration * 1000))
+        settings.duration = .seconds(duration)
         settings.iterations = iterations
         settings.seed = seed
         settings.repeats = repeats
         let saved = try baseline.map(loadBaseline)
+        // A file that cannot be written is said before the run, not after it.
+        if let histogram, !FileManager.default.createFile(atPath: histogram, contents: nil) {
+            throw ValidationError("cannot write --histogram \(histogram). Fix: give a file in a writable folder")
+        }
         try app.read { reader in
             let benchmark = try ReadBenchmark(
                 reader: reader,
@@ -147,7 +147,7 @@ struct Bench: AsyncParsableCommand {
                 assetPackID: pack,
                 options: settings
             )
-            let showProgress = !app.json && !csv && isatty(STDERR_FILENO) == 1
+            let showProgress = !app.json && !csv && Console.stderrIsTerminal
             let results = try benchmark.run { benchCase, index, count in
                 if showProgress { Console.statusLine("[\(index + 1)/\(count)] \(benchCase)") }
             }
@@ -184,13 +184,13 @@ struct Bench: AsyncParsableCommand {
         if let environment = report.environment {
             Console.out((environment.build == "debug" ? "DEBUG BUILD: " : "") + environment.summary)
         }
-        Console.out("\(report.files) files, \(ByteFormat.string(Int64(report.bytes))), \(threads) thread(s)")
+        Console.out("\(report.files) files, \(ByteFormat.string(Int64(report.bytes))), \(report.threads) thread(s)")
         Console.table(report.tableRows())
-        Console.out("MB/s = 10^6 bytes per second; KiB, MiB = 2^10, 2^20 bytes")
+        Console.out(ReadBenchmark.units)
         for warning in report.warnings { Console.out("note: \(warning)") }
         if let comparisons = report.baseline {
             Console.out("")
-            Console.out("against \(baseline ?? "the baseline") (tolerance \(String(format: "%g", tolerance))%):")
+            Console.out("against \(baseline ?? "") (tolerance \(String(format: "%g", tolerance))%):")
             Console.table(report.baselineRows())
             let slower = comparisons.filter(\.regressed).count
             if slower > 0 {
@@ -201,7 +201,7 @@ struct Bench: AsyncParsableCommand {
         }
     }
 
-    private func loadBaseline(_ file: String) throws -> ReadBenchmark.Report {
+    private func loadBaseline(_ file: String) throws -> [ReadBenchmark.Result] {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: file))
@@ -209,7 +209,7 @@ struct Bench: AsyncParsableCommand {
             throw ValidationError("cannot read --baseline \(file): \(error.localizedDescription)")
         }
         do {
-            return try ReadBenchmark.Report.decode(data)
+            return try ReadBenchmark.Report.savedResults(data)
         } catch {
             throw ValidationError(
                 "--baseline \(file) is not a report of `ba-sync bench --json` (\(error)). Fix: save a run with "

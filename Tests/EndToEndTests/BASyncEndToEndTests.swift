@@ -305,13 +305,18 @@ struct BASyncEndToEndTests {
 
         // What ran, said first; too few operations flagged.
         let environment = try #require(report["environment"] as? [String: Any])
-        #expect(environment["build"] as? String == "debug")  // the tests run the debug build
+        #if DEBUG
+            let debug = true
+        #else
+            let debug = false
+        #endif
+        #expect(environment["build"] as? String == (debug ? "debug" : "release"))
         #expect((environment["kernel"] as? String)?.hasPrefix("Linux ") == true)
         #expect(![nil, "", "unknown"].contains(environment["fileSystem"] as? String), "\(environment)")
         #expect(environment["seed"] as? Int == 1 && environment["iterations"] as? Int == 35)
         #expect((report["warnings"] as? [String])?.count == 19)
-        #expect(table.stdout.hasPrefix("DEBUG BUILD: ba-sync "), "\(table.stdout)")
-        #expect(table.stderr.contains("a DEBUG build"))
+        #expect(table.stdout.hasPrefix(debug ? "DEBUG BUILD: ba-sync " : "ba-sync "), "\(table.stdout)")
+        #expect(table.stderr.contains("a DEBUG build") == debug)
 
         // --repeat: the median run, and the spread of all.
         let lookups = ["bench", "--pattern", "lookup", "--iterations", "200"]
@@ -369,7 +374,7 @@ struct BASyncEndToEndTests {
     /// `make bench`'s script on tiny data, one round, with the debug build: it must keep running and
     /// writing its table (the real run is `make bench`, minutes long).
     @Test func benchScriptSmokeRunWritesTheTable() throws {
-        for tool in ["/usr/bin/bsdtar", "/usr/bin/wrk", "/usr/bin/time", "/usr/sbin/nginx"] {
+        for tool in ["/usr/bin/bsdtar", "/usr/bin/wrk", "/usr/bin/time", "/usr/sbin/nginx", "/usr/bin/rsync"] {
             guard FileManager.default.isExecutableFile(atPath: tool) else {
                 Issue.record("\(tool) is not installed: run `make deps`")
                 return
@@ -390,7 +395,8 @@ struct BASyncEndToEndTests {
             "| serve-64k-32-connections | small |", "| ensure | big |", "| ensure | many |",
             "| read-contents-whole-warm | big |", "| read-descriptor-random-4k-warm | big |",
             "| contents-call-p99-warm | many |", "| hash-installed | big |", "| lookup-p99 | files1000 |",
-            "| rss-serve-8-clients | big |", "| rss-pack |", "| rss-ensure |",
+            "| rss-serve-8-clients | big |", "| rss-pack |", "| rss-ensure |", "| update-time | update |",
+            "| update-bytes | update |", "| update-bytes-vs-goal | update |", "| update-time-no-delta | update |",
         ] {
             #expect(markdown.contains(step), "no row \(step) in:\n\(markdown)")
         }
@@ -408,6 +414,33 @@ struct BASyncEndToEndTests {
             #expect((row["reference"] as? Double ?? 0) > 0, "\(row)")
         }
         #expect((json["commit"] as? String)?.isEmpty == false)
+
+        // Two rounds give each ratio its range (a smoke run has one round, which shows none).
+        let records = try scratch.write(
+            "records.tsv",
+            "update-time\tu\tours\t0.4\ts\t100\nupdate-time\tu\tref\t0.2\ts\t10\n"
+                + "update-time\tu\tours\t0.5\ts\t100\nupdate-time\tu\tref\t0.2\ts\t10\n"
+        )
+        let (twoMD, twoJSON) = (scratch.root.appending("two.md"), scratch.root.appending("two.json"))
+        let report = repositoryRoot().appendingPathComponent("bench/report.awk").path
+        let rendered = try runTool(
+            URL(fileURLWithPath: "/usr/bin/awk"),
+            [
+                "-F", "\t", "-v", "date=d", "-v", "commit=c", "-v", "machine=m", "-v", "rounds=2", "-v", "smoke=0",
+                "-v", "md=\(twoMD.string)", "-v", "json=\(twoJSON.string)", "-f", report, records.string,
+            ]
+        )
+        #expect(rendered.status == 0, "\(rendered.stderr)")
+        #expect(
+            String(decoding: try scratch.read(twoMD), as: UTF8.self).contains(
+                "| 2.25 | 2.00–2.50 | ratio <= 1.5 | no |"
+            )
+        )
+        let twoRows = try #require(
+            (try JSONSerialization.jsonObject(with: try scratch.read(twoJSON)) as? [String: Any])?["rows"]
+                as? [[String: Any]]
+        )
+        #expect(twoRows.first?["ratioMin"] as? Double == 2.0 && twoRows.first?["ratioMax"] as? Double == 2.5)
 
         // The README's table comes from one run's results, between its marker lines; a smoke run is refused.
         let readmeScript = repositoryRoot().appendingPathComponent("scripts/bench-readme.sh").path
