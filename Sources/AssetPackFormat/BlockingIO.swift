@@ -21,12 +21,16 @@ public enum BlockingIO {
     /// - Throws: What `body` throws.
     public static func runOnThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(with: Result { try body() })
-            }
-            thread.stackSize = 1 << 20
-            thread.start()
+            startThread { continuation.resume(with: Result { try body() }) }
         }
+    }
+
+    /// Starts `body` on a new thread (1 MiB of stack) and returns at once: for a stage of a pipeline that
+    /// hands its work over through a queue of its own.
+    public static func startThread(_ body: @escaping @Sendable () -> Void) {
+        let thread = Thread(block: body)
+        thread.stackSize = 1 << 20
+        thread.start()
     }
 
     /// Runs `body(index)` on `count` threads of their own at once, and waits for them all (blocking the
@@ -35,12 +39,10 @@ public enum BlockingIO {
         let group = DispatchGroup()
         for index in 0..<count {
             group.enter()
-            let thread = Thread {
+            startThread {
                 body(index)
                 group.leave()
             }
-            thread.stackSize = 1 << 20
-            thread.start()
         }
         group.wait()
     }

@@ -11,15 +11,20 @@ extension Sequence where Element == UInt8 {
     public var hexString: String {
         var out: [UInt8] = []
         out.reserveCapacity(underestimatedCount * 2)
+        appendHex(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the lower-case hexadecimal of the bytes to `out`.
+    func appendHex(to out: inout [UInt8]) {
         for byte in self {
             out.append(hexDigits[Int(byte >> 4)])
             out.append(hexDigits[Int(byte & 0x0F)])
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 
-private let hexDigits = Array("0123456789abcdef".utf8)
+let hexDigits = Array("0123456789abcdef".utf8)
 
 /// SHA-256 helpers shared by the server and the client.
 public enum FileDigest {

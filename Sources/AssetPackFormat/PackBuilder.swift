@@ -2,10 +2,6 @@ import Crypto
 import Foundation
 import SystemPackage
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// How a pack archive is compressed.
 public struct PackBuildOptions: Sendable, Hashable {
     /// The compression filter.
@@ -91,7 +87,7 @@ public enum PackBuilder {
         options: PackBuildOptions = PackBuildOptions(),
         progress: ((Int64) -> Void)? = nil
     ) throws -> BuiltPack {
-        try buildIndexed(source, to: output, options: options, progress: progress).built
+        try make(source, to: output, options: options, keepIndex: false, progress: progress).built
     }
 
     /// ``build(_:to:options:progress:)``, also returning the index written into the archive (what a server
@@ -102,116 +98,86 @@ public enum PackBuilder {
         options: PackBuildOptions = PackBuildOptions(),
         progress: ((Int64) -> Void)? = nil
     ) throws -> (built: BuiltPack, index: PackIndex) {
+        let (built, index) = try make(source, to: output, options: options, keepIndex: true, progress: progress)
+        return (built, index ?? header(source, files: []))
+    }
+
+    private static func make(
+        _ source: PackSource,
+        to output: FilePath,
+        options: PackBuildOptions,
+        keepIndex: Bool,
+        progress: ((Int64) -> Void)?
+    ) throws -> (built: BuiltPack, index: PackIndex?) {
         try options.validate()
-        let (index, sha256, size) = try AtomicFile.write(to: output) { fd in
+        let ((json, index), sha256, size) = try AtomicFile.write(to: output) { fd in
             let binaryNames = source.files.contains { $0.path.utf8.contains { $0 >= 0x80 } }
             return try withArchiveWriter(to: fd, options: options, binaryNames: binaryNames) { writer in
-                try writeEntries(source, writer: writer, progress: progress)
+                try writeEntries(source, writer: writer, keepIndex: keepIndex, progress: progress)
             }
         }
         let built = BuiltPack(
             assetPackID: source.manifest.assetPackID,
             sha256: sha256,
             downloadSize: size,
-            installSize: index.installSize,
-            fileCount: index.fileCount,
+            installSize: json.installSize,
+            fileCount: json.count,
             compression: options.compression
         )
         return (built, index)
     }
 
-    /// Opens a listed file for packing and makes sure it is the file that was listed, where it was listed:
-    /// the last component is not followed (`O_NOFOLLOW`), the descriptor's real path is the listed one (no
-    /// folder on the way was swapped for a symlink since the listing), and the device and inode match (the
-    /// file was not replaced). A check and a later open can no longer be played against each other.
-    static func openListed(_ file: PackFile) throws -> FileDescriptor {
-        let raw = open(file.source.string, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard raw >= 0 else {
-            let failure = Errno(rawValue: errno)
-            if failure == .tooManySymbolicLinkLevels {
-                throw AssetPackFormatError(
-                    code: .unsafePath,
-                    message: "\(file.source) became a symlink after it was listed; refused. Fix: pack again"
-                )
-            }
-            throw AssetPackFormatError.io("open", file.source, failure)
-        }
-        let fd = FileDescriptor(rawValue: raw)
-        var info = stat()
-        let where_ = realpath("/proc/self/fd/\(raw)", nil)
-        defer { free(where_) }
-        let opened = where_.map { String(cString: $0) } ?? ""
-        guard fstat(raw, &info) == 0, opened.utf8.elementsEqual(file.source.string.utf8) else {
-            try? fd.close()
-            throw AssetPackFormatError(
-                code: .unsafePath,
-                message:
-                    "\(file.source) now leads to \(opened) (a folder on its way was replaced by a symlink after the "
-                    + "listing); refused. Fix: pack again"
-            )
-        }
-        guard UInt64(info.st_ino) == file.inode, UInt64(info.st_dev) == file.device else {
-            try? fd.close()
-            throw AssetPackFormatError(
-                code: .changedWhilePacking,
-                message:
-                    "\(file.source) was replaced while it was being packed. Fix: pack again when nothing writes to it"
-            )
-        }
-        return fd
-    }
-
-    private static func writeEntries(
-        _ source: PackSource,
-        writer: ArchiveWriter,
-        progress: ((Int64) -> Void)?
-    ) throws -> PackIndex {
-        let chunk = 1 << 20
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
-        defer { buffer.deallocate() }
-        var rows: [PackIndex.File] = []
-        rows.reserveCapacity(source.files.count)
-        var packed: Int64 = 0
-        for file in source.files {
-            let fd = try openListed(file)
-            var hasher = SHA256()
-            try fd.closeAfter {
-                #if canImport(Glibc)
-                    _ = posix_fadvise(fd.rawValue, 0, 0, POSIX_FADV_SEQUENTIAL)
-                #endif
-                try writer.addFile(named: PackPath.contentsPrefix + file.path, size: file.size) { append in
-                    while true {
-                        let count: Int
-                        do {
-                            count = try fd.read(into: buffer, retryOnInterrupt: true)
-                        } catch let errno as Errno {
-                            throw AssetPackFormatError.io("read", file.source, errno)
-                        }
-                        if count == 0 { break }
-                        let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-                        hasher.update(bufferPointer: bytes)
-                        try append(bytes)
-                        packed += Int64(count)
-                        progress?(packed)
-                    }
-                }
-            }
-            rows.append(PackIndex.File(path: file.path, size: file.size, sha256: hasher.finalize().hexString))
-        }
-        let index = PackIndex(
+    /// The index's fields other than its files.
+    private static func header(_ source: PackSource, files: [PackIndex.File]) -> PackIndex {
+        PackIndex(
             formatVersion: PackIndex.currentFormatVersion,
             assetPackID: source.manifest.assetPackID,
             downloadPolicy: source.manifest.downloadPolicy,
             platforms: source.manifest.platforms,
             language: source.manifest.language,
-            installSize: rows.reduce(0) { $0 + $1.size },
-            fileCount: rows.count,
-            files: rows
+            installSize: files.reduce(0) { $0 + $1.size },
+            fileCount: files.count,
+            files: files
         )
-        let json = try index.encoded()
-        try writer.addFile(named: PackPath.indexEntryName, size: Int64(json.count)) { append in
-            try json.withUnsafeBytes { try append($0) }
+    }
+
+    /// Writes every file, then the index, whose JSON grows a row per file packed (the only per-file state
+    /// a build holds besides the file list); the rows as ``PackIndex/File`` values only if `keepIndex`.
+    private static func writeEntries(
+        _ source: PackSource,
+        writer: ArchiveWriter,
+        keepIndex: Bool,
+        progress: ((Int64) -> Void)?
+    ) throws -> (json: IndexJSON, index: PackIndex?) {
+        let reader = PackFileReader(source.files)
+        defer { reader.stop() }
+        var json = IndexJSON(
+            reservingFor: source.files.count,
+            pathBytes: source.files.reduce(0) { $0 + $1.path.utf8.count }
+        )
+        var rows: [PackIndex.File] = []
+        if keepIndex { rows.reserveCapacity(source.files.count) }
+        var packed: Int64 = 0
+        for (number, file) in source.files.enumerated() {
+            let digest = try writer.addFile(named: PackPath.contentsPrefix + file.path, size: file.size) { append in
+                try reader.read(number) { bytes in
+                    try append(bytes)
+                    packed += Int64(bytes.count)
+                    progress?(packed)
+                }
+            }
+            json.append(path: file.path, size: file.size, sha256: digest)
+            if keepIndex { rows.append(PackIndex.File(path: file.path, size: file.size, sha256: digest.hexString)) }
         }
-        return index
+        let (prefix, suffix) = try json.frame(header(source, files: []))
+        try writer.addFile(
+            named: PackPath.indexEntryName,
+            size: Int64(prefix.count + json.rows.count + suffix.count)
+        ) { append in
+            try prefix.withUnsafeBytes { try append($0) }
+            try json.rows.withUnsafeBytes { try append($0) }
+            try suffix.withUnsafeBytes { try append($0) }
+        }
+        return (json, keepIndex ? header(source, files: rows) : nil)
     }
 }

@@ -39,6 +39,27 @@ public struct PackIndex: Sendable, Hashable, Codable {
 
     /// The layout version this code writes.
     public static let currentFormatVersion = 1
+
+    /// Creates an index.
+    public init(
+        formatVersion: Int,
+        assetPackID: String,
+        downloadPolicy: DownloadPolicy,
+        platforms: [String],
+        language: String?,
+        installSize: Int64,
+        fileCount: Int,
+        files: [File]
+    ) {
+        self.formatVersion = formatVersion
+        self.assetPackID = assetPackID
+        self.downloadPolicy = downloadPolicy
+        self.platforms = platforms
+        self.language = language
+        self.installSize = installSize
+        self.fileCount = fileCount
+        self.files = files
+    }
 }
 
 extension PackIndex {
@@ -109,17 +130,6 @@ extension PackIndex {
             throw AssetPackFormatError(code: .io, message: "cannot read the pack index \(file): \(error)")
         }
         return try decode(data, source: file.string)
-    }
-
-    /// The index as JSON, as packs store it: sorted keys, so the same files always give the same bytes.
-    public func encoded() throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        do {
-            return try encoder.encode(self)
-        } catch {
-            throw AssetPackFormatError(code: .io, message: "cannot encode the index of pack \(assetPackID): \(error)")
-        }
     }
 
     /// Writes the index to `file` atomically.

@@ -98,6 +98,79 @@ struct PackBuilderTests {
         #expect(try scratch.read(again) == scratch.read(output))
     }
 
+    /// The index is written a row at a time, not by JSONEncoder; its bytes must stay JSONEncoder's, or the
+    /// same files would give a different pack than before. Names with every control character, quotes,
+    /// backslashes, slashes and non-ASCII text; with and without a language; with no files.
+    @Test(arguments: [0, 1, 3, 40])
+    func indexJSONIsJSONEncodersBytes(files count: Int) throws {
+        var rng = SplitMix64(seed: UInt64(count) + 5)
+        let alphabet: [String] =
+            (0..<0x20).map { String(UnicodeScalar(UInt8($0))) }
+            + ["\"", "\\", "/", "\u{7f}", "é", "e\u{301}", "日本語", "🎮", "\u{2028}", "a", "Z", " "]
+        let files = (0..<count).map { number in
+            let name = (0..<Int(rng.next() % 12 + 1)).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }
+            return PackIndex.File(
+                path: "d\(number)/" + name.joined(),
+                size: Int64(rng.next() % 1_000_000_000_000),
+                sha256: Data((0..<32).map { _ in UInt8(truncatingIfNeeded: rng.next()) }).hexString
+            )
+        }
+        for language in [nil, "fr-CA"] {
+            let index = PackIndex(
+                formatVersion: PackIndex.currentFormatVersion,
+                assetPackID: "Ü/\"id\"",
+                downloadPolicy: .prefetch(installationEventTypes: [.firstInstallation]),
+                platforms: ["iOS", "macOS"],
+                language: language,
+                installSize: files.reduce(0) { $0 + $1.size },
+                fileCount: files.count,
+                files: files
+            )
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+            let expected = try encoder.encode(index)
+            let streamed = try index.encoded()
+            #expect(streamed == expected, "\(String(decoding: streamed, as: UTF8.self))")
+            #expect(try PackIndex.decode(streamed, source: "test") == index)
+        }
+    }
+
+    /// Files go through the reading thread several to a buffer and across buffers: many small files
+    /// around a file larger than a buffer, empty files among them; every byte and digest must come back.
+    @Test func readingPipelineKeepsEveryFileWhole() throws {
+        let scratch = try Scratch()
+        var sizes = [0, 1, 4095, 4096, 65_535, 65_536, 3 << 20, 0, 1_048_575, 1_048_576, 1_048_577]
+        sizes += (0..<300).map { ($0 * 7919) % 20_000 }
+        for (number, size) in sizes.enumerated() {
+            try scratch.write(String(format: "Mixed/f%04d.bin", number), Scratch.noise(size, seed: UInt64(number)))
+        }
+        try scratch.write(
+            "Mixed.json",
+            #"{"assetPackID": "Mixed", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "Mixed"}], "platforms": ["iOS"]}"#
+        )
+        let mixed = try source(scratch, manifest: "Mixed.json")
+        let output = scratch.root.appending("Mixed.pack")
+        let (built, index) = try PackBuilder.buildIndexed(
+            mixed,
+            to: output,
+            options: PackBuildOptions(compression: .none)
+        )
+        #expect(built.fileCount == sizes.count)
+        #expect(try PackReader.verify(at: output) == index)
+        for (number, file) in index.files.enumerated() {
+            let bytes = Scratch.noise(sizes[number], seed: UInt64(number))
+            #expect(file.size == Int64(bytes.count))
+            #expect(file.sha256 == FileDigest.sha256(of: bytes), "\(file.path)")
+        }
+        let destination = scratch.root.appending("out")
+        try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
+        _ = try PackReader.extract(output, into: destination)
+        for (number, size) in sizes.enumerated() where [3 << 20, 1_048_577, 4095].contains(size) {
+            let path = destination.appending(String(format: "Mixed/f%04d.bin", number))
+            #expect(try scratch.read(path) == Scratch.noise(size, seed: UInt64(number)))
+        }
+    }
+
     @Test func levelOutOfRangeIsRefused() throws {
         let error = #expect(throws: AssetPackFormatError.self) {
             try PackBuildOptions(compression: .gzip, level: 12).validate()
