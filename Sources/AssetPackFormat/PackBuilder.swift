@@ -2,6 +2,10 @@ import Crypto
 import Foundation
 import SystemPackage
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// How a pack archive is compressed.
 public struct PackBuildOptions: Sendable, Hashable {
     /// The compression filter.
@@ -110,10 +114,19 @@ public enum PackBuilder {
         progress: ((Int64) -> Void)?
     ) throws -> (built: BuiltPack, index: PackIndex?) {
         try options.validate()
-        let ((json, index), sha256, size) = try AtomicFile.write(to: output) { fd in
-            let binaryNames = source.files.contains { $0.path.utf8.contains { $0 >= 0x80 } }
-            return try withArchiveWriter(to: fd, options: options, binaryNames: binaryNames) { writer in
-                try writeEntries(source, writer: writer, keepIndex: keepIndex, progress: progress)
+        let spool = try spoolFile(beside: output)
+        let ((json, index), sha256, size) = try spool.closeAfter {
+            try AtomicFile.write(to: output) { fd in
+                let binaryNames = source.files.contains { $0.path.utf8.contains { $0 >= 0x80 } }
+                return try withArchiveWriter(to: fd, options: options, binaryNames: binaryNames) { writer in
+                    try writeEntries(
+                        source,
+                        writer: writer,
+                        index: IndexJSON(spoolingTo: spool),
+                        keepIndex: keepIndex,
+                        progress: progress
+                    )
+                }
             }
         }
         let built = BuiltPack(
@@ -125,6 +138,19 @@ public enum PackBuilder {
             compression: options.compression
         )
         return (built, index)
+    }
+
+    /// An unnamed file beside the output for the index's rows while they grow (removed from the folder at
+    /// once, so nothing is left behind whatever happens).
+    private static func spoolFile(beside output: FilePath) throws -> FileDescriptor {
+        let folder = output.removingLastComponent()
+        var template = Array(folder.appending(".index-spool-XXXXXX").string.utf8CString)
+        let raw = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard raw >= 0 else {
+            throw AssetPackFormatError.io("create a temporary file in", folder, Errno(rawValue: errno))
+        }
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        return FileDescriptor(rawValue: raw)
     }
 
     /// The index's fields other than its files.
@@ -146,15 +172,13 @@ public enum PackBuilder {
     private static func writeEntries(
         _ source: PackSource,
         writer: ArchiveWriter,
+        index: IndexJSON,
         keepIndex: Bool,
         progress: ((Int64) -> Void)?
     ) throws -> (json: IndexJSON, index: PackIndex?) {
         let reader = PackFileReader(source.files)
         defer { reader.stop() }
-        var json = IndexJSON(
-            reservingFor: source.files.count,
-            pathBytes: source.files.reduce(0) { $0 + $1.path.utf8.count }
-        )
+        var json = index
         var rows: [PackIndex.File] = []
         if keepIndex { rows.reserveCapacity(source.files.count) }
         var packed: Int64 = 0
@@ -166,16 +190,16 @@ public enum PackBuilder {
                     progress?(packed)
                 }
             }
-            json.append(path: file.path, size: file.size, sha256: digest)
+            try json.append(path: file.path, size: file.size, sha256: digest)
             if keepIndex { rows.append(PackIndex.File(path: file.path, size: file.size, sha256: digest.hexString)) }
         }
         let (prefix, suffix) = try json.frame(header(source, files: []))
         try writer.addFile(
             named: PackPath.indexEntryName,
-            size: Int64(prefix.count + json.rows.count + suffix.count)
+            size: Int64(prefix.count + suffix.count) + json.rowBytes
         ) { append in
             try prefix.withUnsafeBytes { try append($0) }
-            try json.rows.withUnsafeBytes { try append($0) }
+            try json.forEachRowChunk(append)
             try suffix.withUnsafeBytes { try append($0) }
         }
         return (json, keepIndex ? header(source, files: rows) : nil)

@@ -1,30 +1,72 @@
 import Crypto
 import Foundation
+import SystemPackage
 
 /// An index's JSON written a row at a time, so a pack of 100 000 files holds its index once, as the text
 /// it will store (about 130 bytes a file), rather than as rows, then JSONEncoder's tree of them (400 bytes
 /// a file), then the text. The bytes are JSONEncoder's own for `[.sortedKeys, .prettyPrinted,
 /// .withoutEscapingSlashes]`: packs built before and after it are identical, and a test holds it to that.
+///
+/// With a spool file, rows beyond 1 MiB go to it, so memory stays flat whatever the file count (a pack of
+/// 100 000 files has 16 MB of index).
 struct IndexJSON {
-    /// The rows written so far: the body of the `files` array.
+    /// The rows written so far and not spooled: the end of the body of the `files` array.
     private(set) var rows: [UInt8] = []
     /// How many rows were written.
     private(set) var count = 0
     /// The sum of their sizes.
     private(set) var installSize: Int64 = 0
+    private let spool: FileDescriptor?
+    private var spooled: Int64 = 0
+    private static let spoolChunk = 1 << 20
 
     /// Reserves room for about `files` rows whose paths add up to `pathBytes`.
     init(reservingFor files: Int = 0, pathBytes: Int = 0) {
+        spool = nil
         rows.reserveCapacity(files * 140 + pathBytes)
     }
 
+    /// Spools rows to `spool`, an empty file open for reading and writing that the caller closes.
+    init(spoolingTo spool: FileDescriptor) {
+        self.spool = spool
+        rows.reserveCapacity(Self.spoolChunk + 4096)
+    }
+
+    /// The bytes of all rows, spooled or not.
+    var rowBytes: Int64 { spooled + Int64(rows.count) }
+
+    /// Hands every row's bytes to `body` in order: the spool's, then the rest.
+    func forEachRowChunk(_ body: (UnsafeRawBufferPointer) throws -> Void) throws {
+        if let spool, spooled > 0 {
+            do {
+                let read = try spool.forEachChunk(upTo: spooled, body)
+                guard read == spooled else { throw Errno.ioError }
+            } catch let errno as Errno {
+                throw AssetPackFormatError(code: .io, message: "cannot read back the index being built: \(errno)")
+            }
+        }
+        try rows.withUnsafeBytes { try body($0) }
+    }
+
+    private mutating func spoolIfFull() throws {
+        guard let spool, rows.count >= Self.spoolChunk else { return }
+        do {
+            _ = try spool.writeAll(toAbsoluteOffset: spooled, rows)
+        } catch let errno as Errno {
+            throw AssetPackFormatError(code: .io, message: "cannot spool the index being built: \(errno)", cause: errno)
+        }
+        spooled += Int64(rows.count)
+        rows.removeAll(keepingCapacity: true)
+    }
+
     /// Appends one row (rows come sorted by path, as the index keeps them).
-    mutating func append(path: String, size: Int64, sha256: some Sequence<UInt8>) {
+    mutating func append(path: String, size: Int64, sha256: some Sequence<UInt8>) throws {
         appendRow(path: path, size: size) { out in
             out.append(UInt8(ascii: "\""))
             sha256.appendHex(to: &out)
             out.append(UInt8(ascii: "\""))
         }
+        try spoolIfFull()
     }
 
     /// Appends an index row whose digest is already hex.
@@ -77,9 +119,9 @@ struct IndexJSON {
     /// The whole JSON.
     func encoded(_ header: PackIndex) throws -> Data {
         let (prefix, suffix) = try frame(header)
-        var data = Data(capacity: prefix.count + rows.count + suffix.count)
+        var data = Data(capacity: prefix.count + Int(rowBytes) + suffix.count)
         data.append(contentsOf: prefix)
-        data.append(contentsOf: rows)
+        try forEachRowChunk { data.append(contentsOf: $0) }
         data.append(contentsOf: suffix)
         return data
     }

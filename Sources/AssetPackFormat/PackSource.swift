@@ -14,7 +14,11 @@ public struct PackFile: Sendable, Hashable {
     public var path: String
     /// Where the bytes are read from: the file's real path inside the asset folder (a symlink inside the
     /// folder is resolved).
-    public var source: FilePath
+    public var source: FilePath { FilePath(sourceFolder + "/" + sourceName) }
+    /// The source's folder and name: the files of one folder share its string (at 100 000 files, a whole
+    /// path per file was 7 MB).
+    var sourceFolder: String
+    var sourceName: String
     /// The size in bytes when the file was listed.
     public var size: Int64
     /// Modification time in nanoseconds since 1970, for change detection.
@@ -127,7 +131,7 @@ public struct PackSource: Sendable, Hashable {
             switch selector {
             case .file(let path):
                 let item = try regularFile(path, ifFolder: "use {\"directory\": \"\(path)\"}")
-                try collector.add(item.relative, from: item, key: key)
+                collector.add(item.relative, from: item, key: key)
             case .directory(let path), .directoryMapping(source: let path, destination: _):
                 let relative = PackPath.normalize(path) ?? path
                 let found = try tree.resolve(relative, file: file, key: key)
@@ -146,14 +150,15 @@ public struct PackSource: Sendable, Hashable {
                 warnings.append(contentsOf: walk.warnings)
                 var destination: String?
                 if case .directoryMapping(_, let target) = selector { destination = PackPath.normalize(target) }
+                collector.reserve(walk.files.count)
                 for item in walk.files {
                     let inside = String(Substring(item.relative.utf8.dropFirst(relative.utf8.count + 1)))
                     let path = destination.map { $0 + "/" + inside } ?? item.relative
-                    try collector.add(path, from: item, key: key)
+                    collector.add(path, from: item, key: key)
                 }
             case .fileMapping(let source, let destination):
                 let item = try regularFile(source, ifFolder: "use directorySource and directoryDestination")
-                try collector.add(PackPath.normalize(destination) ?? destination, from: item, key: key)
+                collector.add(PackPath.normalize(destination) ?? destination, from: item, key: key)
             case .filePattern(let glob):
                 if everything == nil {
                     var walk = SourceTree.Walk()
@@ -162,64 +167,117 @@ public struct PackSource: Sendable, Hashable {
                 }
                 let matching = (everything ?? []).filter { glob.matches($0.relative) }
                 if matching.isEmpty { warnings.append("\(file): \(key): \"\(glob)\" matches no file") }
-                for item in matching { try collector.add(item.relative, from: item, key: key) }
+                for item in matching { collector.add(item.relative, from: item, key: key) }
             case .fileExclusion(let glob):
                 exclusions.append(glob)
             }
         }
+        var chosen = try collector.settle()
+        let selected = chosen.count
         // Exclusions apply wherever they stand: to a file's path in the source root, or in the pack.
-        let chosen = collector.files.filter { entry in
-            !exclusions.contains { $0.matches(entry.value.relative) || $0.matches(entry.key.path) }
+        if !exclusions.isEmpty {
+            chosen.removeAll { choice in
+                exclusions.contains { $0.matches(choice.found.relative) || $0.matches(choice.path) }
+            }
         }
         if chosen.isEmpty {
             throw AssetPackFormatError.manifest(
                 file,
                 key: "fileSelectors",
-                collector.files.isEmpty ? "select no files" : "select no files once the exclusions are applied",
+                selected == 0 ? "select no files" : "select no files once the exclusions are applied",
                 fix: "point the selectors at files or folders that hold files"
             )
         }
         // A path cannot be a file and a folder at once: no file system could install such a pack.
-        for path in chosen.keys.map(\.path).sorted() {
-            var folder = Substring(path).utf8
+        for choice in chosen {
+            var folder = Substring(choice.path).utf8
             while let slash = folder.lastIndex(of: UInt8(ascii: "/")) {
                 folder = folder[..<slash]
                 let prefix = String(Substring(folder))
-                guard let clash = chosen[PathKey(prefix)] else { continue }
+                guard let clash = Collector.find(prefix, in: chosen) else { continue }
                 throw AssetPackFormatError.manifest(
                     file,
-                    key: collector.chosenBy[PathKey(prefix)] ?? "fileSelectors",
-                    "places \(clash.relative) at \"\(prefix)\", a path that is also a folder of the pack (it holds "
-                        + "\"\(path)\"); no file system can install both",
+                    key: collector.keys[clash.selector],
+                    "places \(clash.found.relative) at \"\(prefix)\", a path that is also a folder of the pack (it "
+                        + "holds \"\(choice.path)\"); no file system can install both",
                     fix: "give the file another destination, or exclude one of them"
                 )
             }
         }
-        let files = chosen.map { path, found in PackFile(path: path.path, source: found.real, stat: found.stat) }
-            .sorted { PathKey($0.path) < PathKey($1.path) }
+        let files = chosen.map { PackFile(path: $0.path, found: $0.found) }
+        chosen = []
         warnings.append(contentsOf: normalizationTwins(files.map(\.path), file: file))
         return PackSource(manifest: manifest, manifestFile: file, files: files, warnings: warnings)
     }
 
-    /// The files chosen so far, by their path in the pack; two different files at one path are an error.
+    /// The files the selectors chose, in the order they chose them, settled once at the end: sorted by
+    /// their path in the pack, one per path, and two different files at one path an error. (A dictionary
+    /// kept as they came took 75 MB while it grew, at 100 000 files.)
     private struct Collector {
-        let file: String
-        var files: [PathKey: SourceTree.Found] = [:]
-        var chosenBy: [PathKey: String] = [:]
+        struct Choice {
+            var path: String
+            var found: SourceTree.Found
+            var selector: Int  // into `keys`
+            var order: Int
+        }
 
-        mutating func add(_ path: String, from found: SourceTree.Found, key: String) throws {
-            let destination = PathKey(path)
-            if let earlier = files[destination], earlier.real != found.real {
-                throw AssetPackFormatError.manifest(
-                    file,
-                    key: key,
-                    "places \(found.relative) at \"\(path)\", where \(chosenBy[destination] ?? "another selector") already "
-                        + "placed \(earlier.relative)",
-                    fix: "give one of them another destination, or exclude one"
-                )
+        let file: String
+        private var choices: [Choice] = []
+        private(set) var keys: [String] = []
+
+        init(file: String) { self.file = file }
+
+        /// Makes room for `count` more choices at once (growing by doubling held both copies at the peak).
+        mutating func reserve(_ count: Int) { choices.reserveCapacity(choices.count + count) }
+
+        mutating func add(_ path: String, from found: SourceTree.Found, key: String) {
+            if keys.last != key { keys.append(key) }
+            choices.append(Choice(path: path, found: found, selector: keys.count - 1, order: choices.count))
+        }
+
+        /// The choices by path in byte order; a file chosen twice at one path counts once (the later choice).
+        /// - Throws: `.invalidManifest` for two different files at one path.
+        mutating func settle() throws -> [Choice] {
+            var sorted = choices
+            choices = []
+            sorted.sort { left, right in
+                if left.path.utf8.elementsEqual(right.path.utf8) { return left.order < right.order }
+                return PathKey(left.path) < PathKey(right.path)
             }
-            files[destination] = found
-            chosenBy[destination] = key
+            var kept = 0  // settled in place: sorted[..<kept]
+            for index in sorted.indices {
+                let choice = sorted[index]
+                if kept > 0, sorted[kept - 1].path.utf8.elementsEqual(choice.path.utf8) {
+                    let earlier = sorted[kept - 1]
+                    guard earlier.found.real == choice.found.real else {
+                        throw AssetPackFormatError.manifest(
+                            file,
+                            key: keys[choice.selector],
+                            "places \(choice.found.relative) at \"\(choice.path)\", where \(keys[earlier.selector]) "
+                                + "already placed \(earlier.found.relative)",
+                            fix: "give one of them another destination, or exclude one"
+                        )
+                    }
+                    sorted[kept - 1] = choice
+                } else {
+                    sorted[kept] = choice
+                    kept += 1
+                }
+            }
+            sorted.removeLast(sorted.count - kept)
+            return sorted
+        }
+
+        /// The choice at exactly `path` in choices sorted by path (a binary search).
+        static func find(_ path: String, in sorted: [Choice]) -> Choice? {
+            let key = PathKey(path)
+            var low = 0
+            var high = sorted.count
+            while low < high {
+                let middle = (low + high) / 2
+                if PathKey(sorted[middle].path) < key { low = middle + 1 } else { high = middle }
+            }
+            return low < sorted.count && PathKey(sorted[low].path) == key ? sorted[low] : nil
         }
     }
 
@@ -227,7 +285,11 @@ public struct PackSource: Sendable, Hashable {
     /// Linux keeps them apart, Apple's file systems treat them as one name, so one hides the other there.
     static func normalizationTwins(_ paths: [String], file: String) -> [String] {
         var byCharacters: [String: [String]] = [:]  // String keys merge canonically equivalent paths
-        for path in paths { byCharacters[path, default: []].append(path) }
+        // Only names with a byte beyond ASCII have another spelling (a dictionary of every path of 100 000
+        // would be 15 MB for nothing).
+        for path in paths where path.utf8.contains(where: { $0 >= 0x80 }) {
+            byCharacters[path, default: []].append(path)
+        }
         return byCharacters.values.filter { $0.count > 1 }.map { twins in
             let shown = twins.map { "\"\($0)\" (\(utf8Hex($0)))" }.joined(separator: " and ")
             return "\(file): \(shown) differ only in Unicode normalization: on Apple file systems they are one "

@@ -8,7 +8,7 @@ import SystemPackage
 /// so that neither holds up the thread that compresses. (Packing 1 GiB of incompressible files with the
 /// hash and the write on one thread, that thread set the pace: it waited for the disk between hashes.)
 ///
-/// Bytes are gathered into 1 MiB buffers; eight of them circulate, so at most 8 MiB wait. Full buffers
+/// Bytes are gathered into 1 MiB buffers; four of them circulate, so at most 4 MiB wait. Full buffers
 /// are written with `O_DIRECT` where the file system takes it: straight to the disk, once, rather than
 /// copied into fresh page cache and flushed again by the `fsync` that ends the build. (1 GiB: the writes
 /// took 1.8 s of the build's 2 s through the page cache; the whole build now takes about 1.1 s.)
@@ -23,7 +23,7 @@ private final class ArchiveSink: @unchecked Sendable {
         private static let oDirect: Int32 = 0o40000
     #endif
 
-    private let buffers = AlignedBuffers(count: 8, size: bufferSize)
+    private let buffers = AlignedBuffers(count: 4, size: bufferSize)
     private let free: Handoff<Buffer>
     private let toHash = Handoff<(Buffer, Int)>()
     private let toWrite = Handoff<(Buffer, Int)>()

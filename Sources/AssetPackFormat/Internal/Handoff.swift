@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 /// A first-in, first-out queue between threads that block: the link between two stages of a pipeline
 /// (read and hash the input; compress; hash the output; write it), each on a thread of its own.
@@ -8,14 +9,13 @@ import Foundation
 final class Handoff<Element>: @unchecked Sendable {
     // Guarded by `condition`.
     private let condition = NSCondition()
-    private var items: [Element]
-    private var head = 0
+    private var items: CircularBuffer<Element>
     private var ended = false
     private var cancelled = false
 
     /// Creates a queue holding `initial` (for a pool of free buffers).
     init(_ initial: [Element] = []) {
-        items = initial
+        items = CircularBuffer(initial)
     }
 
     /// Queues `item` for the receiver; dropped once cancelled.
@@ -30,15 +30,9 @@ final class Handoff<Element>: @unchecked Sendable {
     func receive() -> Element? {
         condition.lock()
         defer { condition.unlock() }
-        while head == items.count && !ended && !cancelled { condition.wait() }
-        guard !cancelled, head < items.count else { return nil }
-        let item = items[head]
-        head += 1
-        if head == items.count {
-            items.removeAll(keepingCapacity: true)
-            head = 0
-        }
-        return item
+        while items.isEmpty && !ended && !cancelled { condition.wait() }
+        guard !cancelled else { return nil }
+        return items.popFirst()
     }
 
     /// Nothing more will be sent.

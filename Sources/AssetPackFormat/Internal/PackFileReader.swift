@@ -11,8 +11,8 @@ import SystemPackage
 /// write the output) and the machine two cores, and with the first two on one thread that thread was the
 /// whole wall time while the writer's core idled.
 ///
-/// Files are read into 1 MiB buffers, small files several to a buffer; eight buffers circulate, so at most
-/// 8 MiB are read ahead. The consumer takes each file's bytes with ``read(_:_:)``, in the listed order.
+/// Files are read into 1 MiB buffers, small files several to a buffer; four buffers circulate, so at most
+/// 4 MiB are read ahead. The consumer takes each file's bytes with ``read(_:_:)``, in the listed order.
 final class PackFileReader: @unchecked Sendable {
     /// A run of one file's bytes in a buffer; `digest` is set on the run that ends the file (possibly empty).
     private struct Run {
@@ -32,7 +32,7 @@ final class PackFileReader: @unchecked Sendable {
     private static let minimumRoom = 64 << 10
 
     private let files: [PackFile]
-    private let buffers = AlignedBuffers(count: 8, size: bufferSize)
+    private let buffers = AlignedBuffers(count: 4, size: bufferSize)
     private let free: Handoff<UnsafeMutableRawBufferPointer>
     private let full = Handoff<(UnsafeMutableRawBufferPointer, Batch)>()
     private let done = DispatchSemaphore(value: 0)
@@ -151,23 +151,24 @@ final class PackFileReader: @unchecked Sendable {
     /// The real path is the kernel's own, read once from `/proc/self/fd` (`realpath(3)` of that link made
     /// eleven more `readlink` calls per file, a tenth of the time of packing 20 000 small files).
     static func openListed(_ file: PackFile) throws -> FileDescriptor {
-        let raw = file.source.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+        let source = file.source
+        let raw = source.withPlatformString { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
         guard raw >= 0 else {
             let failure = Errno(rawValue: errno)
             if failure == .tooManySymbolicLinkLevels {
                 throw AssetPackFormatError(
                     code: .unsafePath,
-                    message: "\(file.source) became a symlink after it was listed; refused. Fix: pack again"
+                    message: "\(source) became a symlink after it was listed; refused. Fix: pack again"
                 )
             }
-            throw AssetPackFormatError.io("open", file.source, failure)
+            throw AssetPackFormatError.io("open", source, failure)
         }
         let fd = FileDescriptor(rawValue: raw)
         let (same, opened) = withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX) + 1) { link in
             let count = readlink("/proc/self/fd/\(raw)", link.baseAddress!, link.count - 1)
             guard count >= 0 else { return (false, "") }
             let bytes = UnsafeRawBufferPointer(start: link.baseAddress, count: count)
-            let same = file.source.withPlatformString {
+            let same = source.withPlatformString {
                 strlen($0) == count && memcmp($0, link.baseAddress!, count) == 0
             }
             return (same, String(decoding: bytes, as: UTF8.self))
@@ -178,7 +179,7 @@ final class PackFileReader: @unchecked Sendable {
             throw AssetPackFormatError(
                 code: .unsafePath,
                 message:
-                    "\(file.source) now leads to \(opened) (a folder on its way was replaced by a symlink after the "
+                    "\(source) now leads to \(opened) (a folder on its way was replaced by a symlink after the "
                     + "listing); refused. Fix: pack again"
             )
         }
@@ -187,7 +188,7 @@ final class PackFileReader: @unchecked Sendable {
             throw AssetPackFormatError(
                 code: .changedWhilePacking,
                 message:
-                    "\(file.source) was replaced while it was being packed. Fix: pack again when nothing writes to it"
+                    "\(source) was replaced while it was being packed. Fix: pack again when nothing writes to it"
             )
         }
         return fd
