@@ -95,7 +95,7 @@ struct RoundPlan: Sendable {
                 if benchCase.method == .contents {
                     handles.mappings.append(
                         try benchmark.reader.contents(
-                            at: FilePath(target.path),
+                            at: target.namespacePath,
                             searchingInAssetPackWithID: target.pack
                         )
                     )
@@ -122,9 +122,32 @@ struct RoundPlan: Sendable {
     }
 
     func work(_ worker: Worker, handles: RoundHandles, counter: Counter, limit: Int, deadline: UInt64) {
-        worker.roundStart = 0
-        worker.roundEnd = 0
-        worker.roundUntimed = 0
+        // The loop keeps its state in locals and hands it back at the end: every access to a class's stored
+        // property is checked for exclusivity at run time, and five of them per operation were 0.03-0.05 µs
+        // of a 1 µs pread.
+        var histogram = worker.histogram
+        worker.histogram = Histogram(
+            lowestDiscernibleValue: 1,
+            highestTrackableValue: 2,
+            numberOfSignificantValueDigits: .one
+        )
+        var operations = worker.operations
+        var totalBytes = worker.bytes
+        var sink = worker.sink
+        var random = worker.random
+        var roundStart: UInt64 = 0
+        var roundEnd: UInt64 = 0
+        var roundUntimed: UInt64 = 0
+        defer {
+            worker.histogram = histogram
+            worker.operations = operations
+            worker.bytes = totalBytes
+            worker.sink = sink
+            worker.random = random
+            worker.roundStart = roundStart
+            worker.roundEnd = roundEnd
+            worker.roundUntimed = roundUntimed
+        }
         let reader = benchmark.reader
         let buffer = worker.buffer
         // Each thread starts at its own place in the file list, so threads do not read the same file at once.
@@ -134,7 +157,7 @@ struct RoundPlan: Sendable {
                 let number = counter.take()
                 if number >= limit { break }
                 let began = now()
-                if worker.roundStart == 0 { worker.roundStart = began }
+                if roundStart == 0 { roundStart = began }
                 var bytes = 0
                 var block: (index: Int, offset: Int)?
                 switch benchCase.pattern {
@@ -142,9 +165,9 @@ struct RoundPlan: Sendable {
                     let target = targets[(start + number) % targets.count]
                     let holder =
                         try target.pack.map { pack in
-                            _ = try reader.installedFile(at: FilePath(target.path), searchingInAssetPackWithID: pack)
+                            _ = try reader.installedFile(at: target.namespacePath, searchingInAssetPackWithID: pack)
                             return pack
-                        } ?? reader.assetPackID(containing: FilePath(target.path))
+                        } ?? reader.assetPackID(containing: target.namespacePath)
                     if holder == nil {
                         throw AssetPackClientError(
                             code: .fileNotFound,
@@ -153,27 +176,27 @@ struct RoundPlan: Sendable {
                     }
                 case .sequential:
                     let target = targets[(start + number) % targets.count]
-                    bytes = try readWhole(target, reader: reader, buffer: buffer, sink: &worker.sink)
+                    bytes = try readWhole(target, reader: reader, buffer: buffer, sink: &sink)
                 case .firstByte:
                     let target = targets[(start + number) % targets.count]
-                    bytes = try readFirstPage(target, reader: reader, buffer: buffer, sink: &worker.sink)
+                    bytes = try readFirstPage(target, reader: reader, buffer: buffer, sink: &sink)
                 case .random:
                     (bytes, block) = try readRandomBlock(
                         handles: handles,
-                        random: &worker.random,
+                        random: &random,
                         buffer: buffer,
-                        sink: &worker.sink
+                        sink: &sink
                     )
                 }
                 let ended = now()
-                worker.roundEnd = ended
-                worker.histogram.record(max(1, ended - began))
-                worker.operations += 1
-                worker.bytes += bytes
+                roundEnd = ended
+                histogram.record(max(1, ended - began))
+                operations += 1
+                totalBytes += bytes
                 if ended >= deadline { break }
                 if dropsEachBlock, let (index, offset) = block {
                     drop(handles, index: index, offset: offset)
-                    worker.roundUntimed += now() - ended
+                    roundUntimed += now() - ended
                 }
             }
         } catch {
@@ -193,7 +216,7 @@ struct RoundPlan: Sendable {
             data.withUnsafeBytes { sink &+= checksum($0) }
             return data.count
         case .descriptor:
-            let fd = try reader.descriptor(for: FilePath(target.path), searchingInAssetPackWithID: target.pack)
+            let fd = try reader.descriptor(for: target.namespacePath, searchingInAssetPackWithID: target.pack)
             defer { try? fd.close() }
             var total = 0
             while true {
@@ -208,7 +231,7 @@ struct RoundPlan: Sendable {
     /// `contents(at:)` of the target: mapped, or a copy for the `copy` method.
     private func wholeFile(_ target: ReadBenchmark.Target, reader: AssetPackReader) throws -> Data {
         try reader.contents(
-            at: FilePath(target.path),
+            at: target.namespacePath,
             searchingInAssetPackWithID: target.pack,
             options: benchCase.method == .copy ? [] : .mappedIfSafe
         )
@@ -229,14 +252,14 @@ struct RoundPlan: Sendable {
             return page
         case .copy:
             // Into fresh memory, as a copying read puts it.
-            let fd = try reader.descriptor(for: FilePath(target.path), searchingInAssetPackWithID: target.pack)
+            let fd = try reader.descriptor(for: target.namespacePath, searchingInAssetPackWithID: target.pack)
             defer { try? fd.close() }
             var copy = Data(count: 4096)
             let count = try copy.withUnsafeMutableBytes { try read(fd, into: $0, at: 0, target) }
             if count > 0 { sink &+= UInt64(copy[0]) }
             return count
         case .descriptor:
-            let fd = try reader.descriptor(for: FilePath(target.path), searchingInAssetPackWithID: target.pack)
+            let fd = try reader.descriptor(for: target.namespacePath, searchingInAssetPackWithID: target.pack)
             defer { try? fd.close() }
             let count = try read(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<4096]), at: 0, target)
             if count > 0 { sink &+= UInt64(buffer[0]) }

@@ -173,6 +173,8 @@ public struct ReadBenchmark: Sendable {
     public struct Target: Sendable {
         /// Its path in the merged namespace.
         public var path: String
+        /// The same path as the reads take it, made once, outside the timed loop.
+        public var namespacePath: FilePath
         /// The installed file.
         public var file: FilePath
         public var size: Int
@@ -210,7 +212,15 @@ public struct ReadBenchmark: Sendable {
             guard stat(file.string, &info) == 0 else {
                 throw AssetPackClientError.io("stat", file, Errno(rawValue: errno))
             }
-            targets.append(Target(path: name, file: file, size: Int(info.st_size), pack: assetPackID))
+            targets.append(
+                Target(
+                    path: name,
+                    namespacePath: FilePath(name),
+                    file: file,
+                    size: Int(info.st_size),
+                    pack: assetPackID
+                )
+            )
         }
         guard !targets.isEmpty else {
             throw AssetPackClientError(
