@@ -71,7 +71,7 @@ struct PackInstaller: Sendable {
                     do {
                         try Self.copyUnchanged(absent, from: store.root.appending(base.directory), into: staging, pack)
                     } catch {
-                        try? FileManager.default.removeItem(atPath: staging.string)
+                        Self.removeStaging(staging)
                         throw error
                     }
                 }
@@ -80,7 +80,7 @@ struct PackInstaller: Sendable {
                 do {
                     return try Self.commit(staging, index: index, pack: pack, store: store)
                 } catch {
-                    try? FileManager.default.removeItem(atPath: staging.string)
+                    Self.removeStaging(staging)
                     throw error
                 }
             }
@@ -124,15 +124,23 @@ struct PackInstaller: Sendable {
                             into: staging,
                             limit: pack.installSize,
                             expecting: delta.binding,
-                            baseFileCount: delta.baseFiles
+                            baseFileCount: delta.baseFiles,
+                            indexCopy: Self.indexCopy(of: staging)
                         )
                     } else {
-                        (try PackReader.extract(archive, into: staging, limit: pack.installSize), [])
+                        (
+                            try PackReader.extract(
+                                archive,
+                                into: staging,
+                                limit: pack.installSize,
+                                indexCopy: Self.indexCopy(of: staging)
+                            ), []
+                        )
                     }
                 }
                 return (index, absent, staging)
             } catch {
-                try? FileManager.default.removeItem(atPath: staging.string)
+                Self.removeStaging(staging)
                 throw error
             }
         }
@@ -157,6 +165,7 @@ struct PackInstaller: Sendable {
                             limit: pack.installSize,
                             expecting: delta.binding,
                             baseFileCount: delta.baseFiles,
+                            indexCopy: Self.indexCopy(of: staging),
                             reading: reader.next
                         )
                     } else {
@@ -165,6 +174,7 @@ struct PackInstaller: Sendable {
                                 streamNamed: name,
                                 into: staging,
                                 limit: pack.installSize,
+                                indexCopy: Self.indexCopy(of: staging),
                                 reading: reader.next
                             ), []
                         )
@@ -174,8 +184,20 @@ struct PackInstaller: Sendable {
             }
         } end: { consumer, _ in
             await consumer.stop()
-            _ = try? await BlockingIO.run { try FileManager.default.removeItem(atPath: consumer.destination.string) }
+            _ = try? await BlockingIO.run { Self.removeStaging(consumer.destination) }
         }
+    }
+
+    /// Where an extraction into `staging` keeps the verified index's bytes (beside the folder, so that no
+    /// name of the pack's can collide with it); moved into place at commit.
+    static func indexCopy(of staging: FilePath) -> FilePath {
+        FilePath(staging.string + ".index.json")
+    }
+
+    /// Removes a staging folder and its index copy.
+    static func removeStaging(_ staging: FilePath) {
+        try? FileManager.default.removeItem(atPath: staging.string)
+        _ = unlink(indexCopy(of: staging).string)
     }
 
     /// A new, empty staging folder inside the app group (so the final rename stays on one file system).
@@ -298,10 +320,10 @@ struct PackInstaller: Sendable {
     {
         let (relative, destination) = try newVersionFolder(for: pack, store: store)
         let folder = destination.removingLastComponent()
-        do {
-            try index.write(to: store.root.appending(relative + ".index.json"))
-        } catch {
-            throw AssetPackClientError.io("write the index of", destination, error)
+        // The index's bytes as the archive held them, verified by the extraction (not written again: at
+        // 100 000 files that held the index whole twice over).
+        guard rename(indexCopy(of: staging).string, store.root.appending(relative + ".index.json").string) == 0 else {
+            throw AssetPackClientError.io("move the index of", destination, Errno(rawValue: errno))
         }
         do {
             try AtomicFile.syncFileSystem(containing: staging)

@@ -74,6 +74,21 @@ public enum AtomicFile {
         }
     }
 
+    /// A new file in `folder` open for reading and writing, already removed from the folder: scratch space
+    /// (an index while it grows or waits to be read) that nothing can leave behind, whatever happens.
+    /// - Throws: ``AssetPackFormatError`` with code `.io`.
+    public static func unnamedFile(in folder: FilePath) throws -> FileDescriptor {
+        let base = folder.isEmpty ? FilePath(".") : folder
+        var template = Array(base.appending(".scratch-XXXXXX").string.utf8CString)
+        let raw = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard raw >= 0 else {
+            throw AssetPackFormatError.io("create a temporary file in", base, Errno(rawValue: errno))
+        }
+        _ = fcntl(raw, F_SETFD, FD_CLOEXEC)
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        return FileDescriptor(rawValue: raw)
+    }
+
     /// Flushes a folder's entries (after a rename into it), ignoring failures: some file systems
     /// cannot sync folders, and the rename itself has happened.
     public static func syncDirectory(_ folder: FilePath) {

@@ -114,7 +114,7 @@ public enum PackBuilder {
         progress: ((Int64) -> Void)?
     ) throws -> (built: BuiltPack, index: PackIndex?) {
         try options.validate()
-        let spool = try spoolFile(beside: output)
+        let spool = try AtomicFile.unnamedFile(in: output.removingLastComponent())
         let ((json, index), sha256, size) = try spool.closeAfter {
             try AtomicFile.write(to: output) { fd in
                 let binaryNames = source.files.contains { $0.path.utf8.contains { $0 >= 0x80 } }
@@ -138,19 +138,6 @@ public enum PackBuilder {
             compression: options.compression
         )
         return (built, index)
-    }
-
-    /// An unnamed file beside the output for the index's rows while they grow (removed from the folder at
-    /// once, so nothing is left behind whatever happens).
-    private static func spoolFile(beside output: FilePath) throws -> FileDescriptor {
-        let folder = output.removingLastComponent()
-        var template = Array(folder.appending(".index-spool-XXXXXX").string.utf8CString)
-        let raw = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard raw >= 0 else {
-            throw AssetPackFormatError.io("create a temporary file in", folder, Errno(rawValue: errno))
-        }
-        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-        return FileDescriptor(rawValue: raw)
     }
 
     /// The index's fields other than its files.

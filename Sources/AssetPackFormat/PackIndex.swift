@@ -70,9 +70,19 @@ extension PackIndex {
     ///   - source: Where it came from, for messages.
     /// - Throws: ``AssetPackFormatError`` with code `.corruptPack`.
     public static func decode(_ data: Data, source: String) throws -> PackIndex {
+        var parser = IndexParser(data)
+        return try decode(&parser, source: source)
+    }
+
+    /// Decodes an index from its parser, collecting every row.
+    static func decode(_ parser: inout IndexParser, source: String) throws -> PackIndex {
+        var files: [File] = []
         let index: PackIndex
         do {
-            index = try JSONDecoder().decode(PackIndex.self, from: data)
+            let header = try parser.parse { path, size, sha256 in
+                files.append(File(path: path, size: size, sha256: sha256))
+            }
+            index = try PackIndex(header, files: files)
         } catch {
             throw AssetPackFormatError(
                 code: .corruptPack,
@@ -93,6 +103,24 @@ extension PackIndex {
         return index
     }
 
+    /// An index from a parsed header and its rows; a field the index must have and lacks is an error.
+    init(_ header: IndexParser.Header, files: [File]) throws {
+        func required<T>(_ value: T?, _ key: String) throws -> T {
+            guard let value else { throw IndexParser.Failure(description: "the key \"\(key)\" is missing") }
+            return value
+        }
+        self.init(
+            formatVersion: try required(header.formatVersion, "formatVersion"),
+            assetPackID: try required(header.assetPackID, "assetPackID"),
+            downloadPolicy: try required(header.downloadPolicy, "downloadPolicy"),
+            platforms: try required(header.platforms, "platforms"),
+            language: header.language,
+            installSize: try required(header.installSize, "installSize"),
+            fileCount: try required(header.fileCount, "fileCount"),
+            files: header.sawFiles ? files : try required(nil, "files")
+        )
+    }
+
     /// What makes the index contradict itself, if anything: its totals against its rows, a language that is
     /// not a tag, a path that is a file and a folder at once. A client shows these numbers and acts on them.
     var consistencyProblem: String? {
@@ -104,9 +132,7 @@ extension PackIndex {
             total = sum
         }
         if installSize != total { return "claims \(installSize) bytes but its files add up to \(total)" }
-        if let language, (try? LanguageTag(parsing: language)) == nil {
-            return "gives the language \"\(AssetPackID.printable(language))\", which is not a BCP-47 tag"
-        }
+        if let problem = languageProblem { return problem }
         let paths = Set(files.map { PathKey($0.path) })
         for file in files {
             var folder = Substring(file.path).utf8
@@ -120,16 +146,25 @@ extension PackIndex {
         return nil
     }
 
+    /// What is wrong with the index's language, if anything.
+    var languageProblem: String? {
+        guard let language, (try? LanguageTag(parsing: language)) == nil else { return nil }
+        return "gives the language \"\(AssetPackID.printable(language))\", which is not a BCP-47 tag"
+    }
+
     /// Reads an index file (the copy an install keeps beside the pack's folder).
     /// - Throws: ``AssetPackFormatError`` with code `.io` (unreadable) or `.corruptPack`.
     public static func load(from file: FilePath) throws -> PackIndex {
-        let data: Data
+        let fd: FileDescriptor
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: file.string))
+            fd = try FileDescriptor.open(file, .readOnly, options: [.closeOnExec])
         } catch {
             throw AssetPackFormatError(code: .io, message: "cannot read the pack index \(file): \(error)")
         }
-        return try decode(data, source: file.string)
+        return try fd.closeAfter {
+            var parser = IndexParser(reading: fd)
+            return try decode(&parser, source: file.string)
+        }
     }
 
     /// Writes the index to `file` atomically.

@@ -42,13 +42,21 @@ public enum PackReader {
     ///   - archive: The pack archive.
     ///   - destination: An existing, empty folder.
     ///   - limit: The most bytes of file content to write (the declared install size), or `nil`.
+    ///   - indexCopy: Where to keep the index's bytes, as the archive holds them, once verified (a new file),
+    ///     or `nil`. With a copy the returned index has no rows: they stay in the copy, and an index of
+    ///     100 000 files is never held whole (only the files seen, 40-odd bytes each, while they are
+    ///     checked against it).
     /// - Returns: The verified index.
     /// - Throws: ``AssetPackFormatError`` with code `.corruptPack`, `.archive` or `.io`.
-    public static func extract(_ archive: FilePath, into destination: FilePath, limit: Int64? = nil) throws
-        -> PackIndex
-    {
-        try scan(archive.string, destination: destination, limit: limit) { try withArchiveReader(at: archive, $0) }
-            .index
+    public static func extract(
+        _ archive: FilePath,
+        into destination: FilePath,
+        limit: Int64? = nil,
+        indexCopy: FilePath? = nil
+    ) throws -> PackIndex {
+        try scan(archive.string, destination: destination, limit: limit, indexCopy: indexCopy) {
+            try withArchiveReader(at: archive, $0)
+        }.index
     }
 
     /// Extracts a pack that arrives as a stream of blocks (a download in progress), exactly as
@@ -65,9 +73,10 @@ public enum PackReader {
         streamNamed name: String,
         into destination: FilePath,
         limit: Int64? = nil,
+        indexCopy: FilePath? = nil,
         reading next: @escaping () throws -> UnsafeRawBufferPointer
     ) throws -> PackIndex {
-        try scan(name, destination: destination, limit: limit) {
+        try scan(name, destination: destination, limit: limit, indexCopy: indexCopy) {
             try withArchiveReader(streaming: next, name: name, $0)
         }.index
     }
@@ -82,9 +91,10 @@ public enum PackReader {
         limit: Int64? = nil,
         expecting binding: PackDelta.Binding,
         baseFileCount: Int,
+        indexCopy: FilePath? = nil,
         reading next: @escaping () throws -> UnsafeRawBufferPointer
     ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
-        try scan(name, destination: destination, limit: limit, delta: (binding, baseFileCount)) {
+        try scan(name, destination: destination, limit: limit, indexCopy: indexCopy, delta: (binding, baseFileCount)) {
             try withArchiveReader(streaming: next, name: name, $0)
         }
     }
@@ -95,9 +105,16 @@ public enum PackReader {
         into destination: FilePath,
         limit: Int64? = nil,
         expecting binding: PackDelta.Binding,
-        baseFileCount: Int
+        baseFileCount: Int,
+        indexCopy: FilePath? = nil
     ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
-        try scan(archive.string, destination: destination, limit: limit, delta: (binding, baseFileCount)) {
+        try scan(
+            archive.string,
+            destination: destination,
+            limit: limit,
+            indexCopy: indexCopy,
+            delta: (binding, baseFileCount)
+        ) {
             try withArchiveReader(at: archive, $0)
         }
     }
@@ -106,17 +123,19 @@ public enum PackReader {
         _ archive: String,
         destination: FilePath?,
         limit: Int64?,
+        indexCopy: FilePath? = nil,
         delta: (binding: PackDelta.Binding, baseFiles: Int)? = nil,
         open: ((ArchiveReader) throws -> Void) throws -> Void
     ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
         let root = destination.map { $0.lexicallyNormalized() }
         let partial = delta != nil
         var bound = delta == nil
-        var seen: [PathKey: (size: Int64, sha256: SHA256.Digest)] = [:]  // digests inline, not 64-byte strings
+        var seen = SeenFiles()
         var folders: Set<PathKey> = []
         var nameBytes = 0
         var written: Int64 = 0
-        var index: PackIndex?
+        var indexFile: FileDescriptor?  // the index entry's bytes, read once every file was seen
+        defer { try? indexFile?.close() }
         let disk = try root.map(DiskWriter.init(root:))
         try open { reader in
             while let header = try reader.next() {
@@ -126,7 +145,7 @@ public enum PackReader {
                     continue
                 }
                 if header.name.utf8.elementsEqual(PackPath.indexEntryName.utf8) {
-                    guard index == nil else { throw rule(archive, "holds two index entries") }
+                    guard indexFile == nil else { throw rule(archive, "holds two index entries") }
                     // An index lists every file once: its size follows from the entries before it (and for
                     // a delta, from the base's files it keeps, up to a 4 KiB path each), so a small download
                     // cannot declare an index of hundreds of megabytes.
@@ -135,7 +154,13 @@ public enum PackReader {
                         maximumIndexSize,
                         64 << 10 + Int64(nameBytes) + 256 * Int64(seen.count) + kept
                     )
-                    index = try decodeIndex(reader, header: header, maximumSize: bound)
+                    indexFile = try spoolIndex(
+                        reader,
+                        header: header,
+                        maximumSize: bound,
+                        to: indexCopy,
+                        beside: root
+                    )
                     continue
                 }
                 if header.type == ArchiveFileType.directory,
@@ -146,7 +171,7 @@ public enum PackReader {
                 }
                 let relative = try entryPath(header, archive: archive)
                 let entryKey = PathKey(relative)
-                guard seen[entryKey] == nil else {
+                guard !seen.contains(entryKey) else {
                     throw rule(archive, "holds \(header.name) twice")
                 }
                 // A path that is a file and a folder at once cannot be installed: say so, not "cannot create".
@@ -157,7 +182,7 @@ public enum PackReader {
                 while let slash = ancestor.lastIndex(of: UInt8(ascii: "/")) {
                     ancestor = ancestor[..<slash]
                     let key = PathKey(String(Substring(ancestor)))
-                    if seen[key] != nil {
+                    if seen.contains(key) {
                         throw rule(archive, "holds \(key.path) as a file and as a folder")
                     }
                     // A folder seen before was checked with all of its parents.
@@ -192,14 +217,83 @@ public enum PackReader {
                 } else {
                     try consume { _ in }
                 }
-                seen[entryKey] = (size, hasher.finalize())
+                seen.insert(entryKey, size: size, sha256: hasher.finalize())
             }
         }
         guard bound else { throw missingBinding(archive) }
-        guard let index else { throw missingIndex(archive) }
+        guard let indexFile else { throw missingIndex(archive) }
+        var parser = IndexParser(reading: indexFile)
+        if partial || indexCopy == nil {
+            // Every row kept: a delta's absent rows are the base's files, and a caller without a copy gets
+            // the whole index.
+            let index = try PackIndex.decode(&parser, source: archive)
+            let absent = try check(index.files, against: &seen, partial: partial, archive: archive)
+            if !partial, let extra = seen.firstKey {
+                throw rule(archive, "holds \(extra), which its index does not list")
+            }
+            return (index, absent)
+        }
+        // Rows checked as they are read, and then forgotten: the index is never held whole.
+        var rows = 0
+        var total: Int64 = 0
+        let header: IndexParser.Header
+        do {
+            header = try parser.parse { path, size, sha256 in
+                rows += 1
+                let (sum, overflow) = total.addingReportingOverflow(size)
+                guard size >= 0, !overflow else {
+                    throw corrupt(archive, "has an index that gives \(path) an impossible size")
+                }
+                total = sum
+                let row = PackIndex.File(path: path, size: size, sha256: sha256)
+                _ = try check([row], against: &seen, partial: false, archive: archive)
+            }
+        } catch let error as AssetPackFormatError {
+            throw error
+        } catch {
+            throw corrupt(archive, "has an index that does not decode: \(error)")
+        }
+        let index: PackIndex
+        do {
+            index = try PackIndex(header, files: [])
+        } catch {
+            throw corrupt(archive, "has an index that does not decode: \(error)")
+        }
+        guard index.formatVersion == PackIndex.currentFormatVersion else {
+            throw corrupt(
+                archive,
+                "has index format \(index.formatVersion); this tool reads format \(PackIndex.currentFormatVersion)"
+            )
+        }
+        if index.fileCount != rows {
+            throw corrupt(archive, "has an index that claims \(index.fileCount) files but lists \(rows)")
+        }
+        if index.installSize != total {
+            throw corrupt(
+                archive,
+                "has an index that claims \(index.installSize) bytes but its files add up to \(total)"
+            )
+        }
+        // The rows' paths cannot be a file and a folder at once: each matched a file seen, and those cannot.
+        if let problem = index.languageProblem { throw corrupt(archive, "has an index that \(problem)") }
+        if let extra = seen.firstKey {
+            throw rule(archive, "holds \(extra), which its index does not list")
+        }
+        return (index, [])
+    }
+
+    /// Checks rows against the files seen, removing each one found: a row whose file is absent is an error,
+    /// or for a delta (`partial`) one of the rows returned. The files seen that remain once every row was
+    /// checked are ones the index does not list.
+    private static func check(
+        _ rows: [PackIndex.File],
+        against seen: inout SeenFiles,
+        partial: Bool,
+        archive: String
+    ) throws -> [PackIndex.File] {
         var absent: [PackIndex.File] = []
-        for row in index.files {
-            guard let found = seen.removeValue(forKey: PathKey(row.path)) else {
+        for row in rows {
+            guard let found = seen.remove(PathKey(row.path)) else {
                 if partial {
                     absent.append(row)
                     continue
@@ -214,10 +308,7 @@ public enum PackReader {
                 )
             }
         }
-        if let extra = seen.keys.min() {
-            throw rule(archive, "holds \(extra), which its index does not list")
-        }
-        return (index, absent)
+        return absent
     }
 
     /// Validates an entry and returns its path in the namespace (without `Contents/`).
@@ -241,6 +332,62 @@ public enum PackReader {
             )
         }
         return relative
+    }
+
+    /// Writes the index entry's bytes to `copy` (a new file), or to an unnamed file beside the extraction,
+    /// for reading once every file was seen; bounded as ``decodeIndex(_:header:maximumSize:)`` bounds them.
+    private static func spoolIndex(
+        _ reader: ArchiveReader,
+        header: ArchiveEntryHeader,
+        maximumSize: Int64,
+        to copy: FilePath?,
+        beside destination: FilePath?
+    ) throws -> FileDescriptor {
+        let most = ByteFormat.string(maximumSize)
+        guard header.type == ArchiveFileType.regular, header.size <= maximumSize else {
+            throw corrupt(
+                reader.path,
+                "has an index entry that is not a regular file of at most \(most) (the most its files can need)"
+            )
+        }
+        let fd: FileDescriptor
+        if let copy {
+            do {
+                fd = try FileDescriptor.open(
+                    copy,
+                    .readWrite,
+                    options: [.create, .exclusiveCreate, .closeOnExec],
+                    permissions: [.ownerReadWrite, .groupRead, .otherRead]
+                )
+            } catch let errno as Errno {
+                throw AssetPackFormatError.io("create", copy, errno)
+            }
+        } else {
+            let folder = destination?.removingLastComponent() ?? FilePath(NSTemporaryDirectory())
+            fd = try AtomicFile.unnamedFile(in: folder.isEmpty ? "." : folder)
+        }
+        var written: Int64 = 0
+        do {
+            try reader.readData { block in
+                guard Int64(block.count) <= maximumSize - written else {
+                    throw corrupt(reader.path, "has an index larger than \(most) (the most its files can need)")
+                }
+                do {
+                    _ = try fd.writeAll(toAbsoluteOffset: written, block)
+                } catch let errno as Errno {
+                    throw AssetPackFormatError.io(
+                        "write the index of \(reader.path) to",
+                        copy ?? "a temporary file",
+                        errno
+                    )
+                }
+                written += Int64(block.count)
+            }
+        } catch {
+            try? fd.close()
+            throw error
+        }
+        return fd
     }
 
     private static func decodeIndex(_ reader: ArchiveReader, header: ArchiveEntryHeader, maximumSize: Int64) throws
@@ -313,5 +460,85 @@ public enum PackReader {
         var error = corrupt(archive, problem)
         error.isRuleViolation = true
         return error
+    }
+}
+
+/// The files an extraction has seen, until the index is checked against them: each one's size and digest
+/// (40 bytes), and its path. Packs are written in byte order, so while entries keep arriving in it the
+/// paths are kept as one run of bytes, found by binary search; an entry out of order moves them into a
+/// dictionary of positions. At 100 000 files a dictionary of the 56-byte records took 22 MB while it
+/// grew, and the path strings 6 more; the run of bytes takes about 2.5.
+struct SeenFiles {
+    private var files: [(size: Int64, sha256: SHA256.Digest)] = []
+    // In byte order: the paths' bytes end to end, where each ends, and which were removed.
+    private var pathBytes: [UInt8] = []
+    private var ends: [Int] = []
+    private var removed: [Bool] = []
+    // Out of order: where each path's record is.
+    private var positions: [PathKey: Int]?
+
+    /// How many were seen.
+    var count: Int { files.count }
+
+    func contains(_ key: PathKey) -> Bool { find(key) != nil }
+
+    mutating func insert(_ key: PathKey, size: Int64, sha256: SHA256.Digest) {
+        if positions == nil {
+            if let last = ends.indices.last, !path(last).lexicographicallyPrecedes(key.path.utf8) {
+                moveToDictionary()
+            } else {
+                pathBytes.append(contentsOf: key.path.utf8)
+                ends.append(pathBytes.count)
+                removed.append(false)
+            }
+        }
+        positions?[key] = files.count
+        files.append((size, sha256))
+    }
+
+    /// The file at `key`, forgotten from now on.
+    mutating func remove(_ key: PathKey) -> (size: Int64, sha256: SHA256.Digest)? {
+        guard let at = find(key) else { return nil }
+        if positions != nil {
+            positions?[key] = nil
+        } else {
+            removed[at] = true
+        }
+        return files[at]
+    }
+
+    /// The first in byte order of the files not removed.
+    var firstKey: PathKey? {
+        if let positions { return positions.keys.min() }
+        guard let at = removed.firstIndex(of: false) else { return nil }
+        return PathKey(String(decoding: path(at), as: UTF8.self))
+    }
+
+    private func path(_ at: Int) -> ArraySlice<UInt8> {
+        pathBytes[(at == 0 ? 0 : ends[at - 1])..<ends[at]]
+    }
+
+    private func find(_ key: PathKey) -> Int? {
+        if let positions { return positions[key] }
+        var low = 0
+        var high = ends.count
+        while low < high {
+            let middle = (low + high) / 2
+            if path(middle).lexicographicallyPrecedes(key.path.utf8) { low = middle + 1 } else { high = middle }
+        }
+        guard low < ends.count, !removed[low], path(low).elementsEqual(key.path.utf8) else { return nil }
+        return low
+    }
+
+    private mutating func moveToDictionary() {
+        var positions: [PathKey: Int] = [:]
+        positions.reserveCapacity(ends.count)
+        for at in ends.indices where !removed[at] {
+            positions[PathKey(String(decoding: path(at), as: UTF8.self))] = at
+        }
+        self.positions = positions
+        pathBytes = []
+        ends = []
+        removed = []
     }
 }

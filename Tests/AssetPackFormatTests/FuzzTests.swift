@@ -78,6 +78,39 @@ struct FuzzTests {
         }
     }
 
+    /// The index parser reads a byte at a time, not through JSONDecoder: on mutated indexes it must agree
+    /// with JSONDecoder, never reading a document JSONDecoder refuses, never reading one differently, and
+    /// refusing one JSONDecoder reads only for what the index says (its version, its totals), not its syntax.
+    @Test func indexParserAgreesWithJSONDecoder() throws {
+        let sha = String(repeating: "ab", count: 32)
+        let seeds = [
+            #"{"assetPackID": "P", "downloadPolicy": {"prefetch": {"installationEventTypes": ["firstInstallation"]}}, "fileCount": 2, "files": [{"path": "a/\u00e9 \ud83c\udfae.json", "sha256": "\#(sha)", "size": 3}, {"size": 0, "path": "b\"\\\/\t", "sha256": "\#(sha)", "extra": [1, {"x": null}]}], "formatVersion": 1, "installSize": 3, "language": "fr-CA", "platforms": ["iOS", "macOS"]}"#,
+            #"{ "formatVersion" : 1, "platforms" : [ ], "language" : null, "files" : [ ], "installSize" : 0, "fileCount" : 0, "assetPackID" : "Q", "downloadPolicy" : { "onDemand" : { } }, "unknown" : [ true, false, -1.5e3, "s" ] }"#,
+        ].map { Array($0.utf8) }
+        let reference = JSONDecoder()
+        var random = SplitMix64(seed: 0x1D3)
+        var agreed = 0
+        for round in 0..<(iterations * 2) {
+            let input = round < seeds.count ? seeds[round] : Self.mutate(seeds[round % seeds.count], &random)
+            let theirs = try? reference.decode(PackIndex.self, from: Data(input))
+            do {
+                let ours = try PackIndex.decode(Data(input), source: "fuzz")
+                #expect(theirs == ours, "\(String(decoding: input, as: UTF8.self))")
+                agreed += 1
+            } catch let error as AssetPackFormatError {
+                if theirs != nil && theirs?.formatVersion == PackIndex.currentFormatVersion {
+                    #expect(
+                        !error.message.contains("does not decode"),
+                        "JSONDecoder reads it: \(error.message) for \(String(decoding: input, as: UTF8.self))"
+                    )
+                }
+            } catch {
+                Issue.record("index parser threw \(type(of: error)): \(error)")
+            }
+        }
+        #expect(agreed >= seeds.count)
+    }
+
     @Test func archiveReaderNeverCrashesNorWritesOutside() throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()

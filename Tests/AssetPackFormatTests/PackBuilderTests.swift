@@ -171,6 +171,31 @@ struct PackBuilderTests {
         }
     }
 
+    /// An extraction that keeps the index's bytes checks them row by row and returns only the header; the
+    /// copy reads back as the whole index, byte for byte what the archive holds.
+    @Test func extractionKeepsTheIndexAsTheArchiveHoldsIt() throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let levels = try source(scratch, manifest: "Levels.json")
+        let output = scratch.root.appending("Levels.pack")
+        let (_, index) = try PackBuilder.buildIndexed(levels, to: output)
+        let destination = scratch.root.appending("x")
+        try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
+        let copy = scratch.root.appending("x.index.json")
+        let header = try PackReader.extract(output, into: destination, indexCopy: copy)
+        #expect(header.files.isEmpty)
+        #expect(header.fileCount == index.fileCount && header.installSize == index.installSize)
+        #expect(try PackIndex.load(from: copy) == index)
+        #expect(try scratch.read(copy) == index.encoded())
+        // An existing file is never overwritten.
+        let again = scratch.root.appending("y")
+        try FileManager.default.createDirectory(atPath: again.string, withIntermediateDirectories: true)
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try PackReader.extract(output, into: again, indexCopy: copy)
+        }
+        #expect(error?.message.contains("File exists") == true, "\(error?.message ?? "")")
+    }
+
     @Test func levelOutOfRangeIsRefused() throws {
         let error = #expect(throws: AssetPackFormatError.self) {
             try PackBuildOptions(compression: .gzip, level: 12).validate()

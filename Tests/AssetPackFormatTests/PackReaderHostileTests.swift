@@ -155,15 +155,17 @@ struct PackReaderHostileTests {
         return Data(text.utf8)
     }
 
-    @Test(arguments: cases)
-    func extractionRefuses(_ hostile: Case) throws {
+    /// Each case twice: with the index read whole, and checked row by row from a copy as a client installs.
+    @Test(arguments: cases, [false, true])
+    func extractionRefuses(_ hostile: Case, keepingACopy: Bool) throws {
         let scratch = try Scratch()
         let archive = scratch.root.appending("hostile.pack")
         try ArchiveFixture.write(hostile.entries(), to: archive)
         let destination = scratch.root.appending("app-group/staging")
         try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
+        let copy = keepingACopy ? scratch.root.appending("app-group/staging.index.json") : nil
         let error = #expect(throws: AssetPackFormatError.self) {
-            try PackReader.extract(archive, into: destination, limit: 1024)
+            try PackReader.extract(archive, into: destination, limit: 1024, indexCopy: copy)
         }
         #expect(error?.code == .corruptPack)
         #expect(error?.message.contains(hostile.expected) == true, "\(error?.message ?? "")")
@@ -172,6 +174,45 @@ struct PackReaderHostileTests {
         #expect(!FileManager.default.fileExists(atPath: "/tmp/ba-escape.txt"))
         let outside = try FileManager.default.contentsOfDirectory(atPath: scratch.root.string).sorted()
         #expect(outside == ["app-group", "hostile.pack"])
+    }
+
+    /// Packs are written in byte order and an extraction keeps the paths it saw compactly while they come in
+    /// it; an archive in another order (another tool's) is read just the same, and its faults still found.
+    @Test(arguments: [false, true])
+    func entriesOutOfOrderAreReadAndChecked(keepingACopy: Bool) throws {
+        let scratch = try Scratch()
+        let files: [(String, Data)] = [
+            ("z/last.txt", Data("z".utf8)), ("a.txt", Data("a".utf8)), ("m/b.txt", Data("b".utf8)),
+            ("m/a.txt", Data("ma".utf8)),
+        ]
+        let archive = scratch.root.appending("unsorted.pack")
+        try ArchiveFixture.write(
+            files.map { .init("Contents/" + $0.0, .file($0.1)) } + [
+                .init("Index.json", .file(ArchiveFixture.index(files.sorted { $0.0 < $1.0 })))
+            ],
+            to: archive
+        )
+        let destination = scratch.root.appending("out")
+        try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
+        let copy = keepingACopy ? scratch.root.appending("out.index.json") : nil
+        let index = try PackReader.extract(archive, into: destination, indexCopy: copy)
+        #expect(index.fileCount == 4)
+        for (path, data) in files { #expect(try scratch.read(destination.appending(path)) == data) }
+
+        // Out of order, a duplicate and a file that is also a folder are still refused.
+        for (extra, expected) in [("m/b.txt", "twice"), ("z", "as a file and as a folder")] {
+            let bad = scratch.root.appending("bad.pack")
+            try? FileManager.default.removeItem(atPath: bad.string)
+            try ArchiveFixture.write(
+                files.map { .init("Contents/" + $0.0, .file($0.1)) } + [
+                    .init("Contents/" + extra, .file(Data("x".utf8))),
+                    .init("Index.json", .file(ArchiveFixture.index(files))),
+                ],
+                to: bad
+            )
+            let error = #expect(throws: AssetPackFormatError.self) { try PackReader.verify(at: bad) }
+            #expect(error?.message.contains(expected) == true, "\(error?.message ?? "")")
+        }
     }
 
     /// A symlink planted in the destination, at a folder or a file the pack writes, is never followed: the
