@@ -96,7 +96,7 @@ struct PackInstaller: Sendable {
                     + "download and the extraction were removed and what was installed is kept. Fix: free space "
                     + "and run again",
                 assetPackID: pack.id,
-                cause: error as? (any Error & Sendable)
+                cause: error
             )
         }
     }

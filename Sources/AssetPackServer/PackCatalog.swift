@@ -267,7 +267,7 @@ public actor PackCatalog {
             return (built, index, name)
         }
         let sameContent = previous?.sha256 == built.sha256
-        var record = MockState.Record(
+        let record = MockState.Record(
             version: previous.map { sameContent ? $0.version : $0.version + 1 } ?? 1,
             sha256: built.sha256,
             fingerprint: fingerprint,

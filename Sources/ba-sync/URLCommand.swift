@@ -27,7 +27,7 @@ struct URLCommand: AsyncParsableCommand {
             if app.json {
                 Console.json([
                     "event": "result", "path": path, "url": url.absoluteString, "exists": holder != nil,
-                    "assetPackID": holder ?? NSNull(),
+                    "assetPackID": holder as Any? ?? NSNull(),
                 ])
             }
             guard holder != nil else {
