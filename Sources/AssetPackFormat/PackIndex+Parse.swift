@@ -28,7 +28,7 @@ struct IndexParser {
     private let fd: FileDescriptor?
     private var fileOffset: Int64 = 0
     private var base: Int64 = 0  // where bytes[0] is in the document
-    private static let maximumDepth = 256
+    private static let maximumDepth = 511  // JSONDecoder takes 512 levels, the index object one of them
 
     /// Parses bytes in memory.
     init(_ data: some Collection<UInt8>) {
@@ -48,6 +48,7 @@ struct IndexParser {
     /// - Returns: The other fields.
     mutating func parse(_ row: (String, Int64, String) throws -> Void) throws -> Header {
         var header = Header()
+        try skipByteOrderMark()
         try expect(UInt8(ascii: "{"))
         if try peekSkippingSpace() == UInt8(ascii: "}") {
             position += 1
@@ -115,7 +116,7 @@ struct IndexParser {
                     case "path" where path == nil: path = try string()
                     case "size" where size == nil: size = try integer(key)
                     case "sha256" where sha256 == nil: sha256 = try string()
-                    default: try skipValue(depth: 1)
+                    default: try skipValue(depth: 2)  // in a row, in the files array
                     }
                 } while try separator(closing: UInt8(ascii: "}"))
             }
@@ -139,34 +140,55 @@ struct IndexParser {
         return result
     }
 
-    /// A JSON integer that fits an Int64 (a fraction or exponent is refused, as JSONDecoder refuses them for
-    /// integer fields).
+    /// A JSON number that is a whole number fitting an Int64: digits as they are, or with a fraction or an
+    /// exponent (`6.0`, `6e0`, `60e-1`) when its value is whole, as JSONDecoder reads integer fields.
     private mutating func integer(_ key: String) throws -> Int64 {
-        guard var byte = try peekSkippingSpace() else { throw failure("\(key) has no value") }
-        var negative = false
-        if byte == UInt8(ascii: "-") {
-            negative = true
-            position += 1
-            byte = try peek() ?? 0
+        guard try peekSkippingSpace() != nil else { throw failure("\(key) has no value") }
+        var text: [UInt8] = []
+        func digits() throws -> Int {
+            var count = 0
+            while let byte = try peek(), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
+                text.append(byte)
+                position += 1
+                count += 1
+            }
+            return count
         }
-        guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { throw failure("\(key) is not a number") }
-        var value: Int64 = 0
-        var digits = 0
-        while let digit = try peek(), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) {
-            let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times.subtractingReportingOverflow(Int64(digit - UInt8(ascii: "0")))
-            guard !overflow1, !overflow2 else { throw failure("\(key) does not fit in 64 bits") }
-            value = sum  // kept negative, so that Int64.min fits
-            digits += 1
+        if try peek() == UInt8(ascii: "-") {
+            text.append(UInt8(ascii: "-"))
             position += 1
         }
-        if digits > 1 && byte == UInt8(ascii: "0") { throw failure("\(key) has a leading zero") }
-        if let next = try peek(), [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(next) {
-            throw failure("\(key) is not an integer")
+        let whole = try digits()
+        guard whole > 0 else { throw failure("\(key) is not a number") }
+        if whole > 1 && text[text.count - whole] == UInt8(ascii: "0") { throw failure("\(key) has a leading zero") }
+        var exact = true
+        if try peek() == UInt8(ascii: ".") {
+            text.append(UInt8(ascii: "."))
+            position += 1
+            guard try digits() > 0 else { throw failure("\(key) is not a number") }
+            exact = false
         }
-        if negative { return value }
-        guard value != .min else { throw failure("\(key) does not fit in 64 bits") }
-        return -value
+        if let byte = try peek(), byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") {
+            text.append(byte)
+            position += 1
+            if let sign = try peek(), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+                text.append(sign)
+                position += 1
+            }
+            guard try digits() > 0 else { throw failure("\(key) is not a number") }
+            exact = false
+        }
+        let spelled = String(decoding: text, as: UTF8.self)
+        if exact {
+            guard let value = Int64(spelled) else { throw failure("\(key) does not fit in 64 bits") }
+            return value
+        }
+        guard let value = Double(spelled), value.isFinite, value.rounded() == value,
+            value >= -9_223_372_036_854_775_808, value < 9_223_372_036_854_775_808
+        else {
+            throw failure("\(key) is not a whole number of 64 bits")
+        }
+        return Int64(value)
     }
 
     /// A JSON string, its escapes decoded; the bytes must be UTF-8.
@@ -334,6 +356,62 @@ struct IndexParser {
     }
 
     // MARK: - Bytes
+
+    /// Reads past a UTF-8 byte order mark; a document in UTF-16 or UTF-32 (which JSONDecoder reads too,
+    /// and no index this tool writes is) is read whole and turned into UTF-8 first.
+    private mutating func skipByteOrderMark() throws {
+        var head: [UInt8] = []
+        while head.count < 4 {
+            if position + head.count >= count, !(try refillKeeping()) { break }
+            head.append(bytes[position + head.count])
+        }
+        if head.starts(with: [0xEF, 0xBB, 0xBF]) {
+            position += 3
+            return
+        }
+        let encoding: String.Encoding?
+        switch head.count >= 2 ? (head[0], head[1]) : (1, 1) {
+        case (0xFE, 0xFF), (0xFF, 0xFE): encoding = .utf16
+        case (0, 0): encoding = .utf32BigEndian
+        case (0, _): encoding = .utf16BigEndian
+        case (_, 0):
+            encoding = head.count >= 4 && head[2] == 0 && head[3] == 0 ? .utf32LittleEndian : .utf16LittleEndian
+        default: encoding = nil
+        }
+        guard let encoding else { return }
+        var all = Array(bytes[position..<count])
+        while try refill() { all += bytes[0..<count] }
+        guard let text = String(data: Data(all), encoding: encoding) else {
+            throw failure("the index is in no encoding JSON allows")
+        }
+        bytes = Array(text.utf8)
+        count = bytes.count
+        position = 0
+        if bytes.first == 0xEF, bytes.starts(with: [0xEF, 0xBB, 0xBF]) { position = 3 }
+    }
+
+    /// Reads more of the file after what is in the buffer, keeping the buffer's unread bytes; whether any
+    /// came.
+    private mutating func refillKeeping() throws -> Bool {
+        guard let fd else { return false }
+        let kept = Array(bytes[position..<count])
+        var more = [UInt8](repeating: 0, count: 64 << 10)
+        let read: Int
+        do {
+            read = try more.withUnsafeMutableBytes {
+                try fd.read(fromAbsoluteOffset: fileOffset, into: $0, retryOnInterrupt: true)
+            }
+        } catch {
+            throw Failure(description: "cannot read the index: \(error)")
+        }
+        guard read > 0 else { return false }
+        base += Int64(position)
+        fileOffset += Int64(read)
+        bytes = kept + more[0..<read]
+        position = 0
+        count = bytes.count
+        return true
+    }
 
     /// After an element: true for a comma (another follows), false for `closing`. A comma before the
     /// closing bracket is allowed, as JSONDecoder allows it.

@@ -90,11 +90,12 @@ struct SourceTree {
         var real: String { folder + "/" + name }
 
         init(relative: String, real: String, stat: stat) {
-            let slash = real.utf8.lastIndex(of: UInt8(ascii: "/")) ?? real.utf8.startIndex
+            // Real paths are absolute: there is a slash, the root's at least.
+            let slash = real.utf8.lastIndex(of: UInt8(ascii: "/"))
             self.init(
                 relative: relative,
-                folder: String(Substring(real.utf8[..<slash])),
-                name: String(Substring(real.utf8[real.utf8.index(after: slash)...])),
+                folder: slash.map { String(Substring(real.utf8[..<$0])) } ?? ".",
+                name: slash.map { String(Substring(real.utf8[real.utf8.index(after: $0)...])) } ?? real,
                 stat: stat
             )
         }

@@ -83,14 +83,15 @@ struct FuzzTests {
     /// refusing one JSONDecoder reads only for what the index says (its version, its totals), not its syntax.
     @Test func indexParserAgreesWithJSONDecoder() throws {
         let sha = String(repeating: "ab", count: 32)
-        let seeds = [
-            #"{"assetPackID": "P", "downloadPolicy": {"prefetch": {"installationEventTypes": ["firstInstallation"]}}, "fileCount": 2, "files": [{"path": "a/\u00e9 \ud83c\udfae.json", "sha256": "\#(sha)", "size": 3}, {"size": 0, "path": "b\"\\\/\t", "sha256": "\#(sha)", "extra": [1, {"x": null}]}], "formatVersion": 1, "installSize": 3, "language": "fr-CA", "platforms": ["iOS", "macOS"]}"#,
-            #"{ "formatVersion" : 1, "platforms" : [ ], "language" : null, "files" : [ ], "installSize" : 0, "fileCount" : 0, "assetPackID" : "Q", "downloadPolicy" : { "onDemand" : { } }, "unknown" : [ true, false, -1.5e3, "s" ] }"#,
-        ].map { Array($0.utf8) }
+        let seeds =
+            [
+                #"{"assetPackID": "P", "downloadPolicy": {"prefetch": {"installationEventTypes": ["firstInstallation"]}}, "fileCount": 2, "files": [{"path": "a/\u00e9 \ud83c\udfae.json", "sha256": "\#(sha)", "size": 3}, {"size": 0, "path": "b\"\\\/\t", "sha256": "\#(sha)", "extra": [1, {"x": null}]}], "formatVersion": 1, "installSize": 3, "language": "fr-CA", "platforms": ["iOS", "macOS"]}"#,
+                #"{ "formatVersion" : 1, "platforms" : [ ], "language" : null, "files" : [ ], "installSize" : 0, "fileCount" : 0, "assetPackID" : "Q", "downloadPolicy" : { "onDemand" : { } }, "unknown" : [ true, false, -1.5e3, "s" ] }"#,
+            ].map { Array($0.utf8) } + Self.indexSpellings(sha: sha)
         let reference = JSONDecoder()
         var random = SplitMix64(seed: 0x1D3)
         var agreed = 0
-        for round in 0..<(iterations * 2) {
+        for round in 0..<(iterations * 2 + seeds.count) {
             let input = round < seeds.count ? seeds[round] : Self.mutate(seeds[round % seeds.count], &random)
             let theirs = try? reference.decode(PackIndex.self, from: Data(input))
             do {
@@ -109,6 +110,30 @@ struct FuzzTests {
             }
         }
         #expect(agreed >= seeds.count)
+    }
+
+    /// Indexes JSONDecoder reads that a first parser of our own refused (found by a tester): whole numbers
+    /// with a fraction or an exponent, a byte order mark, UTF-16 and UTF-32, nesting past 256 levels.
+    static func indexSpellings(sha: String) -> [[UInt8]] {
+        func index(size: String, version: String = "1", extra: String = "") -> String {
+            #"{"assetPackID": "P", "downloadPolicy": {"onDemand": {}}, "fileCount": 1, "files": [{"path": "a", "sha256": "\#(sha)", "size": \#(size)}], "formatVersion": \#(version), "installSize": 6, "platforms": ["iOS"]\#(extra)}"#
+        }
+        var spellings = ["6", "6.0", "6e0", "6E0", "6e+0", "60e-1", "0.6e1", "6.5", "06", "-0", "1e400"].map {
+            Array(index(size: $0).utf8)
+        }
+        spellings.append(Array(index(size: "6", version: "1.0").utf8))
+        for depth in [300, 512, 513] {
+            let nested = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+            spellings.append(Array(index(size: "6", extra: #", "deep": \#(nested)"#).utf8))
+        }
+        let plain = index(size: "6")
+        spellings.append([0xEF, 0xBB, 0xBF] + Array(plain.utf8))
+        for encoding: String.Encoding in [
+            .utf16, .utf16BigEndian, .utf16LittleEndian, .utf32BigEndian, .utf32LittleEndian,
+        ] {
+            spellings.append(Array(plain.data(using: encoding) ?? Data()))
+        }
+        return spellings
     }
 
     @Test func archiveReaderNeverCrashesNorWritesOutside() throws {

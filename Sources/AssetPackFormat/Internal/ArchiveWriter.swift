@@ -123,8 +123,8 @@ private final class ArchiveSink: @unchecked Sendable {
                 do {
                     let bytes = UnsafeRawBufferPointer(rebasing: buffer[offset..<count])
                     offset += try fd.write(bytes, retryOnInterrupt: true)
-                } catch Errno.invalidArgument where direct {
-                    direct = !Self.setDirect(fd, false)  // took O_DIRECT but not this write: buffered from now on
+                } catch Errno.invalidArgument where direct && Self.setDirect(fd, false) {
+                    direct = false  // took O_DIRECT but not this write: buffered from now on
                 } catch {
                     lock.withLock { writeFailure = (error as? Errno) ?? .ioError }
                     cancelAll()
