@@ -396,14 +396,7 @@ struct IndexParser {
         guard let fd else { return false }
         let kept = Array(bytes[position..<count])
         var more = [UInt8](repeating: 0, count: 64 << 10)
-        let read: Int
-        do {
-            read = try more.withUnsafeMutableBytes {
-                try fd.read(fromAbsoluteOffset: fileOffset, into: $0, retryOnInterrupt: true)
-            }
-        } catch {
-            throw Failure(description: "cannot read the index: \(error)")
-        }
+        let read = try Self.read(fd, at: fileOffset, into: &more)
         guard read > 0 else { return false }
         base += Int64(position)
         fileOffset += Int64(read)
@@ -455,19 +448,22 @@ struct IndexParser {
 
     private mutating func refill() throws -> Bool {
         guard let fd else { return false }
-        let read: Int
-        do {
-            read = try bytes.withUnsafeMutableBytes {
-                try fd.read(fromAbsoluteOffset: fileOffset, into: $0, retryOnInterrupt: true)
-            }
-        } catch {
-            throw Failure(description: "cannot read the index: \(error)")
-        }
+        let read = try Self.read(fd, at: fileOffset, into: &bytes)
         base = fileOffset
         fileOffset += Int64(read)
         position = 0
         count = read
         return read > 0
+    }
+
+    private static func read(_ fd: FileDescriptor, at offset: Int64, into buffer: inout [UInt8]) throws -> Int {
+        do {
+            return try buffer.withUnsafeMutableBytes {
+                try fd.read(fromAbsoluteOffset: offset, into: $0, retryOnInterrupt: true)
+            }
+        } catch {
+            throw Failure(description: "cannot read the index: \(error)")
+        }
     }
 
     private func failure(_ what: String) -> Failure {
