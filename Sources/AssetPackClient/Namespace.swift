@@ -15,7 +15,7 @@ import SystemPackage
 /// sees, the ``CollisionRule`` chooses, unless the caller names a pack.
 final class Namespace: Sendable {
     /// Identity of the state file this view was built from (inode and change time).
-    let stateIdentity: [Int64]
+    let stateIdentity: StateIdentity
     let installed: [String: InstalledPack]
     /// Path → IDs of the packs that hold it, in rule order. Keys compare as bytes: names are never
     /// normalized, so `é` typed as U+00E9 does not find a file named `e` + U+0301.
@@ -28,7 +28,7 @@ final class Namespace: Sendable {
     /// concatenation (`FilePath.appending` normalises as it goes and cost more than the rest of a lookup).
     private let packRoots: [String: String]
 
-    init(store: AppGroupStore, state: StoreState, stateIdentity: [Int64]) throws {
+    init(store: AppGroupStore, state: StoreState, stateIdentity: StateIdentity) throws {
         self.stateIdentity = stateIdentity
         self.installed = state.installed
         var files: [PathKey: [String]] = [:]
@@ -125,10 +125,25 @@ final class Namespace: Sendable {
     }
 
     /// The identity of a state file: changes with every atomic rewrite (a new inode each time).
-    static func identity(of file: String) -> [Int64] {
+    static func identity(of file: String) -> StateIdentity {
         var info = stat()
-        guard stat(file, &info) == 0 else { return [] }
-        return [Int64(info.st_ino), Int64(info.st_ctim.tv_sec), Int64(info.st_ctim.tv_nsec), Int64(info.st_size)]
+        guard stat(file, &info) == 0 else {
+            return StateIdentity(inode: 0, changed: 0, changedNanoseconds: 0, size: -1)
+        }
+        return StateIdentity(
+            inode: UInt64(info.st_ino),
+            changed: Int64(info.st_ctim.tv_sec),
+            changedNanoseconds: Int64(info.st_ctim.tv_nsec),
+            size: Int64(info.st_size)
+        )
+    }
+
+    /// What tells one state file from the next (checked on every read, so a value, not an array: no allocation).
+    struct StateIdentity: Equatable, Sendable {
+        var inode: UInt64
+        var changed: Int64
+        var changedNanoseconds: Int64
+        var size: Int64
     }
 }
 

@@ -18,6 +18,7 @@ public enum PackPath {
     ///   backslash, or is empty after normalising.
     public static func normalize(_ path: String) -> String? {
         let bytes = path.utf8
+        if isNormal(bytes) { return path }  // the common case, every read's path: one pass, no copy
         if bytes.first == slash || bytes.contains(0) || bytes.contains(backslash) { return nil }
         var parts: [Substring.UTF8View] = []
         for part in Substring(path).utf8.split(separator: slash, omittingEmptySubsequences: true) {
@@ -28,6 +29,27 @@ public enum PackPath {
         guard !parts.isEmpty else { return nil }
         if parts.count == 1, let only = parts.first { return String(Substring(only)) }
         return parts.map { String(Substring($0)) }.joined(separator: "/")
+    }
+
+    /// Whether the path is already what ``normalize(_:)`` returns: not empty, no leading `/`, no NUL or
+    /// backslash, and no empty, `.` or `..` component.
+    private static func isNormal(_ bytes: String.UTF8View) -> Bool {
+        var length = 0  // of the current component
+        var dots = 0  // how many of its bytes are dots
+        for byte in bytes {
+            switch byte {
+            case slash:
+                if length == 0 || length == dots && dots <= 2 { return false }
+                length = 0
+                dots = 0
+            case 0, backslash: return false
+            case dot:
+                length += 1
+                dots += 1
+            default: length += 1
+            }
+        }
+        return length > 0 && !(length == dots && dots <= 2)
     }
 
     /// Whether `path` has a `..` component, splitting at `/` bytes.

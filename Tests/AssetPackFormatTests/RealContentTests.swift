@@ -112,6 +112,19 @@ struct RealContentTests {
         #expect(PackPath.normalize("Contents/\u{301}x") == "Contents/\u{301}x")
     }
 
+    /// Paths already normal take a one-pass shortcut (every read's path does); both ways must agree.
+    @Test func normalizingAgreesOnEveryShape() {
+        for kept in ["a", "a/b", "...", "a/...", ".a", "a./b", "..a", "a/..b", "Über/日本語 🎮.json", "e\u{301}/x"] {
+            #expect(PackPath.normalize(kept) == kept, "\(kept)")
+        }
+        for (given, expected) in [("a//b", "a/b"), ("./a", "a"), ("a/.", "a"), ("a/", "a"), ("a/./b/", "a/b")] {
+            #expect(PackPath.normalize(given) == expected, "\(given)")
+        }
+        for refused in ["", ".", "/a", "a/..", "..", "../a", "a\\b", "a\u{0}b", "//", "./"] {
+            #expect(PackPath.normalize(refused) == nil, "\(refused)")
+        }
+    }
+
     @Test func aFolderSwappedForASymlinkAfterListingIsNotPacked() throws {
         let scratch = try Scratch()
         let outside = try Scratch()
