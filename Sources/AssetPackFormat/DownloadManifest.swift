@@ -208,6 +208,8 @@ extension DownloadManifest {
             if let sha256 = entry.sha256, sha256.utf8.count != 64 || !sha256.utf8.allSatisfy({ isHexDigit($0) }) {
                 throw bad("gives pack \(entry.id) a sha256 that is not 64 hex digits")
             }
+            // Digests are compared as lower-case hex everywhere; capitals mean the same archive.
+            manifest.assetPacks[position].sha256 = entry.sha256?.lowercased()
             if let language = entry.language, (try? LanguageTag(parsing: language)) == nil {
                 throw bad(
                     "gives pack \(entry.id) a language \"\(AssetPackID.printable(language))\" that is not a BCP-47 tag"
@@ -229,6 +231,11 @@ extension DownloadManifest {
                     && [delta.sha256, delta.fromSHA256].allSatisfy {
                         $0.utf8.count == 64 && $0.utf8.allSatisfy(isHexDigit)
                     }
+            }.map { delta in
+                var delta = delta
+                delta.sha256 = delta.sha256.lowercased()
+                delta.fromSHA256 = delta.fromSHA256.lowercased()
+                return delta
             }
         }
         return manifest

@@ -22,6 +22,20 @@ struct DownloadManifestTests {
         #expect(manifest.assetPacks.first?.id == "Pack")
     }
 
+    /// Digests are compared as lower-case hex everywhere; a hand-written manifest in capitals (as some
+    /// tools print them) must mean the same archive, not fail every digest check after the download.
+    @Test func capitalDigestsAreReadAsLowerCase() throws {
+        let upper = String(repeating: "AB", count: 32)
+        var entry = Self.entry(sha: upper)
+        entry.removeLast()
+        entry +=
+            #", "deltas": [{"fromVersion": 1, "fromSHA256": "\#(upper)", "url": "d", "downloadSize": 5, "sha256": "\#(upper)"}]}"#
+        let pack = try #require(try decode(#"{"assetPacks": [\#(entry)]}"#).assetPacks.first)
+        #expect(pack.sha256 == upper.lowercased())
+        #expect(pack.deltas?.first?.sha256 == upper.lowercased())
+        #expect(pack.deltas?.first?.fromSHA256 == upper.lowercased())
+    }
+
     @Test func deltasThatAreNotSoundAreDroppedAndThePackStays() throws {
         let sha = String(repeating: "b", count: 64)
         func delta(from: Int = 1, base: String = sha, size: Int = 5, files: Int = 1) -> String {
