@@ -322,13 +322,14 @@ struct PackInstaller: Sendable {
         let folder = destination.removingLastComponent()
         // The index's bytes as the archive held them, verified by the extraction (not written again: at
         // 100 000 files that held the index whole twice over).
-        guard rename(indexCopy(of: staging).string, store.root.appending(relative + ".index.json").string) == 0 else {
+        let installedIndex = store.root.appending(relative + ".index.json").string
+        guard rename(indexCopy(of: staging).string, installedIndex) == 0 else {
             throw AssetPackClientError.io("move the index of", destination, Errno(rawValue: errno))
         }
         do {
             try AtomicFile.syncFileSystem(containing: staging)
         } catch {
-            _ = unlink(store.root.appending(relative + ".index.json").string)
+            _ = unlink(installedIndex)
             throw AssetPackClientError(
                 code: .io,
                 message: "pack \(pack.id) was written but did not reach the disk intact; nothing was installed",
@@ -338,7 +339,7 @@ struct PackInstaller: Sendable {
         }
         guard rename(staging.string, destination.string) == 0 else {
             let failure = Errno(rawValue: errno)
-            _ = unlink(store.root.appending(relative + ".index.json").string)
+            _ = unlink(installedIndex)
             throw AssetPackClientError.io("move the installed pack to", destination, failure)
         }
         AtomicFile.syncDirectory(folder)

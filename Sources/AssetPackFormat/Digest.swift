@@ -15,6 +15,18 @@ extension Sequence where Element == UInt8 {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Whether `hex` is exactly the lower-case hexadecimal of the bytes, compared without building it (a
+    /// check per installed file).
+    func matchesHex(_ hex: String) -> Bool {
+        var digits = hex.utf8.makeIterator()
+        for byte in self {
+            guard digits.next() == hexDigits[Int(byte >> 4)], digits.next() == hexDigits[Int(byte & 0x0F)] else {
+                return false
+            }
+        }
+        return digits.next() == nil
+    }
+
     /// Appends the lower-case hexadecimal of the bytes to `out`.
     func appendHex(to out: inout [UInt8]) {
         for byte in self {
@@ -24,7 +36,7 @@ extension Sequence where Element == UInt8 {
     }
 }
 
-let hexDigits = Array("0123456789abcdef".utf8)
+private let hexDigits = Array("0123456789abcdef".utf8)
 
 /// SHA-256 helpers shared by the server and the client.
 public enum FileDigest {

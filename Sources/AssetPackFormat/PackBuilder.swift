@@ -19,10 +19,11 @@ public struct PackBuildOptions: Sendable, Hashable {
     /// - Parameters:
     ///   - compression: The filter (default zstd).
     ///   - level: The level, or `nil` for the filter's default.
-    ///   - threads: Compression threads (default 1). One compressing thread already runs beside the thread
-    ///     that hashes and writes the output; zstd's own workers (2 and more) help only compressible input
-    ///     and cost about 65 MiB more memory: packing 512 MiB of incompressible files took 1.0-1.2 s with 1
-    ///     thread and 1.8-2.3 s with 2 (bsdtar: 1.2 s), 20 000 small half-text files 3.0 s and 2.4-3.0 s.
+    ///   - threads: Compression threads (default 1). One compressing thread already runs beside the threads
+    ///     that read and hash the input and hash and write the output; zstd's own workers (2 and more) help
+    ///     only compressible input and cost about 65 MiB more memory (measured before that pipeline: 512 MiB
+    ///     of incompressible files took 1.0-1.2 s with 1 thread and 1.8-2.3 s with 2; 20 000 small half-text
+    ///     files 3.0 s and 2.4-3.0 s).
     public init(compression: PackCompression = .zstd, level: Int? = nil, threads: Int? = nil) {
         self.compression = compression
         self.level = level

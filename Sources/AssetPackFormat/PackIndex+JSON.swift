@@ -3,7 +3,7 @@ import Foundation
 import SystemPackage
 
 /// An index's JSON written a row at a time, so a pack of 100 000 files holds its index once, as the text
-/// it will store (about 130 bytes a file), rather than as rows, then JSONEncoder's tree of them (400 bytes
+/// it will store (about 140 bytes a file and the path), rather than as rows, then JSONEncoder's tree of them (400 bytes
 /// a file), then the text. The bytes are JSONEncoder's own for `[.sortedKeys, .prettyPrinted,
 /// .withoutEscapingSlashes]`: packs built before and after it are identical, and a test holds it to that.
 ///
@@ -20,10 +20,10 @@ struct IndexJSON {
     private var spooled: Int64 = 0
     private static let spoolChunk = 1 << 20
 
-    /// Reserves room for about `files` rows whose paths add up to `pathBytes`.
-    init(reservingFor files: Int = 0, pathBytes: Int = 0) {
+    /// Keeps every row in memory, with room reserved for about `files` rows.
+    init(reservingFor files: Int) {
         spool = nil
-        rows.reserveCapacity(files * 140 + pathBytes)
+        rows.reserveCapacity(files * 140)
     }
 
     /// Spools rows to `spool`, an empty file open for reading and writing that the caller closes.

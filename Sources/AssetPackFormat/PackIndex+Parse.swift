@@ -28,6 +28,7 @@ struct IndexParser {
     private let fd: FileDescriptor?
     private var fileOffset: Int64 = 0
     private var base: Int64 = 0  // where bytes[0] is in the document
+    private static let numberBytes = Set("+-.eE0123456789".utf8)
     private static let maximumDepth = 511  // JSONDecoder takes 512 levels, the index object one of them
 
     /// Parses bytes in memory.
@@ -44,7 +45,7 @@ struct IndexParser {
     }
 
     /// Reads the whole document.
-    /// - Parameter row: Called with each file row in order: path, size, lower-case hex digest as written.
+    /// - Parameter row: Called with each file row in order: path, size, and the digest as written.
     /// - Returns: The other fields.
     mutating func parse(_ row: (String, Int64, String) throws -> Void) throws -> Header {
         var header = Header()
@@ -273,20 +274,14 @@ struct IndexParser {
     /// The bytes of the next value, as written (for the few fields decoded by JSONDecoder).
     private mutating func capturedValue() throws -> [UInt8] {
         guard try peekSkippingSpace() != nil else { throw failure("a value is missing") }
-        var captured: [UInt8] = []
-        try skipValue(depth: 0, capture: &captured)
-        return captured
+        var captured: [UInt8]? = []
+        try skipValue(depth: 0, into: &captured)
+        return captured ?? []
     }
 
     private mutating func skipValue(depth: Int) throws {
         var ignored: [UInt8]?
         try skipValue(depth: depth, into: &ignored)
-    }
-
-    private mutating func skipValue(depth: Int, capture: inout [UInt8]) throws {
-        var sink: [UInt8]? = []
-        try skipValue(depth: depth, into: &sink)
-        capture = sink ?? []
     }
 
     /// Reads past one value of any type, checking its syntax; appends its bytes to `sink` when given.
@@ -329,8 +324,7 @@ struct IndexParser {
             guard byte == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else {
                 throw failure("a value begins with \"\(Character(UnicodeScalar(byte)))\"")
             }
-            let numeric = Set("+-.eE0123456789".utf8)
-            while let next = try peek(), numeric.contains(next) {
+            while let next = try peek(), Self.numberBytes.contains(next) {
                 sink?.append(next)
                 position += 1
             }

@@ -90,12 +90,8 @@ extension PackIndex {
                 cause: error
             )
         }
-        guard index.formatVersion == currentFormatVersion else {
-            throw AssetPackFormatError(
-                code: .corruptPack,
-                message:
-                    "\(source) has index format \(index.formatVersion); this tool reads format \(currentFormatVersion)"
-            )
+        if let problem = index.versionProblem {
+            throw AssetPackFormatError(code: .corruptPack, message: "\(source) \(problem)")
         }
         if let problem = index.consistencyProblem {
             throw AssetPackFormatError(code: .corruptPack, message: "\(source) has an index that \(problem)")
@@ -131,8 +127,7 @@ extension PackIndex {
             guard file.size >= 0, !overflow else { return "gives \(file.path) an impossible size" }
             total = sum
         }
-        if installSize != total { return "claims \(installSize) bytes but its files add up to \(total)" }
-        if let problem = languageProblem { return problem }
+        if let problem = headerProblem(rows: files.count, total: total) { return problem }
         let paths = Set(files.map { PathKey($0.path) })
         for file in files {
             var folder = Substring(file.path).utf8
@@ -146,8 +141,17 @@ extension PackIndex {
         return nil
     }
 
-    /// What is wrong with the index's language, if anything.
-    var languageProblem: String? {
+    /// A layout this code does not read, said as "has index format 2; …", or `nil`.
+    var versionProblem: String? {
+        guard formatVersion != Self.currentFormatVersion else { return nil }
+        return "has index format \(formatVersion); this tool reads format \(Self.currentFormatVersion)"
+    }
+
+    /// What the index's own fields get wrong against its rows (their count and the sum of their sizes), or
+    /// its language; said as what follows "has an index that".
+    func headerProblem(rows: Int, total: Int64) -> String? {
+        if fileCount != rows { return "claims \(fileCount) files but lists \(rows)" }
+        if installSize != total { return "claims \(installSize) bytes but its files add up to \(total)" }
         guard let language, (try? LanguageTag(parsing: language)) == nil else { return nil }
         return "gives the language \"\(AssetPackID.printable(language))\", which is not a BCP-47 tag"
     }

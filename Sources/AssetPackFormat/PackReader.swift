@@ -16,7 +16,17 @@ public enum PackReader {
         try withArchiveReader(at: archive) { reader in
             while let header = try reader.next() {
                 if header.name.utf8.elementsEqual(PackPath.indexEntryName.utf8) {
-                    return try decodeIndex(reader, header: header, maximumSize: maximumIndexSize)
+                    let spool = try spoolIndex(
+                        reader,
+                        header: header,
+                        maximumSize: maximumIndexSize,
+                        to: nil,
+                        beside: nil
+                    )
+                    return try spool.closeAfter {
+                        var parser = IndexParser(reading: spool)
+                        return try PackIndex.decode(&parser, source: reader.path)
+                    }
                 }
             }
             throw missingIndex(archive.string)
@@ -245,8 +255,9 @@ public enum PackReader {
                     throw corrupt(archive, "has an index that gives \(path) an impossible size")
                 }
                 total = sum
-                let row = PackIndex.File(path: path, size: size, sha256: sha256)
-                _ = try check([row], against: &seen, partial: false, archive: archive)
+                guard try check(path, size, sha256, against: &seen, archive: archive) else {
+                    throw corrupt(archive, "lacks \(path), which its index lists")
+                }
             }
         } catch let error as AssetPackFormatError {
             throw error
@@ -259,23 +270,11 @@ public enum PackReader {
         } catch {
             throw corrupt(archive, "has an index that does not decode: \(error)")
         }
-        guard index.formatVersion == PackIndex.currentFormatVersion else {
-            throw corrupt(
-                archive,
-                "has index format \(index.formatVersion); this tool reads format \(PackIndex.currentFormatVersion)"
-            )
-        }
-        if index.fileCount != rows {
-            throw corrupt(archive, "has an index that claims \(index.fileCount) files but lists \(rows)")
-        }
-        if index.installSize != total {
-            throw corrupt(
-                archive,
-                "has an index that claims \(index.installSize) bytes but its files add up to \(total)"
-            )
-        }
+        if let problem = index.versionProblem { throw corrupt(archive, problem) }
         // The rows' paths cannot be a file and a folder at once: each matched a file seen, and those cannot.
-        if let problem = index.languageProblem { throw corrupt(archive, "has an index that \(problem)") }
+        if let problem = index.headerProblem(rows: rows, total: total) {
+            throw corrupt(archive, "has an index that \(problem)")
+        }
         if let extra = seen.firstKey {
             throw rule(archive, "holds \(extra), which its index does not list")
         }
@@ -292,23 +291,31 @@ public enum PackReader {
         archive: String
     ) throws -> [PackIndex.File] {
         var absent: [PackIndex.File] = []
-        for row in rows {
-            guard let found = seen.remove(PathKey(row.path)) else {
-                if partial {
-                    absent.append(row)
-                    continue
-                }
-                throw corrupt(archive, "lacks \(row.path), which its index lists")
-            }
-            guard found.size == row.size, found.sha256.hexString == row.sha256 else {
-                throw corrupt(
-                    archive,
-                    "holds \(row.path) with \(found.size) bytes and SHA-256 \(found.sha256.hexString.prefix(12)), but its index "
-                        + "says \(row.size) bytes and \(row.sha256.prefix(12))"
-                )
-            }
+        for row in rows where try !check(row.path, row.size, row.sha256, against: &seen, archive: archive) {
+            guard partial else { throw corrupt(archive, "lacks \(row.path), which its index lists") }
+            absent.append(row)
         }
         return absent
+    }
+
+    /// Checks one row: `false` when no file was seen at its path, an error when the file seen there has
+    /// another size or digest; the file is forgotten either way.
+    private static func check(
+        _ path: String,
+        _ size: Int64,
+        _ sha256: String,
+        against seen: inout SeenFiles,
+        archive: String
+    ) throws -> Bool {
+        guard let found = seen.remove(PathKey(path)) else { return false }
+        guard found.size == size, found.sha256.matchesHex(sha256) else {
+            throw corrupt(
+                archive,
+                "holds \(path) with \(found.size) bytes and SHA-256 \(found.sha256.hexString.prefix(12)), but its index "
+                    + "says \(size) bytes and \(sha256.prefix(12))"
+            )
+        }
+        return true
     }
 
     /// Validates an entry and returns its path in the namespace (without `Contents/`).
@@ -335,7 +342,8 @@ public enum PackReader {
     }
 
     /// Writes the index entry's bytes to `copy` (a new file), or to an unnamed file beside the extraction,
-    /// for reading once every file was seen; bounded as ``decodeIndex(_:header:maximumSize:)`` bounds them.
+    /// for reading once every file was seen: a regular file of at most `maximumSize` bytes, its declared size
+    /// checked before anything is written and its real size as it comes.
     private static func spoolIndex(
         _ reader: ArchiveReader,
         header: ArchiveEntryHeader,
@@ -364,7 +372,7 @@ public enum PackReader {
             }
         } else {
             let folder = destination?.removingLastComponent() ?? FilePath(NSTemporaryDirectory())
-            fd = try AtomicFile.unnamedFile(in: folder.isEmpty ? "." : folder)
+            fd = try AtomicFile.unnamedFile(in: folder)
         }
         var written: Int64 = 0
         do {
@@ -388,29 +396,6 @@ public enum PackReader {
             throw error
         }
         return fd
-    }
-
-    private static func decodeIndex(_ reader: ArchiveReader, header: ArchiveEntryHeader, maximumSize: Int64) throws
-        -> PackIndex
-    {
-        let most = ByteFormat.string(maximumSize)
-        guard header.type == ArchiveFileType.regular, header.size <= maximumSize else {
-            throw corrupt(
-                reader.path,
-                "has an index entry that is not a regular file of at most \(most) (the most its files can need)"
-            )
-        }
-        // One buffer of the declared size (bounded above), decoded as it is: growing an array by doubling and
-        // copying it into Data held three times the index at the peak (35 MB at 100 000 files).
-        var bytes = Data()
-        bytes.reserveCapacity(Int(max(0, header.size)))
-        try reader.readData { block in
-            guard Int64(block.count) <= maximumSize - Int64(bytes.count) else {
-                throw corrupt(reader.path, "has an index larger than \(most) (the most its files can need)")
-            }
-            bytes.append(contentsOf: block)
-        }
-        return try PackIndex.decode(bytes, source: reader.path)
     }
 
     /// Reads a delta's `Delta.json` and refuses a delta for another pack, base or target.

@@ -145,7 +145,7 @@ private final class ArchiveSink: @unchecked Sendable {
     }
 }
 
-/// A pax tar writer over libarchive, valid only inside ``withArchiveWriter(to:options:_:)``.
+/// A pax tar writer over libarchive, valid only inside ``withArchiveWriter(to:options:binaryNames:_:)``.
 struct ArchiveWriter {
     fileprivate let archive: OpaquePointer
     fileprivate let entry: OpaquePointer
