@@ -91,8 +91,8 @@ public struct PackSource: Sendable, Hashable {
         }
         let tree: SourceTree
         do {
-            tree = try SourceTree(root: base)
-        } catch let error as AssetPackFormatError where manifest.sourceRoot != nil {
+            tree = try SourceTree(root: base, assetFolder: boundary ?? root)
+        } catch let error as AssetPackFormatError where manifest.sourceRoot != nil && error.code == .notFound {
             throw AssetPackFormatError(
                 code: .notFound,
                 message:

@@ -10,9 +10,45 @@ import SystemPackage
 struct SourceTree {
     /// The asset folder's real path (symlinks resolved).
     let rootReal: String
+    /// The real paths of ba-mock's state folder (`.ba-mock` in the asset folder, and where it leads if it is
+    /// a link): nothing at or below them is ever selected, however a path or a source root reaches them.
+    let stateReal: [String]
+    /// How the state folder is shown in messages.
+    private let stateShown: String
 
-    init(root: FilePath) throws {
+    /// - Parameters:
+    ///   - root: The folder selector paths are relative to (a manifest's source root).
+    ///   - assetFolder: The folder whose `.ba-mock` holds ba-mock's state (`root` when not given).
+    init(root: FilePath, assetFolder: FilePath? = nil) throws {
         rootReal = try Self.realPath(root, orThrow: "asset folder")
+        let outer = try assetFolder.map { try Self.realPath($0, orThrow: "asset folder") } ?? rootReal
+        let state = outer + "/" + PackPath.stateFolderName
+        stateShown = state
+        stateReal = [state] + ((try? Self.realPath(FilePath(state), orThrow: "state")).map { [$0] } ?? [])
+        if isState(rootReal) {
+            throw AssetPackFormatError(
+                code: .unsafePath,
+                message:
+                    "the source root \(root) is inside \(state), ba-mock's own state, which is never packed or "
+                    + "served. Fix: point sourceRoot at a content folder"
+            )
+        }
+    }
+
+    /// Whether a real path is the state folder or inside it.
+    func isState(_ real: String) -> Bool {
+        stateReal.contains { real.utf8.elementsEqual($0.utf8) || real.hasBytePrefix($0 + "/") }
+    }
+
+    /// Refuses a real path inside the state folder, naming how the manifest reached it.
+    private func refuseState(_ real: String, shownAs path: String, file: String, key: String) throws {
+        guard isState(real) else { return }
+        throw AssetPackFormatError(
+            code: .unsafePath,
+            message:
+                "\(file): \(key): \(path) leads into \(stateShown), ba-mock's own state, which is never packed or "
+                + "served. Fix: select content folders only"
+        )
     }
 
     enum Kind {
@@ -33,6 +69,7 @@ struct SourceTree {
             )
         }
         let real = try inside(path, file: file, key: key)
+        try refuseState(real, shownAs: path, file: file, key: key)
         return (real, try kind(of: real, shownAs: path, file: file, key: key))
     }
 
@@ -125,7 +162,7 @@ struct SourceTree {
         for name in try Self.names(in: real, file: file, key: key) {
             let path = real + "/" + name
             let childRelative = relative.isEmpty ? name : relative + "/" + name
-            if childRelative.utf8.elementsEqual(PackPath.stateFolderName.utf8) { continue }
+            if isState(path) { continue }  // the state folder itself, met by the walk: left out
             guard let info = Self.lstatInfo(path) else { continue }  // removed while listing
             if name == ".DS_Store" {
                 found.warnings.append(
@@ -141,6 +178,7 @@ struct SourceTree {
             var target = path
             if info.st_mode & S_IFMT == S_IFLNK {
                 target = try inside(path, file: file, key: key)
+                try refuseState(target, shownAs: path, file: file, key: key)
                 if case .directory = try kind(of: target, shownAs: path, file: file, key: key) {
                     throw AssetPackFormatError(
                         code: .unsafePath,

@@ -98,3 +98,72 @@ struct PackSourceTests {
         #expect(error?.message.contains("select no files") == true)
     }
 }
+
+/// The state folder holds what no client may see (built packs of other versions, and once the TLS CA's key):
+/// no selector reaches it, by any spelling of a path or a source root, or through a symlink.
+@Suite("The state folder is never selectable")
+struct StateFolderSelectionTests {
+    func resolve(_ scratch: Scratch, sourceRoot: String?, selector: String) throws -> PackSource {
+        let root = sourceRoot.map { #""sourceRoot": "\#($0)", "# } ?? ""
+        let text = """
+            {"assetPackID": "Leak", "downloadPolicy": {"onDemand": {}}, \(root)"fileSelectors": [\(selector)],
+             "platforms": ["iOS"]}
+            """
+        let parsed = try PackagingManifest.parse(Array(text.utf8), file: scratch.root.appending("Leak.json").string)
+        return try PackSource.resolve(parsed, root: scratch.root, boundary: scratch.root)
+    }
+
+    func withStateFolder(_ body: (Scratch) throws -> Void) throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try scratch.write(".ba-mock/tls/ca-key.pem", "-----BEGIN PRIVATE KEY-----")
+        try scratch.write("d/keep.txt", "x")
+        try FileManager.default.createSymbolicLink(
+            atPath: scratch.root.appending("state-link").string,
+            withDestinationPath: ".ba-mock"
+        )
+        try FileManager.default.createSymbolicLink(
+            atPath: scratch.root.appending("d/key.pem").string,
+            withDestinationPath: "../.ba-mock/tls/ca-key.pem"
+        )
+        try body(scratch)
+    }
+
+    @Test(arguments: [".ba-mock", "./.ba-mock", "d/../.ba-mock", ".ba-mock/", ".ba-mock/tls", "state-link"])
+    func aSourceRootInsideTheStateFolderIsRefused(_ sourceRoot: String) throws {
+        try withStateFolder { scratch in
+            let error = #expect(throws: AssetPackFormatError.self) {
+                try resolve(scratch, sourceRoot: sourceRoot, selector: #"{"filePattern": "**"}"#)
+            }
+            #expect(error?.code == .unsafePath, "\(error?.description ?? "")")
+            #expect(error?.message.contains(".ba-mock") == true, "\(error?.message ?? "")")
+        }
+    }
+
+    @Test(arguments: [
+        #"{"directory": "state-link/tls"}"#, #"{"file": "state-link/tls/ca-key.pem"}"#, #"{"file": "d/key.pem"}"#,
+        #"{"fileSource": "state-link/tls/ca-key.pem", "fileDestination": "a.pem"}"#,
+    ])
+    func aSelectorThatReachesTheStateFolderThroughALinkIsRefused(_ selector: String) throws {
+        try withStateFolder { scratch in
+            let error = #expect(throws: AssetPackFormatError.self) {
+                try resolve(scratch, sourceRoot: nil, selector: selector)
+            }
+            #expect(error?.code == .unsafePath, "\(error?.description ?? "")")
+            #expect(error?.message.contains(".ba-mock") == true, "\(error?.message ?? "")")
+        }
+    }
+
+    @Test func aWalkOfTheWholeFolderSkipsTheStateFolderWhateverTheRoot() throws {
+        try withStateFolder { scratch in
+            // The link to a file inside the state folder is refused; without it, the walk leaves the state out.
+            try FileManager.default.removeItem(atPath: scratch.root.appending("d/key.pem").string)
+            try FileManager.default.removeItem(atPath: scratch.root.appending("state-link").string)
+            for root in [nil, ".", "./", "d/.."] {
+                let source = try resolve(scratch, sourceRoot: root, selector: #"{"filePattern": "**"}"#)
+                #expect(!source.files.contains { $0.source.string.contains(".ba-mock") }, "\(root ?? "-")")
+                #expect(source.files.contains { $0.path == "d/keep.txt" })
+            }
+        }
+    }
+}
