@@ -12,7 +12,8 @@ public enum TLSMode: Sendable, Hashable {
     case none
     /// A certificate chain and key from PEM files.
     case files(certificate: FilePath, key: FilePath)
-    /// A local CA and a server certificate made by `ba-mock` and kept in `.ba-mock/tls/`.
+    /// A local CA and a server certificate made by `ba-mock` and kept in a folder of the user's
+    /// (``TLSSetup/defaultFolder(environment:)``), never inside an asset folder.
     case selfSigned
 }
 
@@ -22,6 +23,19 @@ public struct TLSSetup: Sendable {
     public var configuration: TLSConfiguration
     /// The CA certificate to trust, in self-signed mode.
     public var caFile: FilePath?
+    /// What the setup did that the user should hear of (a CA moved out of an asset folder).
+    public var notes: [String] = []
+
+    /// Where `--tls-self-signed` keeps its CA and certificates by default: `$XDG_STATE_HOME/ba-mock/tls`, else
+    /// `~/.local/state/ba-mock/tls`. One CA for every asset folder, as mkcert keeps one: a phone trusts it
+    /// once; and its key lives where no manifest can select it.
+    public static func defaultFolder(environment: [String: String] = ProcessInfo.processInfo.environment) -> FilePath {
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
+            return FilePath(state).appending("ba-mock/tls")
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return FilePath(home).appending(".local/state/ba-mock/tls")
+    }
 
     /// Loads or makes the TLS material for `mode`.
     ///
@@ -33,13 +47,20 @@ public struct TLSSetup: Sendable {
     ///   - mode: Where the certificate comes from.
     ///   - host: The address listened on.
     ///   - names: The names or addresses clients use (`--tls-name`); empty for `host`.
-    ///   - stateFolder: The asset folder's `.ba-mock` folder.
+    ///   - folder: Where the self-signed CA and certificates are kept (made `0700`).
+    ///   - legacyFolder: Where an older ba-mock kept them (an asset folder's `.ba-mock/tls`): a CA found there
+    ///     is moved to `folder` when that has none (a phone that trusts it keeps working), and the old folder
+    ///     is deleted, so that no private key stays inside an asset folder.
     /// - Returns: `nil` for plain HTTP.
     /// - Throws: ``AssetPackServerError`` with code `.tls`, or `.invalidOption` for a wildcard host without
     ///   names.
-    public static func make(mode: TLSMode, host: String, names: [String] = [], stateFolder: FilePath) throws
-        -> TLSSetup?
-    {
+    public static func make(
+        mode: TLSMode,
+        host: String,
+        names: [String] = [],
+        folder: FilePath,
+        legacyFolder: FilePath? = nil
+    ) throws -> TLSSetup? {
         switch mode {
         case .none:
             return nil
@@ -55,10 +76,11 @@ public struct TLSSetup: Sendable {
                         + "Fix: add --tls-name with that address or name, e.g. --tls-name 192.168.1.20 (repeatable)"
                 )
             }
-            let folder = stateFolder.appending("tls")
             do {
                 try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
+                try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.string)
                 let (caFile, caKeyFile) = (folder.appending("ca.pem"), folder.appending("ca-key.pem"))
+                let notes = try legacyFolder.map { try moveLegacy($0, caFile: caFile, caKeyFile: caKeyFile) } ?? []
                 if !FileManager.default.fileExists(atPath: caFile.string)
                     || !FileManager.default.fileExists(atPath: caKeyFile.string)
                 {
@@ -82,7 +104,8 @@ public struct TLSSetup: Sendable {
                 }
                 return TLSSetup(
                     configuration: try serverConfiguration(certificate: leafFile, key: leafKeyFile),
-                    caFile: caFile
+                    caFile: caFile,
+                    notes: notes
                 )
             } catch let error as AssetPackServerError {
                 throw error
@@ -94,6 +117,40 @@ public struct TLSSetup: Sendable {
                 )
             }
         }
+    }
+
+    /// Moves a CA an older ba-mock kept inside an asset folder to `caFile` and `caKeyFile` (when those do
+    /// not exist yet), then deletes the old folder with every key in it.
+    /// - Returns: What was done, for the user.
+    private static func moveLegacy(_ legacy: FilePath, caFile: FilePath, caKeyFile: FilePath) throws -> [String] {
+        let fileManager = FileManager.default
+        guard let kind = try? fileManager.attributesOfItem(atPath: legacy.string)[.type] as? FileAttributeType else {
+            return []
+        }
+        var notes: [String] = []
+        let (oldCA, oldKey) = (legacy.appending("ca.pem"), legacy.appending("ca-key.pem"))
+        if kind == .typeDirectory, !fileManager.fileExists(atPath: caFile.string),
+            !fileManager.fileExists(atPath: caKeyFile.string), let key = regularFileText(oldKey),
+            let ca = regularFileText(oldCA)
+        {
+            try writePEM(key, to: caKeyFile, secret: true)
+            try writePEM(ca, to: caFile, secret: false)
+            notes.append(
+                "TLS: moved the CA from \(legacy) to \(caFile.removingLastComponent()); clients that trust it go on"
+            )
+        }
+        try fileManager.removeItem(atPath: legacy.string)
+        notes.append("TLS: deleted \(legacy): no private key is kept inside an asset folder any more")
+        return notes
+    }
+
+    /// The text of a small regular file (not a link, FIFO or device), or `nil`.
+    private static func regularFileText(_ path: FilePath) -> String? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path.string),
+            attributes[.type] as? FileAttributeType == .typeRegular,
+            let size = attributes[.size] as? Int, size < 1 << 20
+        else { return nil }
+        return try? String(contentsOfFile: path.string, encoding: .utf8)
     }
 
     private static func serverConfiguration(certificate: FilePath, key: FilePath) throws -> TLSConfiguration {

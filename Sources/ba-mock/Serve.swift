@@ -14,7 +14,8 @@ struct Serve: AsyncParsableCommand {
             Routes: GET /manifest (the download manifest) and GET/HEAD /assets/<id> (a pack, with ranges, \
             ETag and Last-Modified). The first line on stdout is the URL; then a table of packs; then one line \
             per request. Files edited under the folder are picked up without a restart, and the pack's \
-            version goes up by one. State (built packs, versions, TLS files) lives in FOLDER/.ba-mock/.
+            version goes up by one. State (built packs, versions) lives in FOLDER/.ba-mock/, which no \
+            manifest can select; --tls-self-signed keeps its CA outside the folder (--tls-dir).
             """
     )
 
@@ -33,8 +34,16 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "TLS private key (PEM, unencrypted). Needs --tls-cert.")
     var tlsKey: FilePath?
 
-    @Flag(help: "Serve HTTPS with a local CA made once in FOLDER/.ba-mock/tls/ (the CA file to trust is printed).")
+    @Flag(help: "Serve HTTPS with a local CA made once in --tls-dir (the CA file to trust is printed).")
     var tlsSelfSigned = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Where --tls-self-signed keeps its CA and certificates, one CA for every asset folder; never inside one. (default: $XDG_STATE_HOME/ba-mock/tls, else ~/.local/state/ba-mock/tls)",
+            valueName: "dir"
+        )
+    )
+    var tlsDir: FilePath?
 
     @Option(
         help: ArgumentHelp(
@@ -157,7 +166,14 @@ struct Serve: AsyncParsableCommand {
             if let tlsCert, let tlsKey { .files(certificate: tlsCert, key: tlsKey) } else if tlsSelfSigned {
                 .selfSigned
             } else { .none }
-        let tls = try TLSSetup.make(mode: tlsMode, host: host, names: tlsName, stateFolder: assetFolder.stateFolder)
+        let tls = try TLSSetup.make(
+            mode: tlsMode,
+            host: host,
+            names: tlsName,
+            folder: tlsDir ?? TLSSetup.defaultFolder(),
+            legacyFolder: assetFolder.stateFolder.appending("tls")
+        )
+        for note in tls?.notes ?? [] { events.writeLine(note) }
         let jsonLog = self.jsonLog
         let plan = FaultPlan(
             rules: rules,

@@ -16,7 +16,9 @@ struct TLSTests {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
         let folder = AssetFolder(root: scratch.root)
-        let tls = try #require(try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", stateFolder: folder.stateFolder))
+        let tls = try #require(
+            try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", folder: scratch.root.appending("tls-home"))
+        )
         let ca = try #require(tls.caFile)
         #expect(FileManager.default.fileExists(atPath: ca.string))
 
@@ -41,7 +43,7 @@ struct TLSTests {
         // The CA is made once; a second setup reuses it.
         let before = try scratch.read(ca)
         let again = try #require(
-            try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", stateFolder: folder.stateFolder)
+            try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", folder: scratch.root.appending("tls-home"))
         )
         #expect(try scratch.read(try #require(again.caFile)) == before)
     }
@@ -51,7 +53,7 @@ struct TLSTests {
         try scratch.makeSampleFolder()
         let folder = AssetFolder(root: scratch.root)
         let unnamed = #expect(throws: AssetPackServerError.self) {
-            try TLSSetup.make(mode: .selfSigned, host: "0.0.0.0", stateFolder: folder.stateFolder)
+            try TLSSetup.make(mode: .selfSigned, host: "0.0.0.0", folder: scratch.root.appending("tls-home"))
         }
         #expect(unnamed?.message.contains("--tls-name") == true)
         // Named for the address and a DNS name clients use: both verify.
@@ -60,7 +62,7 @@ struct TLSTests {
                 mode: .selfSigned,
                 host: "0.0.0.0",
                 names: ["127.0.0.1", "localhost"],
-                stateFolder: folder.stateFolder
+                folder: scratch.root.appending("tls-home")
             )
         )
         try await LiveServer.with(folder: scratch.root, tls: tls) { server in
@@ -78,12 +80,42 @@ struct TLSTests {
         }
     }
 
+    /// The CA's key once lived in the asset folder's state, where a manifest could select it; it lives in a
+    /// folder of the user's now, and an old one is moved there (phones that trust it keep working) and
+    /// deleted from the asset folder.
+    @Test func theCAKeyLivesOutsideTheAssetFolderAndAnOldOneIsMovedOut() throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let legacy = AssetFolder(root: scratch.root).stateFolder.appending("tls")
+        let old = try #require(
+            try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", folder: legacy)
+        )
+        let oldCA = try scratch.read(try #require(old.caFile))
+        let home = scratch.root.appending("home/tls")
+        let moved = try #require(
+            try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", folder: home, legacyFolder: legacy)
+        )
+        #expect(moved.caFile == home.appending("ca.pem"))
+        #expect(try scratch.read(home.appending("ca.pem")) == oldCA)
+        #expect(!FileManager.default.fileExists(atPath: legacy.string))
+        #expect(moved.notes.count == 2, "\(moved.notes)")
+        let mode = try FileManager.default.attributesOfItem(atPath: home.string)[.posixPermissions] as? Int
+        #expect(mode == 0o700)
+        let keyMode =
+            try FileManager.default.attributesOfItem(atPath: home.appending("ca-key.pem").string)[
+                .posixPermissions
+            ] as? Int
+        #expect(keyMode == 0o600)
+        #expect(TLSSetup.defaultFolder(environment: ["HOME": "/home/u"]) == "/home/u/.local/state/ba-mock/tls")
+        #expect(TLSSetup.defaultFolder(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"]) == "/s/ba-mock/tls")
+    }
+
     @Test func missingCertificateFilesAreNamed() throws {
         let error = #expect(throws: AssetPackServerError.self) {
             try TLSSetup.make(
                 mode: .files(certificate: "/nonexistent/cert.pem", key: "/nonexistent/key.pem"),
                 host: "localhost",
-                stateFolder: "/tmp"
+                folder: "/nonexistent/tls"
             )
         }
         #expect(error?.code == .tls)

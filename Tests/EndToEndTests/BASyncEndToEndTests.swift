@@ -179,11 +179,16 @@ struct BASyncEndToEndTests {
     @Test func trustsASelfSignedMockThroughCACert() throws {
         let scratch = try Scratch()
         let folder = try scratch.copySampleAssets()
-        let server = try RunningTool(mock, ["serve", folder.string, "--port", "0", "--tls-self-signed"])
+        let tlsDir = scratch.root.appending("tls")
+        let server = try RunningTool(
+            mock,
+            ["serve", folder.string, "--port", "0", "--tls-self-signed", "--tls-dir", tlsDir.string]
+        )
         defer { server.interrupt() }
         let url = try #require(server.waitForFirstLine(), "stderr: \(server.stderr)")
         #expect(url.hasPrefix("https://127.0.0.1:"))
-        let ca = folder.appending(".ba-mock/tls/ca.pem").string
+        let ca = tlsDir.appending("ca.pem").string
+        #expect(!FileManager.default.fileExists(atPath: folder.appending(".ba-mock/tls").string))
         let appGroup = scratch.root.appending("AppGroup")
         let refused = try run(["ensure", "Tutorial"], url: url, appGroup: appGroup)
         #expect(refused.status == 1)
