@@ -128,7 +128,14 @@ extension PackIndex {
             total = sum
         }
         if let problem = headerProblem(rows: files.count, total: total) { return problem }
+        // Rows are paths from a peer, held to the rule of entry names: a delta's rows for the files it leaves
+        // with the base are never seen as entries, and an installed index names the files reads open.
+        for file in files where !PackPath.isEntryPath(file.path) {
+            return "lists \"\(AssetPackID.printable(file.path))\", a path no pack may hold (absolute, empty, or "
+                + "with '..', '.', '//' or a backslash)"
+        }
         let paths = Set(files.map { PathKey($0.path) })
+        if paths.count != files.count { return "lists a path twice" }
         for file in files {
             var folder = Substring(file.path).utf8
             while let slash = folder.lastIndex(of: UInt8(ascii: "/")) {

@@ -52,6 +52,12 @@ public enum PackPath {
         return length > 0 && !(length == dots && dots <= 2)
     }
 
+    /// Whether `path` may name a file in a pack: relative and already normal (what ``normalize(_:)`` returns,
+    /// byte for byte), the rule every entry name and index row is held to.
+    public static func isEntryPath(_ path: String) -> Bool {
+        isNormal(path.utf8)
+    }
+
     /// Whether `path` has a `..` component, splitting at `/` bytes.
     static func climbs(_ path: String) -> Bool {
         Substring(path).utf8.split(separator: slash).contains { $0.elementsEqual([dot, dot]) }

@@ -175,3 +175,43 @@ struct PackDeltaTests {
         }
     }
 }
+
+/// Index rows a peer sends are paths like any entry's: a delta's rows for the files it leaves with the base
+/// are never seen as entries, so they are checked on their own.
+@Suite("Delta archives: hostile index rows")
+struct PackDeltaHostileRowTests {
+    @Test(arguments: [
+        "../1-installed/b.txt", "a/../../victim/keep.txt", "/etc/passwd", "./a.txt", "a//b.txt", "a/./b.txt",
+        "a\\b.txt", "a/", "",
+    ])
+    func aRowThatLeavesThePackIsRefused(_ row: String) throws {
+        let scratch = try Scratch()
+        let data = Data("keep".utf8)
+        let binding =
+            #"{"assetPackID":"Hostile","fromSHA256":"\#(String(repeating: "a", count: 64))","#
+            + #""toSHA256":"\#(String(repeating: "b", count: 64))"}"#
+        let escaped = row.replacingOccurrences(of: "\\", with: "\\\\")
+        let tar = ArchiveFixture.rawTar([
+            ("Delta.json", [:], Data(binding.utf8)),
+            ("Index.json", [:], ArchiveFixture.index([("fine.txt", data), (escaped, data)])),
+        ])
+        let delta = try scratch.write("hostile.delta", tar)
+        let folder = scratch.root.appending("staging")
+        try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try PackReader.extractDelta(
+                delta,
+                into: folder,
+                limit: 8,
+                expecting: PackDelta.Binding(
+                    assetPackID: "Hostile",
+                    fromSHA256: String(repeating: "a", count: 64),
+                    toSHA256: String(repeating: "b", count: 64)
+                ),
+                baseFileCount: 2
+            )
+        }
+        #expect(error?.code == .corruptPack, "\(error?.description ?? "")")
+        #expect(error?.message.contains("a path no pack may hold") == true, "\(error?.message ?? "")")
+    }
+}
