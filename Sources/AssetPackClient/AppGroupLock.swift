@@ -26,8 +26,32 @@ final class AppGroupLock: Sendable {
         onWait: @Sendable (Int32?) -> Void
     ) async throws -> AppGroupLock {
         let path = store.lockFile
-        let raw = open(path.string, O_RDWR | O_CREAT | O_CLOEXEC, 0o640)
-        guard raw >= 0 else { throw AssetPackClientError.io("open the lock", path, Errno(rawValue: errno)) }
+        // Relative to the control folder, opened without following links, and never through a link at
+        // `lock` itself: a planted `lock -> PATH` would otherwise create PATH.
+        let control = try store.openFolder(".ba-sync", creating: true)
+        let raw = openat(control.rawValue, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o640)
+        let failure = Errno(rawValue: errno)
+        try? control.close()
+        guard raw >= 0 else {
+            if failure == .tooManySymbolicLinkLevels {
+                throw AssetPackClientError(
+                    code: .io,
+                    message:
+                        "\(path) is a symlink; ba-sync never follows a link inside the app group. Fix: remove it "
+                        + "(and find out who put it there), then run again",
+                    cause: failure
+                )
+            }
+            throw AssetPackClientError.io("open the lock", path, failure)
+        }
+        var info = stat()
+        guard fstat(raw, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(raw)
+            throw AssetPackClientError(
+                code: .io,
+                message: "\(path) is not a regular file. Fix: remove it, then run again"
+            )
+        }
         let fd = FileDescriptor(rawValue: raw)
         do {
             try await take(fd, path: path, timeout: timeout, onWait: onWait)
@@ -76,8 +100,12 @@ final class AppGroupLock: Sendable {
 
     /// The PID written into the lock file by its holder.
     private static func holder(of path: FilePath) -> Int32? {
-        (try? String(contentsOfFile: path.string, encoding: .utf8))
-            .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        var bytes = [UInt8](repeating: 0, count: 32)
+        guard let fd = try? FileDescriptor.open(path, .readOnly, options: [.noFollow, .nonBlocking, .closeOnExec]),
+            let count = try? fd.closeAfter({ try bytes.withUnsafeMutableBytes { try fd.read(into: $0) } })
+        else { return nil }
+        let text = String(decoding: bytes.prefix(count), as: UTF8.self)
+        return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     func release() {

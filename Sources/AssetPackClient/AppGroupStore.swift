@@ -76,15 +76,42 @@ public struct AppGroupStore: Sendable {
 
     func indexFile(for pack: InstalledPack) -> FilePath { root.appending(pack.directory + ".index.json") }
 
-    /// Creates the store's folders if needed.
+    /// Creates the store's folders if needed, each made and opened relative to the one above it: a symlink
+    /// planted in place of one (`.ba-sync/staging` to a folder elsewhere) is refused, never followed.
     /// - Throws: ``AssetPackClientError`` with code `.io`.
     func createFolders() throws {
-        for folder in [packsFolder, downloadsFolder, stagingFolder] {
-            do {
-                try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
-            } catch {
-                throw AssetPackClientError.io("create", folder, error)
+        for folder in ["AssetPacks", ".ba-sync/downloads", ".ba-sync/staging"] {
+            try openFolder(folder, creating: true).close()
+        }
+    }
+
+    /// Opens the folder at `relative` inside the app group (made, with its parents, when `creating`) a
+    /// component at a time, never through a symlink: a link planted anywhere below the app group (a pack's
+    /// folder, a version folder, a folder inside an installed pack) is refused. The app group itself may be
+    /// reached through a symlink the user chose.
+    /// - Returns: A descriptor the caller closes.
+    /// - Throws: ``AssetPackClientError`` with code `.io`, which says when a link or a file was in the way.
+    func openFolder(_ relative: String, creating: Bool) throws -> FileDescriptor {
+        let path = root.appending(relative)
+        do {
+            if creating, !FileManager.default.fileExists(atPath: root.string) {
+                try FileManager.default.createDirectory(atPath: root.string, withIntermediateDirectories: true)
             }
+            let top = try FileDescriptor.openFolder(root)
+            return try top.closeAfter { try top.openFolder(relative, creating: creating) }
+        } catch let failure as Errno where failure == .tooManySymbolicLinkLevels || failure == .notDirectory {
+            throw AssetPackClientError(
+                code: .io,
+                message:
+                    "\(path) leads through a symlink or a file where ba-sync keeps a folder; nothing inside the app "
+                    + "group is followed through a link. Fix: remove what is in the way (and find out who put it "
+                    + "there), then run again",
+                cause: failure
+            )
+        } catch let failure as Errno {
+            throw AssetPackClientError.io("open", path, failure)
+        } catch {
+            throw AssetPackClientError.io("create", root, error)
         }
     }
 
@@ -158,13 +185,18 @@ public struct AppGroupStore: Sendable {
     }
 
     /// Removes what a crashed or killed run left behind: staging folders, temporary files of atomic writes,
-    /// and version folders that the state does not name. Partial downloads are kept to resume.
+    /// and version folders that the state does not name. Partial downloads are kept to resume. A symlink
+    /// found where a pack's folder belongs is removed (the link, never what it points to), and a pack whose
+    /// folder is not a folder of the app group's own is no longer installed.
     /// - Throws: ``AssetPackClientError`` when the state cannot be read.
     func recover() throws {
         var state = try loadState()
-        // A pack whose folder is gone (a removal on a full disk that was cut short) is not installed.
-        let missing = state.installed.values.filter {
-            !FileManager.default.fileExists(atPath: root.appending($0.directory).string)
+        // A pack whose folder is gone (a removal on a full disk that was cut short), or reached only through a
+        // link, is not installed.
+        let missing = state.installed.values.filter { pack in
+            guard let folder = try? openFolder(pack.directory, creating: false) else { return true }
+            try? folder.close()
+            return false
         }
         if !missing.isEmpty {
             state = try update { state in
@@ -185,6 +217,12 @@ public struct AppGroupStore: Sendable {
         let live = Set(state.installed.values.flatMap { [$0.directory, $0.directory + ".index.json"] })
         for id in (try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [] {
             let folder = packsFolder.appending(id)
+            var info = stat()
+            guard lstat(folder.string, &info) == 0 else { continue }
+            guard info.st_mode & S_IFMT == S_IFDIR else {
+                _ = unlink(folder.string)  // a link or a file: removed itself, nothing it points to
+                continue
+            }
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder.string)) ?? []
             for name in entries where !live.contains("AssetPacks/\(id)/\(name)") {
                 try? FileManager.default.removeItem(atPath: folder.appending(name).string)

@@ -140,7 +140,8 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
 
     /// Whether `error` says a file is not there (a missing installed file, as opposed to an unreadable one).
     static func isNotFound(_ error: any Error) -> Bool {
-        ((error as? AssetPackFormatError)?.cause as? Errno) == .noSuchFileOrDirectory
+        let cause = (error as? AssetPackFormatError)?.cause ?? (error as? AssetPackClientError)?.cause
+        return (cause as? Errno ?? error as? Errno) == .noSuchFileOrDirectory
     }
 
     static func network(

@@ -69,7 +69,7 @@ struct PackInstaller: Sendable {
             if let base = delta?.base {
                 try await BlockingIO.runOnThreadOfItsOwn {
                     do {
-                        try Self.copyUnchanged(absent, from: store.root.appending(base.directory), into: staging, pack)
+                        try Self.copyUnchanged(absent, from: base, into: staging, pack, store: store)
                     } catch {
                         Self.removeStaging(staging)
                         throw error
@@ -200,15 +200,16 @@ struct PackInstaller: Sendable {
         _ = unlink(indexCopy(of: staging).string)
     }
 
-    /// A new, empty staging folder inside the app group (so the final rename stays on one file system).
+    /// A new, empty staging folder inside the app group (so the final rename stays on one file system), made
+    /// relative to `.ba-sync/staging` opened without following links: a symlink planted there is refused.
     private static func makeStaging(_ pack: AssetPack, store: AppGroupStore) throws -> FilePath {
-        let staging = store.stagingFolder.appending("\(pack.id)-\(UUID().uuidString)")
-        do {
-            try FileManager.default.createDirectory(atPath: staging.string, withIntermediateDirectories: true)
-        } catch {
-            throw AssetPackClientError.io("create", staging, error)
+        let name = "\(pack.id)-\(UUID().uuidString)"
+        let folder = try store.openFolder(".ba-sync/staging", creating: true)
+        defer { try? folder.close() }
+        guard mkdirat(folder.rawValue, name, 0o755) == 0 else {
+            throw AssetPackClientError.io("create", store.stagingFolder.appending(name), Errno(rawValue: errno))
         }
-        return staging
+        return store.stagingFolder.appending(name)
     }
 
     /// Runs an extraction and says what went wrong in the client's terms; checks the index names the pack.
@@ -247,28 +248,60 @@ struct PackInstaller: Sendable {
     /// delta starts from) fails the delta. Hard links, not copies: the bytes are not written again (nor
     /// synced), and the base folder is removed once the new version is committed, so no two installed
     /// versions ever share a file; every file of the new version is still hashed. Where links cannot be made
-    /// the files are copied. Two threads hash, as the machine has two cores to spare for it.
-    static func copyUnchanged(_ files: [PackIndex.File], from base: FilePath, into staging: FilePath, _ pack: AssetPack)
-        throws
-    {
-        for folder in Set(files.map { staging.appending($0.path).removingLastComponent() }) {
-            do {
-                try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
-            } catch {
-                throw AssetPackClientError.io("create", folder, error)
+    /// the files are copied. Every folder on both sides is opened relative to the one above it, never
+    /// through a symlink (a folder of the installed pack replaced by a link to elsewhere fails the delta), and
+    /// each link is made between folder descriptors. Two threads hash, as the machine has two cores to spare.
+    static func copyUnchanged(
+        _ files: [PackIndex.File],
+        from base: InstalledPack,
+        into staging: FilePath,
+        _ pack: AssetPack,
+        store: AppGroupStore
+    ) throws {
+        // The files of one folder together, so that each folder is opened once on each side.
+        var positions: [PathKey: Int] = [:]
+        var grouped: [(folder: String, files: [PackIndex.File])] = []
+        for file in files {
+            let folder = Self.split(file.path).folder
+            if let at = positions[PathKey(folder)] {
+                grouped[at].files.append(file)
+            } else {
+                positions[PathKey(folder)] = grouped.count
+                grouped.append((folder, [file]))
             }
         }
+        let groups = grouped
+        let stagingName = staging.lastComponent?.string ?? ""
         let next = Mutex(0)
         let failure = Mutex<(any Error)?>(nil)
-        DispatchQueue.concurrentPerform(iterations: min(2, files.count)) { _ in
+        DispatchQueue.concurrentPerform(iterations: min(2, groups.count)) { _ in
             while failure.withLock({ $0 == nil }) {
                 let taken = next.withLock { value in
                     defer { value += 1 }
                     return value
                 }
-                guard taken < files.count else { return }
+                guard taken < groups.count else { return }
                 do {
-                    try reuse(files[taken], from: base, into: staging, pack)
+                    let (folder, files) = groups[taken]
+                    let source: FileDescriptor
+                    do {
+                        source = try store.openFolder(
+                            base.directory + (folder.isEmpty ? "" : "/" + folder),
+                            creating: false
+                        )
+                    } catch {
+                        // Gone, or a link where the installed folder was: reported as its first file.
+                        throw unusable(files.first, pack, error)
+                    }
+                    defer { try? source.close() }
+                    let target = try store.openFolder(
+                        ".ba-sync/staging/\(stagingName)" + (folder.isEmpty ? "" : "/" + folder),
+                        creating: true
+                    )
+                    defer { try? target.close() }
+                    for file in files {
+                        try reuse(file, from: source, into: target, base: base, pack, store: store)
+                    }
                 } catch {
                     failure.withLock { $0 = $0 ?? error }
                 }
@@ -277,26 +310,51 @@ struct PackInstaller: Sendable {
         if let failure = failure.withLock({ $0 }) { throw failure }
     }
 
-    /// Links (or copies) one unchanged file from the base folder into the staging folder and checks it.
-    private static func reuse(_ file: PackIndex.File, from base: FilePath, into staging: FilePath, _ pack: AssetPack)
-        throws
-    {
+    /// `a/b/c` → (`a/b`, `c`); `c` → ("", `c`), split at the last `/` byte.
+    private static func split(_ path: String) -> (folder: String, name: String) {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return ("", path) }
+        return (String(Substring(path.utf8[..<slash])), String(Substring(path.utf8[path.utf8.index(after: slash)...])))
+    }
+
+    /// A base file the delta keeps that cannot be had: missing, unreadable, or reached through a link.
+    private static func unusable(_ file: PackIndex.File?, _ pack: AssetPack, _ error: any Error) -> any Error {
+        if AssetPackClientError.isDiskFull(error) { return error }
+        let path = file?.path ?? "?"
+        let gone = AssetPackClientError.isNotFound(error)
+        var failure = AssetPackClientError(
+            code: .corruptPack,
+            message:
+                "the installed \(path) of pack \(pack.id), which the delta keeps, "
+                + (gone ? "is missing" : "cannot be read"),
+            assetPackID: pack.id,
+            cause: error as? any Error & Sendable
+        )
+        failure.shortReason = "installed \(path) \(gone ? "missing" : "unreadable")"
+        return failure
+    }
+
+    /// Links (or copies) one unchanged file from a folder of the base into the same folder of the staging
+    /// folder, and checks it.
+    private static func reuse(
+        _ file: PackIndex.File,
+        from source: FileDescriptor,
+        into target: FileDescriptor,
+        base: InstalledPack,
+        _ pack: AssetPack,
+        store: AppGroupStore
+    ) throws {
+        let name = split(file.path).name
         let reused: (size: Int64, sha256: String)
         do {
-            reused = try FileDigest.link(base.appending(file.path), to: staging.appending(file.path))
-        } catch {
-            if AssetPackClientError.isDiskFull(error) { throw error }
-            let gone = AssetPackClientError.isNotFound(error)
-            var failure = AssetPackClientError(
-                code: .corruptPack,
-                message:
-                    "the installed \(file.path) of pack \(pack.id), which the delta keeps, "
-                    + (gone ? "is missing" : "cannot be read"),
-                assetPackID: pack.id,
-                cause: error
+            reused = try FileDigest.link(
+                name,
+                in: source,
+                to: target,
+                name,
+                shownAs: store.root.appending(base.directory).appending(file.path)
             )
-            failure.shortReason = "installed \(file.path) \(gone ? "missing" : "unreadable")"
-            throw failure
+        } catch {
+            throw unusable(file, pack, error)
         }
         guard reused.size == file.size, reused.sha256 == file.sha256 else {
             var failure = AssetPackClientError(
@@ -318,18 +376,25 @@ struct PackInstaller: Sendable {
     private static func commit(_ staging: FilePath, index: PackIndex, pack: AssetPack, store: AppGroupStore) throws
         -> InstalledPack
     {
-        let (relative, destination) = try newVersionFolder(for: pack, store: store)
-        let folder = destination.removingLastComponent()
+        // Both folders opened without following links, and every rename made between their descriptors: a
+        // symlink planted at `AssetPacks/<id>` cannot move the pack elsewhere.
+        let stagingFolder = try store.openFolder(".ba-sync/staging", creating: false)
+        defer { try? stagingFolder.close() }
+        let packFolder = try store.openFolder("AssetPacks/\(pack.id)", creating: true)
+        defer { try? packFolder.close() }
+        let (relative, name) = try newVersionFolder(for: pack, in: packFolder)
+        let destination = store.root.appending(relative)
+        let stagingName = staging.lastComponent?.string ?? ""
+        let stagingIndex = indexCopy(of: FilePath(stagingName)).string
         // The index's bytes as the archive held them, verified by the extraction (not written again: at
         // 100 000 files that held the index whole twice over).
-        let installedIndex = store.root.appending(relative + ".index.json").string
-        guard rename(indexCopy(of: staging).string, installedIndex) == 0 else {
+        guard renameat(stagingFolder.rawValue, stagingIndex, packFolder.rawValue, name + ".index.json") == 0 else {
             throw AssetPackClientError.io("move the index of", destination, Errno(rawValue: errno))
         }
         do {
             try AtomicFile.syncFileSystem(containing: staging)
         } catch {
-            _ = unlink(installedIndex)
+            _ = unlinkat(packFolder.rawValue, name + ".index.json", 0)
             throw AssetPackClientError(
                 code: .io,
                 message: "pack \(pack.id) was written but did not reach the disk intact; nothing was installed",
@@ -337,12 +402,12 @@ struct PackInstaller: Sendable {
                 cause: error
             )
         }
-        guard rename(staging.string, destination.string) == 0 else {
+        guard renameat(stagingFolder.rawValue, stagingName, packFolder.rawValue, name) == 0 else {
             let failure = Errno(rawValue: errno)
-            _ = unlink(installedIndex)
+            _ = unlinkat(packFolder.rawValue, name + ".index.json", 0)
             throw AssetPackClientError.io("move the installed pack to", destination, failure)
         }
-        AtomicFile.syncDirectory(folder)
+        _ = fsync(packFolder.rawValue)
         let installed = InstalledPack(
             id: pack.id,
             version: pack.version,
@@ -368,20 +433,17 @@ struct PackInstaller: Sendable {
     /// A version folder that does not exist and never did in this app group:
     /// `AssetPacks/<id>/<version>-<digest>-<install>`, where `<install>` is random (`<digest>` is `v<version>`
     /// when the manifest gives no digest).
-    private static func newVersionFolder(for pack: AssetPack, store: AppGroupStore) throws -> (String, FilePath) {
-        let parent = store.packsFolder.appending(pack.id)
-        do {
-            try FileManager.default.createDirectory(atPath: parent.string, withIntermediateDirectories: true)
-        } catch {
-            throw AssetPackClientError.io("create", parent, error)
-        }
+    /// - Returns: Its path relative to the app group, and its name in the pack's folder.
+    private static func newVersionFolder(for pack: AssetPack, in packFolder: FileDescriptor) throws -> (String, String)
+    {
         while true {
             let install = String(UInt32.random(in: 0...UInt32.max), radix: 16)
-            let relative = "AssetPacks/\(pack.id)/\(pack.version)-\(pack.archiveLabel)-\(install)"
-            let destination = store.root.appending(relative)
+            let name = "\(pack.version)-\(pack.archiveLabel)-\(install)"
             var info = stat()
-            if lstat(destination.string, &info) != 0 && lstat(destination.string + ".index.json", &info) != 0 {
-                return (relative, destination)
+            if fstatat(packFolder.rawValue, name, &info, AT_SYMLINK_NOFOLLOW) != 0
+                && fstatat(packFolder.rawValue, name + ".index.json", &info, AT_SYMLINK_NOFOLLOW) != 0
+            {
+                return ("AssetPacks/\(pack.id)/\(name)", name)
             }
         }
     }

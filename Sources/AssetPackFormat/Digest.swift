@@ -67,24 +67,71 @@ public enum FileDigest {
     /// - Returns: The bytes copied and their lower-case hex SHA-256.
     /// - Throws: ``AssetPackFormatError`` with code `.io`.
     public static func copy(_ source: FilePath, to target: FilePath) throws -> (size: Int64, sha256: String) {
+        try withParents(source, target) { try copy($0, in: $1, to: $2, $3, shownAs: source) }
+    }
+
+    /// Gives `target` the bytes of the regular file at `source` without copying them: a hard link (never
+    /// following a symlink at `source`, never replacing anything at `target`), then hashes what `target`
+    /// holds. Where the file system cannot link (another device, too many links, no links at all) it copies,
+    /// hashing on the way.
+    /// - Returns: The file's size and lower-case hex SHA-256.
+    /// - Throws: ``AssetPackFormatError`` with code `.io`, also when `source` is not a regular file.
+    public static func link(_ source: FilePath, to target: FilePath) throws -> (size: Int64, sha256: String) {
+        try withParents(source, target) { try link($0, in: $1, to: $2, $3, shownAs: source) }
+    }
+
+    /// ``link(_:to:)`` relative to folder descriptors: the file `name` of the folder `source` becomes the file
+    /// `targetName` of the folder `target`. Neither name is resolved through anything but its own folder, so
+    /// a symlink planted in place of a folder on the way cannot redirect the link (open the folders with
+    /// `FileDescriptor.openFolder(_:creating:)`); a symlink at `name` is linked as itself, then refused.
+    /// - Parameter path: The source as the user knows it, for messages.
+    /// - Throws: ``AssetPackFormatError`` with code `.io`.
+    public static func link(
+        _ name: String,
+        in source: FileDescriptor,
+        to target: FileDescriptor,
+        _ targetName: String,
+        shownAs path: FilePath
+    ) throws -> (size: Int64, sha256: String) {
+        guard linkat(source.rawValue, name, target.rawValue, targetName, 0) == 0 else {
+            let failure = Errno(rawValue: errno)
+            switch failure {
+            case .improperLink, .tooManyLinks, .notPermitted, .notSupported:
+                return try copy(name, in: source, to: target, targetName, shownAs: path)
+            default: throw AssetPackFormatError.io("link", path, failure)
+            }
+        }
+        do {
+            let fd = try openRegular(targetName, in: target)
+            return try fd.closeAfter {
+                var hasher = SHA256()
+                let size = try fd.forEachChunk { hasher.update(bufferPointer: $0) }
+                return (size, hasher.finalize().hexString)
+            }
+        } catch let errno as Errno {
+            throw AssetPackFormatError.io("hash", path, errno)
+        }
+    }
+
+    /// ``copy(_:to:)`` relative to folder descriptors, as ``link(_:in:to:_:shownAs:)`` links.
+    /// - Throws: ``AssetPackFormatError`` with code `.io`.
+    public static func copy(
+        _ name: String,
+        in source: FileDescriptor,
+        to target: FileDescriptor,
+        _ targetName: String,
+        shownAs path: FilePath
+    ) throws -> (size: Int64, sha256: String) {
         let input: FileDescriptor
         do {
-            input = try openRegular(source)
+            input = try openRegular(name, in: source)
         } catch let errno as Errno {
-            throw AssetPackFormatError.io("open", source, errno)
+            throw AssetPackFormatError.io("open", path, errno)
         }
         return try input.closeAfter {
-            let output: FileDescriptor
-            do {
-                output = try FileDescriptor.open(
-                    target,
-                    .writeOnly,
-                    options: [.create, .exclusiveCreate, .closeOnExec],
-                    permissions: [.ownerReadWrite, .groupRead, .otherRead]
-                )
-            } catch let errno as Errno {
-                throw AssetPackFormatError.io("create", target, errno)
-            }
+            let raw = openat(target.rawValue, targetName, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            guard raw >= 0 else { throw AssetPackFormatError.io("create a copy of", path, Errno(rawValue: errno)) }
+            let output = FileDescriptor(rawValue: raw)
             return try output.closeAfter {
                 var hasher = SHA256()
                 var size: Int64 = 0
@@ -95,36 +142,38 @@ public enum FileDigest {
                         size += Int64(bytes.count)
                     }
                 } catch let errno as Errno {
-                    throw AssetPackFormatError.io("copy", source, errno)
+                    throw AssetPackFormatError.io("copy", path, errno)
                 }
                 return (size, hasher.finalize().hexString)
             }
         }
     }
 
-    /// Gives `target` the bytes of the regular file at `source` without copying them: a hard link (never
-    /// following a symlink at `source`, never replacing anything at `target`), then hashes what `target`
-    /// holds. Where the file system cannot link (another device, too many links, no links at all) it copies,
-    /// hashing on the way.
-    /// - Returns: The file's size and lower-case hex SHA-256.
-    /// - Throws: ``AssetPackFormatError`` with code `.io`, also when `source` is not a regular file.
-    public static func link(_ source: FilePath, to target: FilePath) throws -> (size: Int64, sha256: String) {
-        guard linkat(AT_FDCWD, source.string, AT_FDCWD, target.string, 0) == 0 else {
-            let failure = Errno(rawValue: errno)
-            switch failure {
-            case .improperLink, .tooManyLinks, .notPermitted, .notSupported: return try copy(source, to: target)
-            default: throw AssetPackFormatError.io("link", source, failure)
+    /// Runs `body` with the names and opened parent folders of two paths.
+    private static func withParents<T>(
+        _ source: FilePath,
+        _ target: FilePath,
+        _ body: (String, FileDescriptor, FileDescriptor, String) throws -> T
+    ) throws -> T {
+        func parent(_ path: FilePath) throws -> FileDescriptor {
+            let folder = path.removingLastComponent()
+            do {
+                return try FileDescriptor.openFolder(folder.isEmpty ? "." : folder)
+            } catch {
+                throw AssetPackFormatError.io("open the folder of", path, error)
             }
         }
-        do {
-            let fd = try openRegular(target)
-            return try fd.closeAfter {
-                var hasher = SHA256()
-                let size = try fd.forEachChunk { hasher.update(bufferPointer: $0) }
-                return (size, hasher.finalize().hexString)
+        let sourceFolder = try parent(source)
+        return try sourceFolder.closeAfter {
+            let targetFolder = try parent(target)
+            return try targetFolder.closeAfter {
+                try body(
+                    source.lastComponent?.string ?? "",
+                    sourceFolder,
+                    targetFolder,
+                    target.lastComponent?.string ?? ""
+                )
             }
-        } catch let errno as Errno {
-            throw AssetPackFormatError.io("hash", source, errno)
         }
     }
 
@@ -133,7 +182,14 @@ public enum FileDigest {
     /// forever) or reading a device.
     /// - Throws: `Errno`.
     static func openRegular(_ path: FilePath) throws -> FileDescriptor {
-        let fd = try FileDescriptor.open(path, .readOnly, options: [.closeOnExec, .noFollow, .nonBlocking])
+        try openRegular(path.string, in: FileDescriptor(rawValue: AT_FDCWD))
+    }
+
+    /// ``openRegular(_:)`` of `name` relative to the folder `folder`.
+    static func openRegular(_ name: String, in folder: FileDescriptor) throws -> FileDescriptor {
+        let raw = openat(folder.rawValue, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard raw >= 0 else { throw Errno(rawValue: errno) }
+        let fd = FileDescriptor(rawValue: raw)
         var info = stat()
         guard fstat(fd.rawValue, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             try? fd.close()

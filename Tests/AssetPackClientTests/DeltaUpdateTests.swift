@@ -180,6 +180,28 @@ struct DeltaUpdateTests {
         #expect(seen.fallbacks == ["installed Levels/World2/big.bin \(reason)"])
     }
 
+    /// A folder of the installed pack replaced by a link to a copy elsewhere: the delta's reuse of the base's
+    /// files must not hard-link the outside file into the new version.
+    @Test func aFolderOfTheInstalledPackThatLinksElsewhereIsNotLinkedFrom() async throws {
+        let seen = try await withLevelsInstalled { server, manager, scratch in
+            let installed = try manager.reader.installedFile(at: "Levels/World2/big.bin").removingLastComponent()
+            let outside = scratch.root.appending("Outside")
+            #expect(rename(installed.string, outside.string) == 0)
+            try FileManager.default.createSymbolicLink(atPath: installed.string, withDestinationPath: outside.string)
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 13}"#)
+            try await server.catalog.refresh()
+
+            try await manager.checkForUpdatesAndWait()
+            #expect(manager.installedPack(withID: "Levels")?.version == 2)
+            #expect(try manager.contents(at: "Levels/World2/big.bin") == Scratch.noise(400_000, seed: 8))
+            // The outside file is where it was, with its one link: no file of the new version is it.
+            let attributes = try FileManager.default.attributesOfItem(atPath: outside.appending("big.bin").string)
+            #expect(attributes[.referenceCount] as? Int == 1)
+            #expect(try manager.verify() == 4)
+        }
+        #expect(seen.fallbacks == ["installed Levels/World2/big.bin unreadable"])
+    }
+
     @Test func aDeltaTheServerCannotGiveFallsBackToTheWholePackOnce() async throws {
         let seen = try await withLevelsInstalled { server, manager, scratch in
             try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 10}"#)

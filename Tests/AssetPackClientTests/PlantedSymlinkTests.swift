@@ -1,0 +1,116 @@
+import AssetPackFormat
+import AssetPackServer
+import Foundation
+import SystemPackage
+import TestSupport
+import Testing
+
+@testable import AssetPackClient
+
+/// Symlinks planted inside an app group, as another process of the device (or a careless script) could: the
+/// client refuses them or removes the link itself, and never writes, links or deletes through one.
+@Suite("Symlinks planted in the app group")
+struct PlantedSymlinkTests {
+    /// Runs `body` with a live server over the sample folder, an app group, and a folder outside both that
+    /// holds one file (`keep.txt`), which must survive unchanged whatever the client does.
+    func withAppGroup(
+        _ body: @Sendable (LiveServer, FilePath, FilePath, Scratch) async throws -> Void
+    ) async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let outside = scratch.root.appending("Outside")
+        try scratch.write("Outside/keep.txt", "precious")
+        try await LiveServer.with(folder: scratch.root) { server in
+            try await body(server, scratch.root.appending("AppGroup"), outside, scratch)
+        }
+    }
+
+    func manager(_ server: LiveServer, _ appGroup: FilePath) throws -> AssetPackManager {
+        try AssetPackManager(
+            server: URL(string: server.url)!,
+            appGroup: appGroup,
+            retryPolicy: RetryPolicy(retries: 0)
+        )
+    }
+
+    /// The names below a folder (not following links), sorted, with each regular file's bytes.
+    func listing(_ folder: FilePath) throws -> [String: Data] {
+        var found: [String: Data] = [:]
+        for name in try FileManager.default.subpathsOfDirectory(atPath: folder.string) {
+            let path = folder.appending(name).string
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            let isFile = attributes[.type] as? FileAttributeType == .typeRegular
+            found[name] = isFile ? try Data(contentsOf: URL(fileURLWithPath: path)) : Data()
+        }
+        return found
+    }
+
+    func isSymlink(_ path: FilePath) -> Bool {
+        var info = stat()
+        return lstat(path.string, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK
+    }
+
+    @Test func aStagingFolderThatLinksElsewhereIsRefusedAndNothingIsWrittenThere() async throws {
+        try await withAppGroup { server, appGroup, outside, _ in
+            try FileManager.default.createDirectory(
+                atPath: appGroup.appending(".ba-sync").string,
+                withIntermediateDirectories: true
+            )
+            try FileManager.default.createSymbolicLink(
+                atPath: appGroup.appending(".ba-sync/staging").string,
+                withDestinationPath: outside.string
+            )
+            let manager = try manager(server, appGroup)
+            let error = await #expect(throws: AssetPackClientError.self) {
+                try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            }
+            #expect(error?.message.contains("leads through a symlink") == true, "\(String(describing: error))")
+            #expect(try listing(outside) == ["keep.txt": Data("precious".utf8)])
+        }
+    }
+
+    @Test func aLockFileThatLinksElsewhereCreatesNothingThere() async throws {
+        try await withAppGroup { server, appGroup, outside, _ in
+            try FileManager.default.createDirectory(
+                atPath: appGroup.appending(".ba-sync").string,
+                withIntermediateDirectories: true
+            )
+            let target = outside.appending("created-by-lock")
+            try FileManager.default.createSymbolicLink(
+                atPath: appGroup.appending(".ba-sync/lock").string,
+                withDestinationPath: target.string
+            )
+            let manager = try manager(server, appGroup)
+            let error = await #expect(throws: AssetPackClientError.self) {
+                try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            }
+            #expect(error?.message.contains("is a symlink") == true, "\(String(describing: error))")
+            #expect(!FileManager.default.fileExists(atPath: target.string))
+            #expect(try listing(outside) == ["keep.txt": Data("precious".utf8)])
+        }
+    }
+
+    @Test func aPackFolderThatLinksElsewhereIsNeitherFollowedNorEmptied() async throws {
+        try await withAppGroup { server, appGroup, outside, scratch in
+            let manager = try manager(server, appGroup)
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            // The installed pack's folder moved outside the app group and linked back in its place.
+            let packFolder = appGroup.appending("AssetPacks/Levels")
+            let moved = outside.appending("Levels")
+            #expect(rename(packFolder.string, moved.string) == 0)
+            try FileManager.default.createSymbolicLink(atPath: packFolder.string, withDestinationPath: moved.string)
+            let before = try listing(outside)
+
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 30}"#)
+            try await server.catalog.refresh()
+            let again = try self.manager(server, appGroup)
+            try? await again.checkForUpdatesAndWait()
+            try await again.ensureLocalAvailability(of: try await again.assetPack(withID: "Levels"))
+
+            #expect(try listing(outside) == before)  // nothing written, linked or deleted there
+            #expect(!isSymlink(packFolder))
+            #expect(String(decoding: try again.contents(at: "Levels/World1/level1.json"), as: UTF8.self).contains("30"))
+            #expect(try again.verify() == 3)
+        }
+    }
+}
