@@ -148,6 +148,35 @@ struct RealContentTests {
         #expect(!FileManager.default.fileExists(atPath: scratch.root.appending("Pack.pack").string))
     }
 
+    /// A pax name without `hdrcharset=BINARY` is one libarchive converts, and in a UTF-8 locale it normalizes
+    /// it to NFC: an NFD entry then matched an NFC row of the index and installed under a name the archive
+    /// does not hold. Names are read as the bytes stored, so the two differ and the pack is refused.
+    @Test(arguments: [(entry: nfd, row: nfc), (entry: nfc, row: nfd)])
+    func anEntryNamedOtherwiseThanItsIndexRowIsRefused(entry: String, row: String) throws {
+        let scratch = try Scratch()
+        let data = Data("fine".utf8)
+        let tar = ArchiveFixture.rawTar([
+            ("Contents/x.txt", ["path": "Contents/caf\(entry).txt"], data),
+            ("Index.json", [:], ArchiveFixture.index([("caf\(row).txt", data)])),
+        ])
+        let archive = try scratch.write("nfd.tar", tar)
+        let destination = scratch.root.appending("out")
+        try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try PackReader.extract(archive, into: destination, limit: 1000)
+        }
+        #expect(error?.code == .corruptPack, "\(error?.description ?? "")")
+        // The same archive with names that agree byte for byte installs, under the entry's own bytes.
+        let agreeing = ArchiveFixture.rawTar([
+            ("Contents/x.txt", ["path": "Contents/caf\(entry).txt"], data),
+            ("Index.json", [:], ArchiveFixture.index([("caf\(entry).txt", data)])),
+        ])
+        let good = scratch.root.appending("good")
+        try FileManager.default.createDirectory(atPath: good.string, withIntermediateDirectories: true)
+        try PackReader.extract(try scratch.write("agree.tar", agreeing), into: good, limit: 1000)
+        #expect(try namesOnDisk(good) == [Array("caf\(entry).txt".utf8)])
+    }
+
     @Test func aHostileSizeIsRefusedWithoutATrap() throws {
         let scratch = try Scratch()
         let data = Data("fine".utf8)

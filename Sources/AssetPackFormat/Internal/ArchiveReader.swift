@@ -28,8 +28,11 @@ struct ArchiveReader {
         if status == ArchiveStatus.eof { return nil }
         try check(status, archive, "\(path) is not a readable pack archive")
         guard let entry else { return nil }
-        // The name as stored (packs store it as binary, unconverted), so that it reaches the disk byte-exact;
-        // the UTF-8 form is a conversion, which libarchive normalizes to NFC.
+        // The name as stored, so that it reaches the disk byte-exact and is compared with the index as bytes.
+        // Packs store names as binary (pax `hdrcharset=BINARY`), which libarchive passes through; a name stored
+        // as UTF-8 is converted to the thread's locale, and a UTF-8 locale normalizes it to NFC (an NFD entry
+        // then matched an NFC row and installed under a name the archive does not hold). Readers run in the
+        // C locale, where that conversion fails (a warning) and the stored bytes come through unchanged.
         let name =
             archive_entry_pathname(entry).map { String(cString: $0) }
             ?? archive_entry_pathname_utf8(entry).map { String(cString: $0) } ?? ""
@@ -67,7 +70,7 @@ struct ArchiveReader {
 /// Opens a tar archive for streaming reads (every compression filter libarchive supports; tar formats only,
 /// so a non-archive is refused rather than read raw).
 func withArchiveReader<T>(at path: FilePath, _ body: (ArchiveReader) throws -> T) throws -> T {
-    try withUTF8Locale { try openArchiveReader(at: path, body) }
+    try withCLocale { try openArchiveReader(at: path, body) }
 }
 
 private func openArchiveReader<T>(at path: FilePath, _ body: (ArchiveReader) throws -> T) throws -> T {
@@ -113,7 +116,7 @@ func withArchiveReader<T>(
     name: String,
     _ body: (ArchiveReader) throws -> T
 ) throws -> T {
-    try withUTF8Locale { try openArchiveReader(streaming: source, name: name, body) }
+    try withCLocale { try openArchiveReader(streaming: source, name: name, body) }
 }
 
 private func openArchiveReader<T>(

@@ -65,5 +65,18 @@ func withUTF8Locale<T>(_ body: () throws -> T) rethrows -> T {
     return try body()
 }
 
+/// Runs libarchive reads with the calling thread's locale set to "C", whatever the process set: names stored
+/// as UTF-8 then come through as the bytes stored (with a warning), not converted and normalized to NFC as a
+/// UTF-8 locale would (see ``ArchiveReader/next()``).
+func withCLocale<T>(_ body: () throws -> T) rethrows -> T {
+    guard let locale = cLocale else { return try body() }
+    let previous = uselocale(locale)
+    defer { uselocale(previous) }
+    return try body()
+}
+
+/// The "C" locale, made once.
+nonisolated(unsafe) private let cLocale: locale_t? = newlocale(LC_CTYPE_MASK, "C", nil)
+
 /// `C.UTF-8` (built into glibc 2.35 and later), made once.
 nonisolated(unsafe) private let utf8Locale: locale_t? = newlocale(LC_CTYPE_MASK, "C.UTF-8", nil)
