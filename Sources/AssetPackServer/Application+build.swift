@@ -7,6 +7,10 @@ import NIOCore
 import ServiceLifecycle
 import UnixSignals
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// How the HTTP side of `ba-mock serve` behaves.
 public struct ServerConfiguration: Sendable {
     /// The address or name to listen on.
@@ -30,6 +34,9 @@ public struct ServerConfiguration: Sendable {
     public var requestHeadTimeout: TimeAmount
     /// How long a connection may accept no bytes while a response waits to be sent before it is closed.
     public var sendTimeout: TimeAmount
+    /// The most connections open at once; one more is closed as soon as it is accepted (and the event log
+    /// says so, once a second at most).
+    public var maxConnections: Int
 
     /// Creates a configuration; the defaults serve plain HTTP on 127.0.0.1:8443 and watch every second.
     public init(
@@ -42,9 +49,11 @@ public struct ServerConfiguration: Sendable {
         eventLog: @escaping @Sendable (String) -> Void = { _ in },
         faults: FaultPlan = FaultPlan(seed: 0),
         requestHeadTimeout: TimeAmount = .seconds(10),
-        sendTimeout: TimeAmount = .seconds(60)
+        sendTimeout: TimeAmount = .seconds(60),
+        maxConnections: Int = ServerConfiguration.defaultMaxConnections
     ) {
         self.sendTimeout = sendTimeout
+        self.maxConnections = maxConnections
         self.faults = faults
         self.requestHeadTimeout = requestHeadTimeout
         self.host = host
@@ -54,6 +63,16 @@ public struct ServerConfiguration: Sendable {
         self.watchInterval = watchInterval
         self.requestLog = requestLog
         self.eventLog = eventLog
+    }
+}
+
+extension ServerConfiguration {
+    /// A cap that fits the machine: half the process's file descriptor limit (each connection takes one, and
+    /// packs being served and built take more), at most 4096.
+    public static var defaultMaxConnections: Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 512 }
+        return Int(clamping: min(UInt64(4096), max(UInt64(16), UInt64(limit.rlim_cur) / 2)))
     }
 }
 
@@ -107,9 +126,14 @@ public func buildApplication(
     // than requestHeadTimeout, and one that accepts no bytes of a response for sendTimeout (slow or stuck
     // clients do not pile up); request heads are bounded by NIO's decoder (80 KiB of headers, 1000 fields).
     let (headTimeout, sendTimeout) = (configuration.requestHeadTimeout, configuration.sendTimeout)
+    let eventLog = configuration.eventLog
+    let tracker = ConnectionTracker(limit: configuration.maxConnections) { [limit = configuration.maxConnections] in
+        eventLog("refused \($0) connection(s): \(limit) are open, the --max-connections cap")
+    }
     let http1: HTTPServerBuilder = .http1(
         configuration: .init(
             additionalChannelHandlers: [
+                ConnectionTrackingHandler(tracker: tracker),
                 RequestHeadTimeoutHandler(timeout: headTimeout), SendTimeoutHandler(timeout: sendTimeout),
                 HTTP1HandlerInstaller(sendfile: sendfile),
             ],
@@ -117,7 +141,9 @@ public func buildApplication(
         )
     )
     let server: HTTPServerBuilder = try tls.map { try .tls(http1, tlsConfiguration: $0.configuration) } ?? http1
-    var services: [any Service] = []
+    // First in line, so last to be told to shut down; cancelled with the rest when the grace runs out, it
+    // closes what is still open.
+    var services: [any Service] = [ConnectionCloser(tracker: tracker)]
     if let interval = configuration.watchInterval {
         services.append(CatalogWatcher(catalog: catalog, interval: interval, log: configuration.eventLog))
     }

@@ -12,11 +12,14 @@ public struct MockRequestContext: RequestContext, RemoteAddressRequestContext {
     public let remoteAddress: SocketAddress?
     /// The connection, to find the files its `sendfile` bodies have open.
     let channel: ObjectIdentifier
+    /// The connection, for bodies that wait until it takes bytes.
+    let connection: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.remoteAddress = source.channel.remoteAddress
         self.channel = ObjectIdentifier(source.channel)
+        self.connection = source.channel
     }
 }
 

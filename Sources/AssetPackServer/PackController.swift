@@ -179,7 +179,7 @@ struct PackController {
             if !buffered, let sendfile {
                 return Sendfile.body(path: pack.archive, range: range, channel: context.channel, registry: sendfile)
             }
-            return FileBody.make(path: pack.archive, range: range)
+            return FileBody.make(path: pack.archive, range: range, channel: context.connection)
         }
         let bytes = try await smallPacks.bytes(of: pack)
         return ResponseBody(byteBuffer: bytes.getSlice(at: range.lowerBound, length: range.count) ?? ByteBuffer())

@@ -83,6 +83,14 @@ struct Serve: AsyncParsableCommand {
     )
     var shutdownGrace: Double = 5
 
+    @Option(
+        help: ArgumentHelp(
+            "Connections open at once; one more is closed as soon as it is accepted, and stderr says so. (default: half the file descriptor limit, at most 4096; \(ServerConfiguration.defaultMaxConnections) here)",
+            valueName: "n"
+        )
+    )
+    var maxConnections: Int?
+
     @Flag(help: "Write request lines as JSON objects, one per line.")
     var jsonLog = false
 
@@ -118,6 +126,7 @@ struct Serve: AsyncParsableCommand {
             )
         }
         guard keepArchives >= 1 else { throw ValidationError("--keep-archives must be 1 or more") }
+        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be 1 or more") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         if let baseURL { try checkBaseURL(baseURL) }
         for (value, option, positive) in [
@@ -195,7 +204,8 @@ struct Serve: AsyncParsableCommand {
             requestLog: requestLog,
             eventLog: { events.writeLine($0) },
             faults: plan,
-            sendTimeout: .milliseconds(Int64(sendTimeout * 1000))
+            sendTimeout: .milliseconds(Int64(sendTimeout * 1000)),
+            maxConnections: maxConnections ?? ServerConfiguration.defaultMaxConnections
         )
         let (host, publicName) = (self.host, tlsName.first)
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { listening in
