@@ -5,6 +5,7 @@ import HummingbirdTLS
 import Logging
 import NIOCore
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 #if canImport(Glibc)
@@ -37,6 +38,10 @@ public struct ServerConfiguration: Sendable {
     /// The most connections open at once; one more is closed as soon as it is accepted (and the event log
     /// says so, once a second at most).
     public var maxConnections: Int
+    /// Set when the catalog was not built before: it is built once the server listens, each pack served as
+    /// soon as it is built (a folder of thousands of packs does not keep the first from being tested), and
+    /// this is told how that first build went. `nil` (the default): the caller refreshed the catalog.
+    public var onFirstBuild: (@Sendable (Result<CatalogReport, any Error>) -> Void)?
 
     /// Creates a configuration; the defaults serve plain HTTP on 127.0.0.1:8443 and watch every second.
     public init(
@@ -50,8 +55,10 @@ public struct ServerConfiguration: Sendable {
         faults: FaultPlan = FaultPlan(seed: 0),
         requestHeadTimeout: TimeAmount = .seconds(10),
         sendTimeout: TimeAmount = .seconds(60),
-        maxConnections: Int = ServerConfiguration.defaultMaxConnections
+        maxConnections: Int = ServerConfiguration.defaultMaxConnections,
+        onFirstBuild: (@Sendable (Result<CatalogReport, any Error>) -> Void)? = nil
     ) {
+        self.onFirstBuild = onFirstBuild
         self.sendTimeout = sendTimeout
         self.maxConnections = maxConnections
         self.faults = faults
@@ -144,8 +151,17 @@ public func buildApplication(
     // First in line, so last to be told to shut down; cancelled with the rest when the grace runs out, it
     // closes what is still open.
     var services: [any Service] = [ConnectionCloser(tracker: tracker)]
-    if let interval = configuration.watchInterval {
-        services.append(CatalogWatcher(catalog: catalog, interval: interval, log: configuration.eventLog))
+    // The first build waits for the server to listen: the URL is printed first, and packs are served as built.
+    let (listening, listened) = AsyncStream<Void>.makeStream()
+    if configuration.watchInterval != nil || configuration.onFirstBuild != nil {
+        services.append(
+            CatalogWatcher(
+                catalog: catalog,
+                interval: configuration.watchInterval,
+                log: configuration.eventLog,
+                firstBuild: configuration.onFirstBuild.map { ($0, listening) }
+            )
+        )
     }
     let host = configuration.host
     return Application(
@@ -157,19 +173,38 @@ public func buildApplication(
             let port = channel.localAddress?.port ?? configuration.port
             let printableHost = host.contains(":") ? "[\(host)]" : host
             await onRunning("\(scheme)://\(printableHost):\(port)")
+            listened.finish()
         },
         logger: logger
     )
 }
 
-/// Refreshes the catalog on a timer while the server runs, and says what changed.
+/// Builds the catalog once the server listens (when asked to), then refreshes it on a timer while the
+/// server runs, and says what changed.
 struct CatalogWatcher: Service {
     let catalog: PackCatalog
-    let interval: Duration
+    let interval: Duration?
     let log: @Sendable (String) -> Void
+    /// Told how the first build went, and what says the server listens.
+    let firstBuild: (report: @Sendable (Result<CatalogReport, any Error>) -> Void, listening: AsyncStream<Void>)?
 
     func run() async throws {
         let log = self.log
+        if let firstBuild {
+            let built: Result<CatalogReport, any Error>? = await cancelWhenGracefulShutdown {
+                for await _ in firstBuild.listening {}
+                guard !Task.isCancelled else { return nil }
+                // A shutdown does not wait for the pack being built (a GiB pack outlasts any grace): what was
+                // built is saved, and what a build leaves behind is swept at the next start.
+                return await resultUnlessCancelled(Task { try await catalog.refresh() })
+            }
+            guard let built else { return }
+            firstBuild.report(built)
+        }
+        guard let interval else {
+            try? await gracefulShutdown()  // a service that returned would stop the server
+            return
+        }
         await cancelWhenGracefulShutdown {
             await catalog.watch(every: interval) { report in
                 for change in report.changes {
@@ -186,6 +221,62 @@ struct CatalogWatcher: Service {
                 for warning in report.warnings { log("warning: \(warning)") }
             }
         }
+    }
+}
+
+/// The result of `task`, or `nil` as soon as the caller is cancelled (the task is cancelled too, and goes on
+/// without being waited for).
+func resultUnlessCancelled<T: Sendable>(_ task: Task<T, any Error>) async -> Result<T, any Error>? {
+    let waiter = OneShot<Result<T, any Error>?>()
+    return await withTaskCancellationHandler {
+        await withCheckedContinuation { continuation in
+            waiter.wait(continuation)
+            Task { waiter.resume(await task.result) }
+            if Task.isCancelled { waiter.resume(nil) }
+        }
+    } onCancel: {
+        task.cancel()
+        waiter.resume(nil)
+    }
+}
+
+/// A continuation resumed once, by whichever comes first; a value that comes before the wait is kept for it.
+private final class OneShot<T: Sendable>: Sendable {
+    private enum State {
+        case idle
+        case waiting(CheckedContinuation<T, Never>)
+        case early(T)
+        case done
+    }
+
+    private let state = Mutex(State.idle)
+
+    func wait(_ continuation: CheckedContinuation<T, Never>) {
+        let early: T? = state.withLock { state in
+            guard case .early(let value) = state else {
+                state = .waiting(continuation)
+                return nil
+            }
+            state = .done
+            return value
+        }
+        if let early { continuation.resume(returning: early) }
+    }
+
+    func resume(_ value: T) {
+        let waiting: CheckedContinuation<T, Never>? = state.withLock { state in
+            switch state {
+            case .waiting(let continuation):
+                state = .done
+                return continuation
+            case .idle:
+                state = .early(value)
+                return nil
+            case .early, .done:
+                return nil
+            }
+        }
+        waiting?.resume(returning: value)
     }
 }
 

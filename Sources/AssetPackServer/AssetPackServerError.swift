@@ -23,6 +23,8 @@ public struct AssetPackServerError: Error, Sendable, CustomStringConvertible {
         case invalidOption
         /// The state folder could not be read or written.
         case state
+        /// The pack is being built and not published yet: ask again shortly (503 with `Retry-After`).
+        case packBuilding
     }
 
     /// What kind of failure this is.
@@ -73,6 +75,7 @@ public struct AssetPackServerError: Error, Sendable, CustomStringConvertible {
         case .packNotFound, .routeNotFound: .notFound
         case .rangeNotSatisfiable: .rangeNotSatisfiable
         case .invalidOption: .badRequest
+        case .packBuilding: .serviceUnavailable
         default: .internalServerError
         }
     }

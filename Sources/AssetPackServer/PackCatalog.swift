@@ -56,6 +56,12 @@ public actor PackCatalog {
     private var started = false
     /// Whether opening dropped deltas beyond the depth from the state (saved by the first refresh).
     private var trimmed = false
+    /// Packs a refresh is about to build that have no published version yet (asked for, they get 503).
+    private var building: Set<String> = []
+    /// When the snapshot was last published and the state last saved during a refresh: a refresh of
+    /// thousands of packs publishes and persists what it built as it goes, at most twice a second.
+    private var lastPublished: ContinuousClock.Instant?
+    private var lastSaved: ContinuousClock.Instant?
 
     /// The packs published right now.
     public nonisolated var snapshot: CatalogSnapshot { current.withLock { $0 } }
@@ -103,7 +109,12 @@ public actor PackCatalog {
         while let running = refreshing { _ = try? await running.value }
         let task = Task { try await self.scanAndBuild() }
         refreshing = task
-        let result = await task.result
+        // Cancelled (a server shutting down), the build stops after the pack under way, keeping what it built.
+        let result = await withTaskCancellationHandler {
+            await task.result
+        } onCancel: {
+            task.cancel()
+        }
         refreshing = nil
         return try result.get()
     }
@@ -129,6 +140,7 @@ public actor PackCatalog {
         var changed = trimmed  // a smaller --delta-depth than the state's: saved once, and swept
         trimmed = false
         var present = Set<String>()
+        var toBuild: [(source: PackSource, fingerprint: String)] = []
         for source in scan.sources {
             let id = source.manifest.assetPackID
             present.insert(id)
@@ -137,6 +149,24 @@ public actor PackCatalog {
             if let previous, previous.fingerprint == fingerprint, !previous.removed, archives.contains(previous.archive)
             {
                 continue
+            }
+            toBuild.append((source, fingerprint))
+        }
+        let published = Set(current.withLock { $0.packs.map(\.id) })
+        building = Set(toBuild.map(\.source.manifest.assetPackID)).subtracting(published)
+        if !building.isEmpty { publish() }
+        let clock = ContinuousClock()
+        var lastProgress = clock.now
+        for (number, (source, fingerprint)) in toBuild.enumerated() {
+            if Task.isCancelled { break }
+            let id = source.manifest.assetPackID
+            let previous = state.packs[id]
+            defer {
+                building.remove(id)
+                if toBuild.count > 1, clock.now - lastProgress >= .seconds(1) {
+                    lastProgress = clock.now
+                    log("built \(number + 1) of \(toBuild.count) packs; each is served as soon as it is built")
+                }
             }
             do {
                 let record = try await build(source, fingerprint: fingerprint, previous: previous)
@@ -151,15 +181,19 @@ public actor PackCatalog {
                     )
                 }
                 state.packs[id] = record
+                building.remove(id)
                 changed = true
-                let fromVersion = previous.flatMap { $0.removed ? nil : published($0, id: id) }
-                if fromVersion != published(record, id: id) || previous?.removed == true {
-                    report.changes.append(.init(id: id, from: fromVersion, to: published(record, id: id)))
+                let fromVersion = previous.flatMap { $0.removed ? nil : self.published($0, id: id) }
+                if fromVersion != self.published(record, id: id) || previous?.removed == true {
+                    report.changes.append(.init(id: id, from: fromVersion, to: self.published(record, id: id)))
                 }
+                if number + 1 < toBuild.count { try await publishAndSaveIfDue(clock) }
             } catch let error as AssetPackFormatError {
                 report.problems.append(error)
             }
         }
+        building = []
+        (lastPublished, lastSaved) = (nil, nil)
         // Manifests are compared by file name (they sit at the folder's top level): the state file recorded
         // the path as the folder was spelled then, which need not be how it is spelled now.
         let validNames = Set(scan.sources.map { Self.manifestName($0.manifestFile) })
@@ -181,6 +215,44 @@ public actor PackCatalog {
         publish()
         await removeExpiredArchives()
         return report
+    }
+
+    /// During a refresh: publishes what is built so far, and saves the state (so that a restart does not
+    /// build it again), at most twice a second each, the first time at once.
+    private func publishAndSaveIfDue(_ clock: ContinuousClock) async throws {
+        let now = clock.now
+        if lastPublished.map({ now - $0 >= .milliseconds(500) }) ?? true {
+            lastPublished = now
+            publish()
+        }
+        if lastSaved.map({ now - $0 >= .milliseconds(500) }) ?? true {
+            lastSaved = now
+            let (state, file) = (self.state, folder.stateFolder.appending("state.json"))
+            try await BlockingIO.run { try state.save(to: file) }
+        }
+    }
+
+    /// The manifests' problems and warnings, without building anything: what a command checks before it
+    /// starts serving (and then builds with ``refresh()``, publishing each pack as it is built).
+    /// - Returns: The warnings to show the user, and the IDs of the packs the folder holds.
+    /// - Throws: ``AssetPackServerError`` with code `.invalidAssetFolder` listing every problem, or when the
+    ///   folder cannot be read.
+    public func check() async throws -> (warnings: [String], packIDs: Set<String>) {
+        let folder = self.folder
+        let scan = try await BlockingIO.run { try folder.scan() }
+        guard scan.problems.isEmpty else {
+            throw AssetPackServerError(
+                code: .invalidAssetFolder,
+                message: "\(folder.root) has \(scan.problems.count) invalid manifest(s); fix them and run again:",
+                problems: scan.problems
+            )
+        }
+        let ids = Set(scan.sources.map(\.manifest.assetPackID))
+        // Until the build reaches them, the packs not yet published are announced as being built (503 with
+        // Retry-After, not 404).
+        building = ids.subtracting(current.withLock { $0.packs.map(\.id) })
+        publish()
+        return (scan.warnings, ids)
     }
 
     /// The first refresh of a command: builds every pack, and fails when any manifest is invalid, so that
@@ -339,7 +411,8 @@ public actor PackCatalog {
                 previous[pack.id] = old
             }
         }
-        let snapshot = CatalogSnapshot(packs: packs, previous: previous)
+        var snapshot = CatalogSnapshot(packs: packs, previous: previous)
+        snapshot.building = building
         current.withLock { $0 = snapshot }
     }
 

@@ -61,7 +61,16 @@ struct PackController {
 
     @Sendable func pack(_ request: Request, context: Context) async throws -> Response {
         let id = context.parameters.get("id") ?? ""
-        guard AssetPackID.problem(with: id) == nil, let pack = catalog.snapshot.pack(withID: id) else {
+        let snapshot = catalog.snapshot
+        guard AssetPackID.problem(with: id) == nil, let pack = snapshot.pack(withID: id) else {
+            if snapshot.building.contains(id) {
+                throw AssetPackServerError(
+                    code: .packBuilding,
+                    message:
+                        "asset pack \"\(AssetPackID.printable(id))\" is being built and is served as soon as it is. "
+                        + "Fix: ask again after Retry-After seconds"
+                )
+            }
             throw AssetPackServerError(
                 code: .packNotFound,
                 message:

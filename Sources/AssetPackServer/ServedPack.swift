@@ -102,6 +102,9 @@ public struct CatalogSnapshot: Sendable, Hashable {
     public var packs: [ServedPack]
     /// Each pack's previously published version, for the `stale-manifest` fault.
     public var previous: [String: ServedPack] = [:]
+    /// Packs being built for the first time: not published yet (a request for one gets 503 and
+    /// `Retry-After`, not 404).
+    public var building: Set<String> = []
 
     /// Creates a snapshot.
     public init(packs: [ServedPack], previous: [String: ServedPack] = [:]) {

@@ -16,6 +16,7 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as AssetPackServerError {
             var headers: HTTPFields = [:]
             if let contentRange = error.contentRange { headers[.contentRange] = contentRange }
+            if error.code == .packBuilding { headers[.retryAfter] = "1" }
             return Self.response(error.status, code: error.code.rawValue, message: error.message, headers: headers)
         } catch is NIOTooManyBytesError {
             return Self.response(

@@ -5,6 +5,7 @@ import AssetPackServer
 import Foundation
 import Hummingbird
 import Logging
+import Synchronization
 import SystemPackage
 
 struct Serve: AsyncParsableCommand {
@@ -164,12 +165,15 @@ struct Serve: AsyncParsableCommand {
             deltaDepth: deltas.deltaDepth,
             log: { events.writeLine($0) }
         )
-        for warning in try await catalog.load() { events.writeLine("warning: \(warning)") }
+        // Manifests are checked before listening; packs are built once the server listens, each served as
+        // soon as it is built.
+        let (warnings, packIDs) = try await catalog.check()
+        for warning in warnings { events.writeLine("warning: \(warning)") }
         let rules = try faults.map(FaultRule.init(parsing:))
         try Self.checkPackIDs(
             pins: Array(try PackVersionPins.parse(packVersions).keys),
             faults: rules.compactMap(\.pack),
-            known: await catalog.knownPackIDs
+            known: packIDs.union(await catalog.knownPackIDs)
         )
         let tlsMode: TLSMode =
             if let tlsCert, let tlsKey { .files(certificate: tlsCert, key: tlsKey) } else if tlsSelfSigned {
@@ -195,6 +199,7 @@ struct Serve: AsyncParsableCommand {
         // lines (and says how many), it never slows serving.
         let requestLines = OutputQueue(.standardOutput, what: "request lines")
         let requestLog: (@Sendable (String) -> Void)? = quiet ? nil : { @Sendable in requestLines.writeLine($0) }
+        let servedURL = Mutex("")  // the URL printed first, for the line after the table
         let configuration = ServerConfiguration(
             host: host,
             port: port,
@@ -205,7 +210,29 @@ struct Serve: AsyncParsableCommand {
             eventLog: { events.writeLine($0) },
             faults: plan,
             sendTimeout: .milliseconds(Int64(sendTimeout * 1000)),
-            maxConnections: maxConnections ?? ServerConfiguration.defaultMaxConnections
+            maxConnections: maxConnections ?? ServerConfiguration.defaultMaxConnections,
+            onFirstBuild: { built in
+                // The first line on stdout is the URL once every pack is built, as scripts expect; the server
+                // listened (and served each pack as it was built) before, as stderr said.
+                let url = servedURL.withLock { $0 }
+                Console.out(url)
+                if case .failure(let error) = built {
+                    events.writeLine("error: cannot build the packs of \(folder): \(error)")
+                }
+                for problem in (try? built.get())?.problems ?? [] {
+                    events.writeLine("error: \(problem) (that pack is not published; fix it and save)")
+                }
+                if !jsonLog {
+                    Console.out(PackTable.render(catalog.snapshot))
+                    Console.out("manifest: \(url)/manifest")
+                }
+                if let ca = tls?.caFile {
+                    events.writeLine(
+                        "TLS: trust the CA in \(ca): curl --cacert \(ca) \(url)/manifest, or ba-sync --ca-cert \(ca)"
+                    )
+                }
+                events.writeLine("serving \(folder) at \(url); Ctrl-C stops")
+            }
         )
         let (host, publicName) = (self.host, tlsName.first)
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { listening in
@@ -216,17 +243,14 @@ struct Serve: AsyncParsableCommand {
                 let bound = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
                 url = listening.replacingOccurrences(of: "://\(bound):", with: "://\(shown):")
             }
-            Console.out(url)
-            if !jsonLog {
-                Console.out(PackTable.render(catalog.snapshot))
-                Console.out("manifest: \(url)/manifest")
-            }
-            if let ca = tls?.caFile {
+            servedURL.withLock { $0 = url }
+            let pending = catalog.snapshot.building.count
+            if pending > 0 {
                 events.writeLine(
-                    "TLS: trust the CA in \(ca): curl --cacert \(ca) \(url)/manifest, or ba-sync --ca-cert \(ca)"
+                    "listening at \(url); building \(ByteFormat.count(pending, "pack")), each served as soon as it is "
+                        + "built (503 with Retry-After until then)"
                 )
             }
-            events.writeLine("serving \(folder) at \(url); Ctrl-C stops")
         }
         do {
             var logger = Logger(label: "ba-mock")

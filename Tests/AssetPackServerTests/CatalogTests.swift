@@ -258,3 +258,53 @@ struct CatalogTests {
         #expect(empty?.message.contains("ba-mock template") == true)
     }
 }
+
+/// Item 12 of the attack run: 10 000 packs were all built before the server listened, nothing was saved
+/// until the last, and a restart built them all again. A refresh now publishes and saves as it goes.
+@Suite("A catalog of many packs")
+struct ManyPacksCatalogTests {
+    /// What the catalog had published and saved when it began to build each pack.
+    struct Seen: Sendable {
+        var published: [String: [String]] = [:]
+        var saved: [String: Bool] = [:]
+        var building: [String: Set<String>] = [:]
+    }
+
+    @Test func eachPackIsPublishedAndSavedOnceBuiltNotAfterTheLast() async throws {
+        let scratch = try Scratch()
+        for number in 0..<5 {
+            try scratch.write("Content/P\(number)/file.txt", "pack \(number)")
+            try scratch.write(
+                "P\(number).json",
+                #"{"assetPackID": "P\#(number)", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "Content/P\#(number)"}], "platforms": ["iOS"]}"#
+            )
+        }
+        let folder = AssetFolder(root: scratch.root)
+        let stateFile = folder.stateFolder.appending("state.json").string
+        let seen = Mutex(Seen())
+        let box = Mutex<PackCatalog?>(nil)
+        let catalog = try PackCatalog(folder: folder, deltaDepth: 0) { line in
+            guard line.hasPrefix("building "), let catalog = box.withLock({ $0 }) else { return }
+            let id = String(line.dropFirst("building ".count).prefix { $0 != ":" })
+            let snapshot = catalog.snapshot
+            let saved = (try? String(contentsOfFile: stateFile, encoding: .utf8))?.contains("\"P0\"") ?? false
+            seen.withLock {
+                $0.published[id] = snapshot.packs.map(\.id)
+                $0.saved[id] = saved
+                $0.building[id] = snapshot.building
+            }
+        }
+        box.withLock { $0 = catalog }
+        let (_, ids) = try await catalog.check()
+        #expect(ids == ["P0", "P1", "P2", "P3", "P4"])
+        #expect(catalog.snapshot.building == ids)  // announced before any is built
+        try await catalog.refresh()
+        let result = seen.withLock { $0 }
+        #expect(result.published["P0"] == [])
+        #expect(result.published["P1"] == ["P0"])  // served before the next one is built
+        #expect(result.saved["P1"] == true)  // and saved: a restart would not build it again
+        #expect(result.building["P1"] == ["P1", "P2", "P3", "P4"])
+        #expect(catalog.snapshot.packs.map(\.id) == ["P0", "P1", "P2", "P3", "P4"])
+        #expect(catalog.snapshot.building.isEmpty)
+    }
+}

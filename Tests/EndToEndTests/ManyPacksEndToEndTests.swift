@@ -1,0 +1,89 @@
+import Foundation
+import SystemPackage
+import TestSupport
+import Testing
+
+/// Item 12 of the attack run: with 10 000 packs, `serve` built for 110 s before it listened, saved nothing
+/// until the last, and a restart began again. It listens first now, serves each pack once built, saves as it
+/// goes.
+@Suite("ba-mock end to end: a folder that takes long to build", .serialized)
+struct ManyPacksEndToEndTests {
+    let tool = builtProduct("ba-mock")
+
+    /// `Alpha` (one small file) and `Zulu` (a 2 GiB sparse file: reading and hashing it takes seconds, and
+    /// it compresses to almost nothing), built in that order.
+    func folder(_ scratch: Scratch) throws -> FilePath {
+        try scratch.write("Assets/Alpha/a.txt", "first")
+        let huge = try scratch.write("Assets/Zulu/huge.bin", Data())
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: huge.string))
+        try handle.truncate(atOffset: 2 << 30)
+        try handle.close()
+        for id in ["Alpha", "Zulu"] {
+            try scratch.write(
+                "Assets/\(id).json",
+                #"{"assetPackID": "\#(id)", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "\#(id)"}], "platforms": ["iOS"]}"#
+            )
+        }
+        return scratch.root.appending("Assets")
+    }
+
+    /// Waits for a line on the server's stderr that starts with `prefix`, and returns it.
+    func line(_ server: RunningTool, startingWith prefix: String, timeout: Double = 60) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let line = server.stderr.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) {
+                return String(line)
+            }
+            usleep(20_000)
+        }
+        return nil
+    }
+
+    func get(_ url: String) throws -> (status: Int, retryAfter: String?, body: String) {
+        let result = try runTool(
+            URL(fileURLWithPath: "/usr/bin/curl"),
+            ["-s", "-D", "-", "--max-time", "10", url]
+        )
+        let text = result.stdout
+        let status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
+        let retryAfter = text.split(separator: "\r\n").first { $0.lowercased().hasPrefix("retry-after:") }
+            .map { $0.split(separator: ":").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "" }
+        return (status, retryAfter, text)
+    }
+
+    @Test func itListensFirstServesEachPackOnceBuiltAndARestartKeepsWhatWasBuilt() throws {
+        let scratch = try Scratch()
+        let assets = try folder(scratch)
+        let server = try RunningTool(tool, ["serve", assets.string, "--port", "0", "--watch-interval", "0"])
+        defer { server.interrupt(signal: SIGKILL) }
+        let listening = try #require(line(server, startingWith: "listening at "), "stderr: \(server.stderr)")
+        let url = try #require(listening.split(separator: " ").dropFirst(2).first?.dropLast())
+        #expect(listening.contains("building 2 packs"), "\(listening)")
+
+        // Alpha is served once built, while Zulu is still being built: 503 with Retry-After, not 404.
+        let deadline = Date().addingTimeInterval(60)
+        var manifest = ""
+        while !manifest.contains("\"Alpha\"") && Date() < deadline {
+            manifest = try get("\(url)/manifest").body
+            usleep(20_000)
+        }
+        #expect(manifest.contains("\"Alpha\"") && !manifest.contains("\"Zulu\""), "\(manifest)")
+        #expect(try get("\(url)/assets/Alpha").status == 200)
+        let zulu = try get("\(url)/assets/Zulu")
+        #expect(zulu.status == 503, "\(zulu.body)")
+        #expect(zulu.retryAfter == "1")
+        #expect(zulu.body.contains("packBuilding"))
+        // The URL comes on stdout once every pack is built, as before: scripts that wait for it get them all.
+        #expect(!server.stdout.contains(String(url)))
+
+        // Killed now, a restart does not build Alpha again: it was saved once built.
+        server.interrupt(signal: SIGKILL)
+        let again = try RunningTool(tool, ["serve", assets.string, "--port", "0", "--watch-interval", "0"])
+        defer { again.interrupt() }
+        let first = try #require(again.waitForFirstLine(timeout: 120), "stderr: \(again.stderr)")
+        #expect(first.hasPrefix("http://127.0.0.1:"))
+        #expect(!again.stderr.contains("building Alpha"), "\(again.stderr)")
+        #expect(again.stderr.contains("building Zulu"), "\(again.stderr)")
+        #expect(try get("\(first)/assets/Zulu").status == 200)
+    }
+}
