@@ -15,8 +15,8 @@ struct ManifestClient: Sendable {
     /// a byte at a time cannot hold the client past it.
     let timeout: Duration
 
-    /// The largest manifest accepted (a manifest of 10 000 packs is about 5 MiB).
-    static let maximumSize = 64 << 20
+    /// The largest manifest accepted.
+    static let maximumSize = DownloadManifest.maximumSize
 
     var url: URL { server.appendingPathComponent("manifest") }
 

@@ -187,11 +187,8 @@ public enum FileDigest {
 
     /// ``openRegular(_:)`` of `name` relative to the folder `folder`.
     static func openRegular(_ name: String, in folder: FileDescriptor) throws -> FileDescriptor {
-        let raw = openat(folder.rawValue, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard raw >= 0 else { throw Errno(rawValue: errno) }
-        let fd = FileDescriptor(rawValue: raw)
-        var info = stat()
-        guard fstat(fd.rawValue, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+        let (fd, info) = try FileDescriptor.openWithoutWaiting(FilePath(name), in: folder, followingSymlink: false)
+        guard info.st_mode & S_IFMT == S_IFREG else {
             try? fd.close()
             throw Errno.invalidArgument
         }

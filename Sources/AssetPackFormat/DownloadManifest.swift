@@ -166,6 +166,9 @@ extension DownloadManifest {
     /// The most packs a manifest may list; more is refused as hostile.
     public static let maximumPackCount = 10_000
 
+    /// The largest download manifest a client accepts (one of 10 000 packs is about 5 MiB).
+    public static let maximumSize = 64 << 20
+
     /// Decodes and checks a download manifest as a client receives it.
     ///
     /// Refuses what would be unsafe or meaningless to act on: IDs that are not valid pack IDs (they become

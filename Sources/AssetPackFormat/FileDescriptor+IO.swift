@@ -4,15 +4,74 @@ import SystemPackage
     import Glibc
 #endif
 
+/// What ``FileDescriptor/readSmallRegularFile(_:in:followingSymlink:maximumSize:)`` found.
+enum SmallFile {
+    /// The file's bytes.
+    case bytes([UInt8])
+    /// Not a regular file: what it is instead, as "a FIFO" or "a character device".
+    case notRegular(String)
+    /// A regular file of more bytes than the bound.
+    case tooLarge
+}
+
 extension FileDescriptor {
-    /// Reads from the current offset to the end of the file (for small files such as manifests).
-    func readAll() throws -> [UInt8] {
-        var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = try chunk.withUnsafeMutableBytes { try self.read(into: $0, retryOnInterrupt: true) }
-            if count == 0 { return result }
-            result.append(contentsOf: chunk[0..<count])
+    /// Opens `path` (relative to `folder` when one is given) to read, and `fstat`s what was opened. The open
+    /// never waits (`O_NONBLOCK`: a FIFO put where a file should be would hold it until a writer came) and
+    /// does not follow a symlink at the last component unless `followingSymlink`. The caller decides from
+    /// the `stat` of the descriptor, not of the path beforehand, so nothing can be swapped in between.
+    /// - Throws: `Errno` (`ELOOP` for a symlink not followed).
+    static func openWithoutWaiting(
+        _ path: FilePath,
+        in folder: FileDescriptor? = nil,
+        followingSymlink: Bool
+    ) throws -> (fd: FileDescriptor, info: Glibc.stat) {
+        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (followingSymlink ? 0 : O_NOFOLLOW)
+        var raw: Int32
+        repeat {
+            raw = path.withPlatformString { openat(folder?.rawValue ?? AT_FDCWD, $0, flags) }
+        } while raw < 0 && errno == EINTR
+        guard raw >= 0 else { throw Errno(rawValue: errno) }
+        var info = Glibc.stat()
+        guard fstat(raw, &info) == 0 else {
+            let failure = Errno(rawValue: errno)
+            Glibc.close(raw)
+            throw failure
+        }
+        return (FileDescriptor(rawValue: raw), info)
+    }
+
+    /// Reads a small regular file whole (a manifest, a state file): opened as
+    /// ``openWithoutWaiting(_:in:followingSymlink:)``, refused unread when it is not a regular file or its size
+    /// is over `maximumSize`, and never read past that (a file that grows while it is read is too large too).
+    /// - Throws: `Errno` from `open` or `read`.
+    static func readSmallRegularFile(
+        _ path: FilePath,
+        in folder: FileDescriptor? = nil,
+        followingSymlink: Bool,
+        maximumSize: Int
+    ) throws -> SmallFile {
+        let (fd, info) = try openWithoutWaiting(path, in: folder, followingSymlink: followingSymlink)
+        return try fd.closeAfter {
+            guard info.st_mode & S_IFMT == S_IFREG else { return .notRegular(kind(of: info.st_mode)) }
+            guard info.st_size <= maximumSize else { return .tooLarge }
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(Int(info.st_size))
+            try fd.forEachChunk(upTo: Int64(maximumSize) + 1) { bytes.append(contentsOf: $0) }
+            return bytes.count > maximumSize ? .tooLarge : .bytes(bytes)
+        }
+    }
+
+    /// What a file of mode `mode` is, for messages: "a FIFO", "a character device", ...
+    static func kind(of mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFREG: "a regular file"
+        case S_IFDIR: "a folder"
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        case S_IFLNK: "a symlink"
+        default: "not a file"
         }
     }
 

@@ -1,6 +1,10 @@
 import Foundation
 import SystemPackage
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Apple's packaging manifest: the input of `ba-package`, one per asset pack.
 ///
 /// ```json
@@ -102,13 +106,37 @@ extension PackagingManifest {
         try Self.throwing(try check(file: path))
     }
 
+    /// The largest manifest file read: the largest download manifest a client accepts, since `userInfo` is
+    /// copied into the pack's entry there as is. A larger file is refused from its size, unread.
+    public static let maximumFileSize = DownloadManifest.maximumSize
+
     /// Reads a manifest file and finds every problem it has, as `ba-mock validate` does.
+    ///
+    /// The file is opened without waiting and must be a regular file (a symlink is followed, and what it leads
+    /// to is checked on the open descriptor) of at most ``maximumFileSize`` bytes: a FIFO, a device or a larger
+    /// file is a problem of the manifest, with the fix.
     /// - Throws: ``AssetPackFormatError`` with code `.notFound` or `.io` when the file cannot be read.
     public static func check(file path: FilePath) throws -> ManifestCheck {
         let bytes: [UInt8]
         do {
-            let fd = try FileDescriptor.open(path, .readOnly)
-            bytes = try fd.closeAfter { try fd.readAll() }
+            switch try FileDescriptor.readSmallRegularFile(path, followingSymlink: true, maximumSize: maximumFileSize) {
+            case .bytes(let read): bytes = read
+            case .notRegular(let kind):
+                var info = stat()
+                let linked = lstat(path.string, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK
+                return unread(
+                    path,
+                    "is \(linked ? "a symlink to \(kind)" : kind), not a regular file",
+                    fix: "remove it from the asset folder (a manifest is a regular file)"
+                )
+            case .tooLarge:
+                return unread(
+                    path,
+                    "is larger than \(maximumFileSize >> 20) MiB, the most a manifest may have (a download manifest "
+                        + "holding its entry would be more than clients accept)",
+                    fix: "make it smaller (userInfo is copied into the download manifest as is)"
+                )
+            }
         } catch let errno as Errno where errno == .noSuchFileOrDirectory {
             throw AssetPackFormatError(
                 code: .notFound,
@@ -133,6 +161,11 @@ extension PackagingManifest {
             checked.parsed = nil
         }
         return checked
+    }
+
+    /// The check of a manifest file that was not read: one problem, of the file itself.
+    private static func unread(_ path: FilePath, _ message: String, fix: String) -> ManifestCheck {
+        ManifestCheck(parsed: nil, problems: [.error(path.string, "(file)", message, fix: fix)])
     }
 
     /// Validates a packaging manifest given as bytes.

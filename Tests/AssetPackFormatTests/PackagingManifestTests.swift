@@ -381,6 +381,45 @@ struct PackagingManifestTests {
         #expect(checked.problems.first?.fix == "rename it to Pack.json")
     }
 
+    /// A FIFO named like a manifest is a problem of that manifest, said at once: an open that waited for a
+    /// writer hung `validate`, `export` and a server's watcher for good.
+    @Test func aFIFONamedLikeAManifestIsAProblemNotAHang() throws {
+        let scratch = try Scratch()
+        let fifo = scratch.root.appending("Bad.json")
+        #expect(mkfifo(fifo.string, 0o644) == 0)
+        let outcome = finishing(within: 10, release: { releaseFIFOReader(fifo.string) }) {
+            try PackagingManifest.check(file: fifo)
+        }
+        let checked = try #require(outcome, "check(file:) waited for a writer on the FIFO").get()
+        #expect(checked.parsed == nil)
+        #expect(
+            checked.problems.map(\.description) == [
+                "\(fifo): (file): is a FIFO, not a regular file. Fix: remove it from the asset folder (a manifest is "
+                    + "a regular file)"
+            ]
+        )
+        let error = #expect(throws: AssetPackFormatError.self) { try PackagingManifest.load(from: fifo) }
+        #expect(error?.code == .invalidManifest)
+    }
+
+    /// A manifest larger than the largest download manifest a client accepts (64 MiB) could never be served:
+    /// it is refused from its size, unread (a sparse file here, so nothing is written).
+    @Test func aManifestOverTheSizeBoundIsRefusedUnread() throws {
+        let scratch = try Scratch()
+        let big = try scratch.write("Big.json", "")
+        let fd = try FileDescriptor.open(big, .writeOnly)
+        try fd.closeAfter { #expect(ftruncate(fd.rawValue, (64 << 20) + 1) == 0) }
+        let checked = try PackagingManifest.check(file: big)
+        #expect(checked.parsed == nil)
+        #expect(
+            checked.problems.map(\.description) == [
+                "\(big): (file): is larger than 64 MiB, the most a manifest may have (a download manifest holding "
+                    + "its entry would be more than clients accept). Fix: make it smaller (userInfo is copied into the "
+                    + "download manifest as is)"
+            ]
+        )
+    }
+
     @Test func missingManifestFileSaysHowToMakeOne() throws {
         let error = #expect(throws: AssetPackFormatError.self) {
             try PackagingManifest.load(from: "/nonexistent/Manifest.json")

@@ -247,6 +247,37 @@ struct CatalogTests {
         #expect(!scan.warnings.contains { $0.contains("French") })
     }
 
+    /// A FIFO and a symlink to `/dev/zero` named `*.json` are problems of their own beside valid manifests:
+    /// an open waited for the FIFO's writer for good, and a read of /dev/zero grew until memory ran out.
+    @Test func aFIFOOrADeviceAmongTheManifestsIsAProblemAndTheRestIsRead() throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let fifo = scratch.root.appending("Bad.json")
+        let zero = scratch.root.appending("Zero.json")
+        #expect(mkfifo(fifo.string, 0o644) == 0)
+        try FileManager.default.createSymbolicLink(atPath: zero.string, withDestinationPath: "/dev/zero")
+        let folder = AssetFolder(root: scratch.root)
+        let outcome = finishing(
+            within: 10,
+            release: {
+                unlink(zero.string)  // before the scan reaches it
+                releaseFIFOReader(fifo.string)
+            },
+            { try folder.scan() }
+        )
+        let scan = try #require(outcome, "the scan waited for a writer on Bad.json").get()
+        #expect(scan.sources.map(\.manifest.assetPackID) == ["Levels", "Textures", "Tutorial"])
+        #expect(
+            scan.problems.map(\.message) == [
+                "\(fifo): (file): is a FIFO, not a regular file. Fix: remove it from the asset folder (a manifest is "
+                    + "a regular file)",
+                "\(zero): (file): is a symlink to a character device, not a regular file. Fix: remove it from the "
+                    + "asset folder (a manifest is a regular file)",
+            ]
+        )
+        #expect(scan.manifestProblems.filter { $0.severity == .error }.map(\.file) == [fifo.string, zero.string])
+    }
+
     @Test func missingOrEmptyFolderSaysWhatToDo() throws {
         let missing = #expect(throws: AssetPackServerError.self) {
             try AssetFolder(root: "/nonexistent/Assets").scan()

@@ -331,6 +331,71 @@ struct BAMockEndToEndTests {
         #expect(inspected.stdout.contains("verified"))
     }
 
+    /// A FIFO and a symlink to /dev/zero named `*.json` beside good manifests: `validate` names both at once
+    /// and exits 1, and `export` refuses the folder as it does any invalid manifest, naming both. Both hung
+    /// in `open` on the FIFO; a read of /dev/zero grew `validate` to 5 GB in 20 s.
+    @Test func aFIFOOrADeviceNamedJSONIsAManifestProblemNotAHang() throws {
+        let scratch = try Scratch()
+        let folder = try sampleFolder(scratch)
+        let fifo = folder.appending("Bad.json")
+        let zero = folder.appending("Zero.json")
+        #expect(mkfifo(fifo.string, 0o644) == 0)
+        try FileManager.default.createSymbolicLink(atPath: zero.string, withDestinationPath: "/dev/zero")
+        let fix = "Fix: remove it from the asset folder (a manifest is a regular file)"
+        let fifoProblem = "error: \(fifo): (file): is a FIFO, not a regular file. \(fix)"
+        let zeroProblem = "error: \(zero): (file): is a symlink to a character device, not a regular file. \(fix)"
+
+        let validated = try runTool(tool, ["validate", folder.string], timeout: 15)
+        #expect(validated.status == 1, "-9: killed after 15 s; stderr: \(validated.stderr)")
+        #expect(validated.stdout.contains(fifoProblem), "\(validated.stdout)")
+        #expect(validated.stdout.contains(zeroProblem), "\(validated.stdout)")
+        #expect(validated.stdout.hasSuffix("2 error(s), 0 warning(s)\n"), "\(validated.stdout)")
+        let direct = try runTool(tool, ["validate", zero.string], timeout: 15)
+        #expect(direct.status == 1, "-9: killed after 15 s; stderr: \(direct.stderr)")
+        #expect(direct.stdout.contains(zeroProblem), "\(direct.stdout)")
+
+        let out = scratch.root.appending("site")
+        let exported = try runTool(tool, ["export", folder.string, "--out", out.string], timeout: 60)
+        #expect(exported.status == 1, "-9: killed after 60 s; stderr: \(exported.stderr)")
+        #expect(exported.stderr.contains("has 2 invalid manifest(s)"), "\(exported.stderr)")
+        #expect(exported.stderr.contains("\(fifo): (file): is a FIFO"), "\(exported.stderr)")
+        #expect(exported.stderr.contains("\(zero): (file): is a symlink to a character device"), "\(exported.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out.appending("manifest").string))
+    }
+
+    /// A FIFO and a symlink to /dev/zero put into a served folder are logged as problems while the server keeps
+    /// publishing, a pack added after them included, and SIGTERM still stops it. The watcher hung in `open`
+    /// on the FIFO: nothing was published from then on and SIGTERM was ignored.
+    @Test func aServedFolderKeepsPublishingPastAFIFOOrADeviceAndStopsOnSIGTERM() async throws {
+        let scratch = try Scratch()
+        let folder = try sampleFolder(scratch)
+        let server = try RunningTool(tool, ["serve", folder.string, "--port", "0", "--watch-interval", "0.2"])
+        let url = try #require(server.waitForFirstLine(), "no URL on stdout; stderr: \(server.stderr)")
+        let fifo = folder.appending("Bad.json")
+        let zero = folder.appending("Zero.json")
+        #expect(mkfifo(fifo.string, 0o644) == 0)
+        try FileManager.default.createSymbolicLink(atPath: zero.string, withDestinationPath: "/dev/zero")
+        let tutorial = String(decoding: try scratch.read(folder.appending("Tutorial.json")), as: UTF8.self)
+        try scratch.write(
+            "Assets/Extra.json",
+            tutorial.replacingOccurrences(of: #""assetPackID": "Tutorial""#, with: #""assetPackID": "Extra""#)
+        )
+        var ids: [String] = []
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !ids.contains("Extra") && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+            let manifest = try JSONDecoder().decode(
+                DownloadManifest.self,
+                from: try await fetch(url + "/manifest").body
+            )
+            ids = manifest.assetPacks.map(\.id)
+        }
+        #expect(ids == ["Extra", "HighResTextures", "Levels", "Tutorial"], "stderr: \(server.stderr)")
+        #expect(server.stderr.contains("error: \(fifo): (file): is a FIFO, not a regular file"), "\(server.stderr)")
+        #expect(server.stderr.contains("error: \(zero): (file): is a symlink to a character device"))
+        #expect(server.interrupt(signal: SIGTERM, timeout: 15) == 0, "-9: SIGTERM ignored; \(server.stderr)")
+    }
+
     @Test func errorsSayWhatWentWrongAndExitNonZero() throws {
         let scratch = try Scratch()
         try scratch.write(
