@@ -23,54 +23,113 @@ public enum AtomicFile {
         permissions: FilePermissions = [.ownerReadWrite, .groupRead, .otherRead],
         _ body: (FileDescriptor) throws -> T
     ) throws -> T {
-        let folder = path.removingLastComponent()
-        let name = path.lastComponent?.string ?? "file"
-        let temporary = folder.appending(".\(name).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        let fd: FileDescriptor
+        let folderPath = path.removingLastComponent()
+        let folder: FileDescriptor
         do {
-            fd = try FileDescriptor.open(
-                temporary,
-                .writeOnly,
-                options: [.create, .exclusiveCreate],
-                permissions: permissions,
-                retryOnInterrupt: true
+            folder = try FileDescriptor.open(
+                folderPath.isEmpty ? "." : folderPath,
+                .readOnly,
+                options: [.directory, .closeOnExec]
             )
         } catch let errno as Errno {
-            throw AssetPackFormatError.io("create", temporary, errno)
+            throw AssetPackFormatError.io("open the folder of", path, errno)
         }
+        return try folder.closeAfter {
+            try write(
+                in: folder,
+                named: path.lastComponent?.string ?? "file",
+                shownAs: path,
+                permissions: permissions,
+                body
+            )
+        }
+    }
+
+    /// Writes the file `name` of an open folder through `body` and moves it into place only when `body`
+    /// returns: the temporary file is created (`O_CREAT | O_EXCL | O_NOFOLLOW`) and renamed relative to the
+    /// folder's descriptor, so the folder is never looked up again by path (a symlink swapped in on the way
+    /// cannot redirect the write), and a symlink at `name` is replaced, never written through.
+    ///
+    /// - Parameters:
+    ///   - folder: The folder, open.
+    ///   - name: The file's name in it: one component, not a path.
+    ///   - path: The file's path, for messages.
+    ///   - permissions: The new file's mode.
+    ///   - body: Writes the content to the descriptor it is given (positioned at 0).
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws (the temporary file is removed), or ``AssetPackFormatError`` with code
+    ///   `.io` when the file cannot be created, synced or renamed, or `.unsafePath` when `name` is not one
+    ///   component.
+    public static func write<T>(
+        in folder: FileDescriptor,
+        named name: String,
+        shownAs path: FilePath,
+        permissions: FilePermissions = [.ownerReadWrite, .groupRead, .otherRead],
+        _ body: (FileDescriptor) throws -> T
+    ) throws -> T {
+        guard PackPath.normalize(name) == name, !name.utf8.contains(UInt8(ascii: "/")) else {
+            throw AssetPackFormatError(
+                code: .unsafePath,
+                message: "cannot write \(path): \"\(name)\" is not a file name"
+            )
+        }
+        let temporary = ".\(name).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let shownTemporary = path.removingLastComponent().appending(temporary)
+        var raw: Int32
+        repeat {
+            raw = openat(
+                folder.rawValue,
+                temporary,
+                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                permissions.rawValue
+            )
+        } while raw < 0 && errno == EINTR
+        guard raw >= 0 else { throw AssetPackFormatError.io("create", shownTemporary, Errno(rawValue: errno)) }
+        let fd = FileDescriptor(rawValue: raw)
         var moved = false
         defer {
-            if !moved { _ = unlink(temporary.string) }
+            if !moved { _ = unlinkat(folder.rawValue, temporary, 0) }
         }
-        let result: T
-        do {
-            result = try fd.closeAfter {
-                let value = try body(fd)
-                do {
-                    try syncFile(fd)
-                } catch let errno as Errno {
-                    throw AssetPackFormatError.io("fsync", temporary, errno)
-                }
-                return value
+        let result = try fd.closeAfter {
+            let value = try body(fd)
+            do {
+                try syncFile(fd)
+            } catch let errno as Errno {
+                throw AssetPackFormatError.io("fsync", shownTemporary, errno)
             }
+            return value
         }
-        if rename(temporary.string, path.string) != 0 {
-            throw AssetPackFormatError.io("rename \(temporary) to", path, Errno(rawValue: errno))
+        if renameat(folder.rawValue, temporary, folder.rawValue, name) != 0 {
+            throw AssetPackFormatError.io("rename \(shownTemporary) to", path, Errno(rawValue: errno))
         }
         moved = true
-        syncDirectory(folder)
+        _ = fsync(folder.rawValue)  // as syncDirectory: some file systems cannot, and the rename has happened
         return result
     }
 
     /// Writes `bytes` to `path` atomically.
     /// - Throws: ``AssetPackFormatError`` with code `.io`.
     public static func write(_ bytes: some Sequence<UInt8>, to path: FilePath) throws {
-        try write(to: path) { fd in
-            do {
-                _ = try fd.writeAll(bytes)
-            } catch let errno as Errno {
-                throw AssetPackFormatError.io("write", path, errno)
-            }
+        try write(to: path) { try writeAll(bytes, to: $0, shownAs: path) }
+    }
+
+    /// Writes `bytes` as the file `name` of an open folder atomically: see
+    /// ``write(in:named:shownAs:permissions:_:)``.
+    /// - Throws: ``AssetPackFormatError`` with code `.io` or `.unsafePath`.
+    public static func write(
+        _ bytes: some Sequence<UInt8>,
+        in folder: FileDescriptor,
+        named name: String,
+        shownAs path: FilePath
+    ) throws {
+        try write(in: folder, named: name, shownAs: path) { try writeAll(bytes, to: $0, shownAs: path) }
+    }
+
+    private static func writeAll(_ bytes: some Sequence<UInt8>, to fd: FileDescriptor, shownAs path: FilePath) throws {
+        do {
+            _ = try fd.writeAll(bytes)
+        } catch let errno as Errno {
+            throw AssetPackFormatError.io("write", path, errno)
         }
     }
 
