@@ -15,6 +15,9 @@ public enum Exporter {
         public var manifest: DownloadManifest
         /// The `manifest` file.
         public var manifestFile: FilePath
+        /// Files an earlier export recorded that were left in place, and why (a symlink on the way to one, a
+        /// recorded path that leaves the folder).
+        public var warnings: [String] = []
     }
 
     /// What an export wrote, kept in `OUT/.ba-mock-export.json`, so that a later export removes only files it
@@ -24,48 +27,57 @@ public enum Exporter {
         var files: [String]
     }
 
+    private static let recordName = ".ba-mock-export.json"
+
     /// Exports the published packs of `snapshot` into `folder`.
     ///
     /// Each file is written under a temporary name and renamed into place. Pack files that an earlier
     /// export wrote (it keeps a record in `.ba-mock-export.json`) and that are no longer published are
-    /// removed; anything else in the folder is left alone, whatever its name.
+    /// removed; anything else in the folder is left alone, whatever its name. Below `folder` nothing is reached
+    /// through a symlink: every folder on the way is opened relative to the one before it, never following one
+    /// (a symlink planted in the output folder could lead anywhere).
     /// - Parameters:
     ///   - snapshot: The packs to export.
     ///   - folder: The output folder (created if needed).
     ///   - baseURL: Written before `assets/<id>` in pack URLs; `nil` writes relative URLs, which a client
     ///     resolves against the manifest's own URL.
-    /// - Returns: The manifest written.
-    /// - Throws: ``AssetPackFormatError`` with code `.io` or `.invalidState` (a damaged record).
+    /// - Returns: The manifest written, and the recorded files left in place.
+    /// - Throws: ``AssetPackFormatError`` with code `.io`, `.unsafePath` (a symlink where export writes) or
+    ///   `.invalidState` (a damaged record, or one that is not a regular file).
     public static func export(_ snapshot: CatalogSnapshot, to folder: FilePath, baseURL: String?) throws -> Result {
-        let assets = folder.appending("assets")
         do {
-            try FileManager.default.createDirectory(atPath: assets.string, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
         } catch {
-            throw AssetPackFormatError(code: .io, message: "cannot create \(assets): \(error)")
+            throw AssetPackFormatError(code: .io, message: "cannot create \(folder): \(error)")
         }
-        let record = StateFile<Record>(folder.appending(".ba-mock-export.json"))
-        let before = Set(try record.load()?.files ?? [])
+        // The folder itself is the user's choice, through a symlink or not; what is below it is not.
+        let out: FileDescriptor
+        do {
+            out = try FileDescriptor.open(folder, .readOnly, options: [.directory, .closeOnExec])
+        } catch let errno as Errno {
+            throw AssetPackFormatError(code: .io, message: "cannot open \(folder): \(errno)", cause: errno)
+        }
+        return try out.closeAfter { try export(snapshot, into: out, shownAs: folder, baseURL: baseURL) }
+    }
+
+    private static func export(
+        _ snapshot: CatalogSnapshot,
+        into out: FileDescriptor,
+        shownAs folder: FilePath,
+        baseURL: String?
+    ) throws -> Result {
+        let record = StateFile<Record>(folder.appending(recordName))
+        let before = Set(try record.load(in: out)?.files ?? [])
         var written: [String] = []
-        for pack in snapshot.packs {
-            try copy(pack.archive, to: assets.appending(pack.id))
-            written.append("assets/\(pack.id)")
-            for delta in pack.deltas {
-                let path = pack.deltaPath(delta)
-                let target = folder.appending(path)
-                do {
-                    try FileManager.default.createDirectory(
-                        atPath: target.removingLastComponent().string,
-                        withIntermediateDirectories: true
-                    )
-                } catch {
-                    throw AssetPackFormatError(
-                        code: .io,
-                        message: "cannot create \(target.removingLastComponent()): \(error)"
-                    )
-                }
-                try copy(delta.archive, to: target)
-                written.append(path)
+        let files = snapshot.packs.flatMap { pack in
+            [(pack.archive, "assets/\(pack.id)")] + pack.deltas.map { ($0.archive, pack.deltaPath($0)) }
+        }
+        for (source, path) in files {
+            let (folders, name) = split(path)
+            try withFolder(folders, in: out, shownAs: folder, creating: true) { parent in
+                try copy(source, into: parent, named: name, shownAs: folder.appending(path))
             }
+            written.append(path)
         }
         let manifest = snapshot.manifest(baseURL: baseURL ?? "")
         let manifestFile = folder.appending("manifest")
@@ -75,16 +87,111 @@ public enum Exporter {
         } catch {
             throw AssetPackFormatError(code: .io, message: "cannot encode the manifest: \(error)")
         }
-        try AtomicFile.write(bytes, to: manifestFile)
+        try AtomicFile.write(bytes, in: out, named: "manifest", shownAs: manifestFile)
         written.append("manifest")
-        try record.save(Record(files: written.sorted()))
-        for stale in before.subtracting(written) where PackPath.normalize(stale) == stale {
-            _ = unlink(folder.appending(stale).string)  // a file, never a folder: only what was written here
+        try record.save(Record(files: written.sorted()), in: out)
+        var warnings: [String] = []
+        for stale in before.subtracting(written).sorted() {
+            if let warning = remove(stale, in: out, shownAs: folder) { warnings.append(warning) }
         }
-        return Result(manifest: manifest, manifestFile: manifestFile)
+        return Result(manifest: manifest, manifestFile: manifestFile, warnings: warnings)
     }
 
-    private static func copy(_ source: FilePath, to destination: FilePath) throws {
+    /// Removes a file an earlier export recorded, reached as export writes: never through a symlink, never
+    /// outside the folder, never a folder.
+    /// - Returns: A warning when the file was left in place for any reason but being gone already.
+    private static func remove(_ stale: String, in out: FileDescriptor, shownAs folder: FilePath) -> String? {
+        // The record is a file anyone who can write the folder can edit: its paths are checked as pack entry
+        // paths are (relative, normalized, no `..`).
+        guard PackPath.normalize(stale) == stale else {
+            return "left \"\(stale)\" alone: \(folder.appending(recordName)) lists it, but it is not a path inside "
+                + "\(folder)"
+        }
+        let (folders, name) = split(stale)
+        do {
+            return try withFolder(folders, in: out, shownAs: folder, creating: false) { parent in
+                guard unlinkat(parent.rawValue, name, 0) != 0, errno != ENOENT else { return nil }
+                return "could not remove \(folder.appending(stale)), which an earlier export wrote: "
+                    + "\(Errno(rawValue: errno))"
+            }
+        } catch let error as AssetPackFormatError where error.code == .notFound {
+            return nil
+        } catch let error as AssetPackFormatError {
+            return "left \(folder.appending(stale)) alone: \(error.message)"
+        } catch {
+            return "left \(folder.appending(stale)) alone: \(error)"
+        }
+    }
+
+    /// `deltas/Levels/3584aeb430e24fa9` → (["deltas", "Levels"], "3584aeb430e24fa9"), split at `/` bytes.
+    private static func split(_ relative: String) -> (folders: [String], name: String) {
+        var components = Substring(relative).utf8.split(separator: UInt8(ascii: "/")).map { String(Substring($0)) }
+        let name = components.popLast() ?? ""
+        return (components, name)
+    }
+
+    /// Runs `body` with the folder at `components` below `out`, each opened `O_DIRECTORY | O_NOFOLLOW`
+    /// relative to the one before it (and made first when `creating`): a symlink anywhere on the way is
+    /// refused, never followed.
+    /// - Throws: What `body` throws, or ``AssetPackFormatError`` with code `.unsafePath` for a symlink on the
+    ///   way, `.notFound` when a folder is missing (and not `creating`), or `.io`.
+    private static func withFolder<T>(
+        _ components: [String],
+        in out: FileDescriptor,
+        shownAs folder: FilePath,
+        creating: Bool,
+        _ body: (FileDescriptor) throws -> T
+    ) throws -> T {
+        var opened: [FileDescriptor] = []
+        defer { for fd in opened { try? fd.close() } }
+        var current = out
+        var path = folder
+        for name in components {
+            path.append(name)
+            do {
+                current = try current.openSubfolder(named: name, creating: creating)
+            } catch let errno as Errno {
+                throw folderError(errno, at: path, name: name, in: current)
+            }
+            opened.append(current)
+        }
+        return try body(current)
+    }
+
+    /// The error for a folder on the way that could not be opened, naming a symlink as such.
+    private static func folderError(_ errno: Errno, at path: FilePath, name: String, in parent: FileDescriptor)
+        -> AssetPackFormatError
+    {
+        var info = stat()
+        let found = fstatat(parent.rawValue, name, &info, AT_SYMLINK_NOFOLLOW) == 0
+        if found && info.st_mode & S_IFMT == S_IFLNK {
+            return AssetPackFormatError(
+                code: .unsafePath,
+                message:
+                    "\(path) is a symlink: export never writes or removes anything through one, as it could lead "
+                    + "out of the output folder. Fix: remove \(path), or export into another folder",
+                cause: errno
+            )
+        }
+        if found && info.st_mode & S_IFMT != S_IFDIR {
+            return AssetPackFormatError(
+                code: .io,
+                message: "\(path) is not a folder. Fix: remove it, or export into another folder",
+                cause: errno
+            )
+        }
+        if errno == .noSuchFileOrDirectory {
+            return AssetPackFormatError(code: .notFound, message: "\(path) does not exist", cause: errno)
+        }
+        return AssetPackFormatError(code: .io, message: "cannot open \(path): \(errno)", cause: errno)
+    }
+
+    private static func copy(
+        _ source: FilePath,
+        into folder: FileDescriptor,
+        named name: String,
+        shownAs destination: FilePath
+    ) throws {
         let input: FileDescriptor
         do {
             input = try FileDescriptor.open(source, .readOnly)
@@ -92,7 +199,7 @@ public enum Exporter {
             throw AssetPackFormatError(code: .io, message: "cannot open \(source): \(errno)", cause: errno)
         }
         try input.closeAfter {
-            try AtomicFile.write(to: destination) { output in
+            try AtomicFile.write(in: folder, named: name, shownAs: destination) { output in
                 do {
                     try input.forEachChunk { _ = try output.writeAll($0) }
                 } catch let errno as Errno {

@@ -50,6 +50,7 @@ struct Export: AsyncParsableCommand {
         )
         for warning in try await catalog.load() { Console.err("warning: \(warning)") }
         let result = try Exporter.export(catalog.snapshot, to: out, baseURL: baseURL)
+        for warning in result.warnings { Console.err("warning: \(warning)") }
         if json {
             Console.out(String(decoding: try result.manifest.encoded(), as: UTF8.self))
             return
