@@ -61,17 +61,15 @@ extension FileDescriptor {
         }
     }
 
-    /// What a file of mode `mode` is, for messages: "a FIFO", "a character device", ...
+    /// What a file of mode `mode` that is not a regular file is, for messages: "a FIFO", "a character device", ...
     static func kind(of mode: mode_t) -> String {
         switch mode & S_IFMT {
-        case S_IFREG: "a regular file"
         case S_IFDIR: "a folder"
         case S_IFIFO: "a FIFO"
         case S_IFCHR: "a character device"
         case S_IFBLK: "a block device"
         case S_IFSOCK: "a socket"
-        case S_IFLNK: "a symlink"
-        default: "not a file"
+        default: "a special file"
         }
     }
 

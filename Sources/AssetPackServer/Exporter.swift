@@ -110,9 +110,10 @@ public enum Exporter {
         let (folders, name) = split(stale)
         do {
             return try withFolder(folders, in: out, shownAs: folder, creating: false) { parent in
-                guard unlinkat(parent.rawValue, name, 0) != 0, errno != ENOENT else { return nil }
-                return "could not remove \(folder.appending(stale)), which an earlier export wrote: "
-                    + "\(Errno(rawValue: errno))"
+                guard unlinkat(parent.rawValue, name, 0) != 0 else { return nil }
+                let failure = Errno(rawValue: errno)
+                guard failure != .noSuchFileOrDirectory else { return nil }
+                return "could not remove \(folder.appending(stale)), which an earlier export wrote: \(failure)"
             }
         } catch let error as AssetPackFormatError where error.code == .notFound {
             return nil
@@ -158,7 +159,8 @@ public enum Exporter {
         return try body(current)
     }
 
-    /// The error for a folder on the way that could not be opened, naming a symlink as such.
+    /// The error for a folder on the way that could not be opened, naming a symlink as such (the `Errno`, ELOOP or
+    /// ENOTDIR, would only confuse then).
     private static func folderError(_ errno: Errno, at path: FilePath, name: String, in parent: FileDescriptor)
         -> AssetPackFormatError
     {
@@ -169,15 +171,13 @@ public enum Exporter {
                 code: .unsafePath,
                 message:
                     "\(path) is a symlink: export never writes or removes anything through one, as it could lead "
-                    + "out of the output folder. Fix: remove \(path), or export into another folder",
-                cause: errno
+                    + "out of the output folder. Fix: remove \(path), or export into another folder"
             )
         }
         if found && info.st_mode & S_IFMT != S_IFDIR {
             return AssetPackFormatError(
                 code: .io,
-                message: "\(path) is not a folder. Fix: remove it, or export into another folder",
-                cause: errno
+                message: "\(path) is not a folder. Fix: remove it, or export into another folder"
             )
         }
         if errno == .noSuchFileOrDirectory {
