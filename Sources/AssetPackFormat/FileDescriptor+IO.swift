@@ -73,17 +73,6 @@ extension FileDescriptor {
         }
     }
 
-    /// The folder `name` in this folder, opened `O_DIRECTORY | O_NOFOLLOW` (a symlink there is refused, never
-    /// followed), made first (mode 755) when `creating` and missing.
-    /// - Parameter name: One name, not a path.
-    /// - Throws: `Errno`: `ELOOP` or `ENOTDIR` when a symlink or something other than a folder has the name.
-    public func openSubfolder(named name: String, creating: Bool) throws -> FileDescriptor {
-        if creating && mkdirat(rawValue, name, 0o755) != 0 && errno != EEXIST { throw Errno(rawValue: errno) }
-        let raw = openat(rawValue, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard raw >= 0 else { throw Errno(rawValue: errno) }
-        return FileDescriptor(rawValue: raw)
-    }
-
     /// Reads the file in chunks of up to 1 MiB from byte 0, handing each to `body` (valid during the call
     /// only), up to `length` bytes or the end of the file: the one read loop behind hashing and copying.
     /// - Returns: The bytes read.

@@ -53,9 +53,9 @@ public enum Exporter {
         // The folder itself is the user's choice, through a symlink or not; what is below it is not.
         let out: FileDescriptor
         do {
-            out = try FileDescriptor.open(folder, .readOnly, options: [.directory, .closeOnExec])
-        } catch let errno as Errno {
-            throw AssetPackFormatError(code: .io, message: "cannot open \(folder): \(errno)", cause: errno)
+            out = try FileDescriptor.openFolder(folder)
+        } catch {
+            throw AssetPackFormatError(code: .io, message: "cannot open \(folder): \(error)", cause: error)
         }
         return try out.closeAfter { try export(snapshot, into: out, shownAs: folder, baseURL: baseURL) }
     }
@@ -131,54 +131,58 @@ public enum Exporter {
         return (components, name)
     }
 
-    /// Runs `body` with the folder at `components` below `out`, each opened `O_DIRECTORY | O_NOFOLLOW`
-    /// relative to the one before it (and made first when `creating`): a symlink anywhere on the way is
-    /// refused, never followed.
+    /// Runs `body` with the folder at `folders` below `out`, opened with ``FileDescriptor/openFolder(_:creating:)``
+    /// (a component at a time, `O_DIRECTORY | O_NOFOLLOW`, made first when `creating`): a symlink anywhere on the
+    /// way is refused, never followed.
     /// - Throws: What `body` throws, or ``AssetPackFormatError`` with code `.unsafePath` for a symlink on the
     ///   way, `.notFound` when a folder is missing (and not `creating`), or `.io`.
     private static func withFolder<T>(
-        _ components: [String],
+        _ folders: [String],
         in out: FileDescriptor,
         shownAs folder: FilePath,
         creating: Bool,
         _ body: (FileDescriptor) throws -> T
     ) throws -> T {
-        var opened: [FileDescriptor] = []
-        defer { for fd in opened { try? fd.close() } }
-        var current = out
-        var path = folder
-        for name in components {
-            path.append(name)
-            do {
-                current = try current.openSubfolder(named: name, creating: creating)
-            } catch let errno as Errno {
-                throw folderError(errno, at: path, name: name, in: current)
-            }
-            opened.append(current)
+        let parent: FileDescriptor
+        do {
+            parent = try out.openFolder(folders.joined(separator: "/"), creating: creating)
+        } catch {
+            throw folderError(error, folders, in: out, shownAs: folder)
         }
-        return try body(current)
+        return try parent.closeAfter { try body(parent) }
     }
 
-    /// The error for a folder on the way that could not be opened, naming a symlink as such (the `Errno`, ELOOP or
-    /// ENOTDIR, would only confuse then).
-    private static func folderError(_ errno: Errno, at path: FilePath, name: String, in parent: FileDescriptor)
+    /// The error for folders that could not be opened, naming the first one on the way that is a symlink or not
+    /// a folder (the `Errno`, ELOOP or ENOTDIR, would only confuse then). The names are looked up again for the
+    /// message only.
+    private static func folderError(
+        _ errno: Errno,
+        _ folders: [String],
+        in out: FileDescriptor,
+        shownAs folder: FilePath
+    )
         -> AssetPackFormatError
     {
-        var info = stat()
-        let found = fstatat(parent.rawValue, name, &info, AT_SYMLINK_NOFOLLOW) == 0
-        if found && info.st_mode & S_IFMT == S_IFLNK {
-            return AssetPackFormatError(
-                code: .unsafePath,
-                message:
-                    "\(path) is a symlink: export never writes or removes anything through one, as it could lead "
-                    + "out of the output folder. Fix: remove \(path), or export into another folder"
-            )
-        }
-        if found && info.st_mode & S_IFMT != S_IFDIR {
-            return AssetPackFormatError(
-                code: .io,
-                message: "\(path) is not a folder. Fix: remove it, or export into another folder"
-            )
+        var path = folder
+        for index in folders.indices {
+            path.append(folders[index])
+            var info = stat()
+            guard fstatat(out.rawValue, folders[...index].joined(separator: "/"), &info, AT_SYMLINK_NOFOLLOW) == 0
+            else { break }
+            if info.st_mode & S_IFMT == S_IFLNK {
+                return AssetPackFormatError(
+                    code: .unsafePath,
+                    message:
+                        "\(path) is a symlink: export never writes or removes anything through one, as it could lead "
+                        + "out of the output folder. Fix: remove \(path), or export into another folder"
+                )
+            }
+            if info.st_mode & S_IFMT != S_IFDIR {
+                return AssetPackFormatError(
+                    code: .io,
+                    message: "\(path) is not a folder. Fix: remove it, or export into another folder"
+                )
+            }
         }
         if errno == .noSuchFileOrDirectory {
             return AssetPackFormatError(code: .notFound, message: "\(path) does not exist", cause: errno)

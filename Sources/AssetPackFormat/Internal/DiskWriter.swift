@@ -70,19 +70,20 @@ final class DiskWriter {
         if let known = folders[PathKey(relative)] { return known }
         let (parentPath, name) = split(relative)
         let parent = try folder(parentPath)
-        let opened: FileDescriptor
-        do {
-            opened = try parent.openSubfolder(named: name, creating: true)
-        } catch let errno as Errno {
-            throw AssetPackFormatError.io("create or open folder", root.appending(relative), errno)
+        if mkdirat(parent.rawValue, name, 0o755) != 0, errno != EEXIST {
+            throw AssetPackFormatError.io("create folder", root.appending(relative), Errno(rawValue: errno))
+        }
+        let raw = openat(parent.rawValue, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard raw >= 0 else {
+            throw AssetPackFormatError.io("open folder", root.appending(relative), Errno(rawValue: errno))
         }
         if folders.count >= 64 {  // a bounded number of descriptors, whatever the pack's shape
             for fd in folders.values { try? fd.close() }
             folders.removeAll()
         }
         // Evicting above happens after `parent` was used, and callers use what this returns at once.
-        folders[PathKey(relative)] = opened
-        return opened
+        folders[PathKey(relative)] = FileDescriptor(rawValue: raw)
+        return FileDescriptor(rawValue: raw)
     }
 
     /// `a/b/c` → (`a/b`, `c`); `c` → ("", `c`). Split at the last `/` byte.
