@@ -26,13 +26,9 @@ public enum AtomicFile {
         let folderPath = path.removingLastComponent()
         let folder: FileDescriptor
         do {
-            folder = try FileDescriptor.open(
-                folderPath.isEmpty ? "." : folderPath,
-                .readOnly,
-                options: [.directory, .closeOnExec]
-            )
-        } catch let errno as Errno {
-            throw AssetPackFormatError.io("open the folder of", path, errno)
+            folder = try FileDescriptor.openFolder(folderPath.isEmpty ? "." : folderPath)
+        } catch {
+            throw AssetPackFormatError.io("open the folder of", path, error)
         }
         return try folder.closeAfter {
             try write(
