@@ -11,6 +11,16 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
         case one
         case star
         case set(ranges: [ClosedRange<UInt32>], negated: Bool)
+
+        /// Whether this token, one that is not `*`, takes `scalar`.
+        func accepts(_ scalar: Unicode.Scalar) -> Bool {
+            switch self {
+            case .literal(let literal): literal == scalar
+            case .one: true
+            case .star: false
+            case .set(let ranges, let negated): ranges.contains { $0.contains(scalar.value) } != negated
+            }
+        }
     }
 
     private enum Component: Sendable, Hashable {
@@ -47,53 +57,73 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
     public var description: String { pattern }
 
     /// Whether `path` (relative, `/`-separated) matches the whole pattern.
+    ///
+    /// Time is bounded by the product of the pattern's and the path's lengths, whatever the pattern: no
+    /// backtracking without bound (`*a*a*a*a*b` against a long name of `a`s once took minutes).
     public func matches(_ path: String) -> Bool {
+        var steps = 0
+        return matches(path, steps: &steps)
+    }
+
+    /// Whether `path` matches, counting in `steps` the states the matcher visited: at most
+    /// `(pattern length + 1) * (path length + 1)`, in Unicode scalars (for the tests of that bound).
+    func matches(_ path: String, steps: inout Int) -> Bool {
         let parts = Substring(path).utf8.split(separator: UInt8(ascii: "/")).map {
             Array(String(Substring($0)).unicodeScalars)
         }
-        var memo: [Int: Bool] = [:]
-        return match(0, parts, 0, &memo)
-    }
-
-    private func match(_ index: Int, _ parts: [[Unicode.Scalar]], _ at: Int, _ memo: inout [Int: Bool]) -> Bool {
-        let key = index * (parts.count + 1) + at
-        if let known = memo[key] { return known }
-        let result: Bool
-        if index == components.count {
-            result = at == parts.count
-        } else {
-            switch components[index] {
+        // Dynamic programming over (component, part), from the last component back: `rest[at]` says whether
+        // the components after this one match `parts[at...]`. Each pair is decided once.
+        var rest = [Bool](repeating: false, count: parts.count + 1)
+        rest[parts.count] = true
+        var here = rest
+        for component in components.reversed() {
+            switch component {
             case .anyDepth:
-                result = (at...parts.count).contains { match(index + 1, parts, $0, &memo) }
+                // `**` takes parts[at..<k] for some k: it matches here if the rest matches at `at`, or if it
+                // matches one part further on.
+                here[parts.count] = rest[parts.count]
+                for at in stride(from: parts.count - 1, through: 0, by: -1) {
+                    steps += 1
+                    here[at] = rest[at] || here[at + 1]
+                }
             case .segment(let tokens):
-                result =
-                    at < parts.count && Self.match(tokens[...], parts[at][...])
-                    && match(index + 1, parts, at + 1, &memo)
+                here[parts.count] = false
+                for at in 0..<parts.count {
+                    here[at] = rest[at + 1] && Self.match(tokens, parts[at], &steps)
+                }
             }
+            swap(&here, &rest)
+            guard rest.contains(true) else { return false }
         }
-        memo[key] = result
-        return result
+        return rest[0]
     }
 
-    private static func match(_ tokens: ArraySlice<Token>, _ text: ArraySlice<Unicode.Scalar>) -> Bool {
-        guard let token = tokens.first else { return text.isEmpty }
-        switch token {
-        case .star:
-            var rest = text
-            while true {
-                if match(tokens.dropFirst(), rest) { return true }
-                guard !rest.isEmpty else { return false }
-                rest = rest.dropFirst()
+    /// Whether one component matches a name: the greedy two-pointer wildcard match, which only ever goes back
+    /// to just after the last `*` seen (a later `*` makes any earlier choice irrelevant), so it takes at most
+    /// `(tokens + 1) * (name + 1)` steps.
+    private static func match(_ tokens: [Token], _ text: [Unicode.Scalar], _ steps: inout Int) -> Bool {
+        var token = 0
+        var at = 0
+        var star: (token: Int, at: Int)?
+        while at < text.count {
+            steps += 1
+            if token < tokens.count, tokens[token] == .star {
+                star = (token, at)
+                token += 1
+            } else if token < tokens.count, tokens[token].accepts(text[at]) {
+                token += 1
+                at += 1
+            } else if let last = star {
+                // The last `*` takes one more character, and the tokens after it start again from there.
+                star = (last.token, last.at + 1)
+                token = last.token + 1
+                at = last.at + 1
+            } else {
+                return false
             }
-        case .one:
-            return !text.isEmpty && match(tokens.dropFirst(), text.dropFirst())
-        case .literal(let scalar):
-            return text.first == scalar && match(tokens.dropFirst(), text.dropFirst())
-        case .set(let ranges, let negated):
-            guard let scalar = text.first else { return false }
-            let inSet = ranges.contains { $0.contains(scalar.value) }
-            return inSet != negated && match(tokens.dropFirst(), text.dropFirst())
         }
+        while token < tokens.count, tokens[token] == .star { token += 1 }
+        return token == tokens.count
     }
 
     private static func tokens(_ text: String) throws(GlobError) -> [Token] {
