@@ -76,8 +76,19 @@ public struct FaultRule: Sendable, Hashable, CustomStringConvertible {
         return parts.joined(separator: ",")
     }
 
+    /// The largest byte count or offset a rule takes (`reset-after`, `corrupt`) and the fastest `throttle`, in
+    /// bytes per second: 1 TiB.
+    public static let maximumBytes = 1 << 40
+    /// The longest `stall` and `retry-after`, in seconds: a day.
+    public static let maximumSeconds = 86_400
+    /// The longest `latency`, in milliseconds: a day.
+    public static let maximumMilliseconds = 86_400_000
+    /// The largest `nth` and `times`.
+    public static let maximumCount = 1_000_000_000
+
     /// Parses a rule.
-    /// - Throws: ``AssetPackServerError`` with code `.invalidOption` naming the item and the accepted forms.
+    /// - Throws: ``AssetPackServerError`` with code `.invalidOption` naming the item and the accepted forms,
+    ///   and for a number out of range, the range.
     public init(parsing text: String) throws {
         let usage =
             "write e.g. reset-after=65536, truncate, corrupt=100, wrong-length, status=503[,retry-after=2], "
@@ -86,52 +97,66 @@ public struct FaultRule: Sendable, Hashable, CustomStringConvertible {
         func fail(_ problem: String) -> AssetPackServerError {
             AssetPackServerError(code: .invalidOption, message: "fault \"\(text)\": \(problem). Fix: \(usage)")
         }
-        var items = text.split(separator: ",").map { item -> (String, String?) in
-            let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            return (parts[0], parts.count > 1 ? parts[1] : nil)
+        var items: [(key: String, value: String?)] = []
+        for item in text.split(separator: ",") {
+            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = parts[0].trimmingCharacters(in: .whitespaces)
+            guard !key.isEmpty else { throw fail("the item \"\(item)\" has no name") }
+            guard !items.contains(where: { $0.key == key }) else { throw fail("\(key) is given twice") }
+            items.append((key, parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : nil))
         }
         guard !items.isEmpty else { throw fail("it is empty") }
         let (name, value) = items.removeFirst()
-        func number(_ value: String?, _ key: String, min: Int = 0) throws -> Int {
-            guard let value, let parsed = Int(value), parsed >= min else {
-                throw fail("\(key) needs a whole number of at least \(min)")
+        func number(_ value: String?, _ key: String, _ range: ClosedRange<Int>, _ unit: String) throws -> Int {
+            guard let value, let parsed = Int(value), range.contains(parsed) else {
+                throw fail("\(key) needs a whole number from \(range.lowerBound) to \(range.upperBound) (\(unit))")
             }
             return parsed
         }
-        var retryAfter: Int?
-        if let index = items.firstIndex(where: { $0.0 == "retry-after" }) {
-            retryAfter = try number(items.remove(at: index).1, "retry-after")
+        func noValue() throws {
+            if value != nil { throw fail("\(name) takes no value") }
         }
+        var retryAfter: Int?
+        if let index = items.firstIndex(where: { $0.key == "retry-after" }) {
+            retryAfter = try number(items.remove(at: index).value, "retry-after", 0...Self.maximumSeconds, "seconds")
+        }
+        let bytes = 0...Self.maximumBytes
         switch name {
-        case "reset-after": kind = .resetAfter(try number(value, name))
-        case "truncate": kind = .truncate
-        case "corrupt": kind = .corrupt(try number(value, name))
-        case "wrong-length": kind = .wrongLength
-        case "status":
-            let code = try number(value, name, min: 100)
-            guard code <= 599 else { throw fail("status must be 100 to 599") }
-            kind = .status(code, retryAfter: retryAfter)
-        case "latency": kind = .latency(try number(value, name))
-        case "throttle": kind = .throttle(try number(value, name, min: 1))
-        case "stall": kind = .stall(try number(value, name))
-        case "no-ranges": kind = .noRanges
-        case "stale-manifest": kind = .staleManifest
-        case "bad-manifest": kind = .badManifest
+        case "reset-after": kind = .resetAfter(try number(value, name, bytes, "bytes"))
+        case "truncate":
+            try noValue()
+            kind = .truncate
+        case "corrupt": kind = .corrupt(try number(value, name, bytes, "a byte offset in the pack"))
+        case "wrong-length":
+            try noValue()
+            kind = .wrongLength
+        case "status": kind = .status(try number(value, name, 100...599, "an HTTP status"), retryAfter: retryAfter)
+        case "latency": kind = .latency(try number(value, name, 0...Self.maximumMilliseconds, "milliseconds"))
+        case "throttle": kind = .throttle(try number(value, name, 1...Self.maximumBytes, "bytes per second"))
+        case "stall": kind = .stall(try number(value, name, 0...Self.maximumSeconds, "seconds"))
+        case "no-ranges":
+            try noValue()
+            kind = .noRanges
+        case "stale-manifest":
+            try noValue()
+            kind = .staleManifest
+        case "bad-manifest":
+            try noValue()
+            kind = .badManifest
         default: throw fail("\"\(name)\" is not a fault")
         }
         if retryAfter != nil, case .status = kind {
         } else if retryAfter != nil {
             throw fail("retry-after goes with status=CODE")
         }
-        var seen: Set<String> = []
+        let counts = 1...Self.maximumCount
         for (key, value) in items {
-            guard seen.insert(key).inserted else { throw fail("\(key) is given twice") }
             switch key {
             case "pack":
                 guard let value, !value.isEmpty else { throw fail("pack needs an ID") }
                 pack = value
-            case "nth": nth = try number(value, key, min: 1)
-            case "times": times = try number(value, key, min: 1)
+            case "nth": nth = try number(value, key, counts, "the Nth matching request")
+            case "times": times = try number(value, key, counts, "injections")
             case "p":
                 guard let value, let share = Double(value), (0...1).contains(share) else {
                     throw fail("p needs a share from 0 to 1")

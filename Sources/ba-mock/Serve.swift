@@ -101,7 +101,7 @@ struct Serve: AsyncParsableCommand {
     @Option(
         name: .customLong("fault"),
         help: ArgumentHelp(
-            "Misbehave on purpose: reset-after=BYTES, truncate, corrupt=OFFSET, wrong-length, status=CODE[,retry-after=S], latency=MS, throttle=BYTES_PER_SEC, stall=SECONDS, no-ranges, stale-manifest, bad-manifest; then ,pack=ID ,nth=N ,p=SHARE ,times=K. Repeatable; also changed at run time through /_mock/faults.",
+            "Misbehave on purpose: reset-after=BYTES, truncate, corrupt=OFFSET, wrong-length, status=CODE[,retry-after=S], latency=MS, throttle=BYTES_PER_SEC, stall=SECONDS, no-ranges, stale-manifest, bad-manifest; then ,pack=ID ,nth=N ,p=SHARE ,times=K. BYTES and OFFSET 0 to 2^40 (1 TiB), BYTES_PER_SEC 1 to 2^40, CODE 100 to 599, S and SECONDS 0 to 86400 (a day), MS 0 to 86400000, N and K 1 to 10^9, SHARE 0 to 1. Repeatable; also changed at run time through /_mock/faults.",
             valueName: "RULE"
         )
     )

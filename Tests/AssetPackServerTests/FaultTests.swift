@@ -22,7 +22,7 @@ struct FaultTests {
     }
 
     @Test(arguments: [
-        ("explode", "is not a fault"), ("reset-after", "needs a whole number"), ("status=99", "at least 100"),
+        ("explode", "is not a fault"), ("reset-after", "needs a whole number"), ("status=99", "from 100 to 599"),
         ("latency=5,p=2", "share from 0 to 1"), ("truncate,retry-after=3", "goes with status"),
         ("truncate,color=red", "is not a rule option"),
     ])
@@ -30,6 +30,99 @@ struct FaultTests {
         let error = #expect(throws: AssetPackServerError.self) { try FaultRule(parsing: text) }
         #expect(error?.message.contains(problem) == true, "\(error?.message ?? "")")
         #expect(error?.message.contains("Fix: ") == true)
+    }
+
+    /// Each of these crashed `ba-mock` (an item without a name) or was accepted and crashed the next request
+    /// (a stall too long for the clock); each is refused with the range a number may take.
+    @Test(arguments: [
+        ("=", "has no name"), ("=,=", "has no name"), ("truncate,=", "has no name"), (" = ", "has no name"),
+        ("stall=", "stall needs a whole number from 0 to 86400"),
+        ("stall=-1", "stall needs a whole number from 0 to 86400"),
+        ("stall=9223372036854775807", "stall needs a whole number from 0 to 86400"),
+        ("stall=86401", "from 0 to 86400"), ("latency=86400001", "latency needs a whole number from 0 to 86400000"),
+        ("latency=-5", "from 0 to 86400000"),
+        ("throttle=0", "throttle needs a whole number from 1 to 1099511627776"),
+        ("corrupt=-5", "corrupt needs a whole number from 0 to 1099511627776"),
+        ("reset-after=99999999999999999999", "from 0 to 1099511627776"),
+        ("status=500,retry-after=86401", "retry-after needs a whole number from 0 to 86400"),
+        ("status=600", "from 100 to 599"), ("truncate,nth=0", "nth needs a whole number from 1 to 1000000000"),
+        ("truncate,times=-1", "times needs a whole number from 1 to 1000000000"),
+        ("truncate,nth=1000000001", "from 1 to 1000000000"), ("truncate,p=nan", "share from 0 to 1"),
+        ("truncate,p=inf", "share from 0 to 1"), ("truncate,p=-0.5", "share from 0 to 1"),
+        ("truncate=5", "truncate takes no value"), ("stall=٣", "stall needs a whole number"),
+        ("status=500,retry-after=1,retry-after=2", "retry-after is given twice"),
+    ])
+    func numbersOutOfRangeAndNamelessItemsAreRefused(_ text: String, _ problem: String) {
+        let error = #expect(throws: AssetPackServerError.self, "\(text)") { try FaultRule(parsing: text) }
+        #expect(error?.message.contains(problem) == true, "\(text): \(error?.message ?? "")")
+        #expect(error?.message.contains("Fix: ") == true)
+    }
+
+    /// Random rules built from the pieces that broke the parser: each gives an error or a rule that prints as
+    /// it parses, with every number in its range; none crashes.
+    @Test func fuzzedRulesParseOrAreRefused() throws {
+        let pieces = [
+            "", "=", ",", " ", "stall", "latency", "reset-after", "corrupt", "throttle", "status", "retry-after",
+            "nth", "times", "p", "pack", "truncate", "wrong-length", "no-ranges", "stale-manifest", "bad-manifest",
+            "-", "+", "0", "1", "-1", "100", "503", "86400", "86401", "1099511627776", "1099511627777",
+            "9223372036854775807", "9223372036854775808", "-9223372036854775808", "99999999999999999999", "nan",
+            "inf", "-inf", "1e308", "0.5", "1e-300", "0x10", "é", "\u{0}", "٣", "Levels", "💥", "\u{301}",
+        ]
+        var random = SplitMix64(seed: 91)
+        var parsed = 0
+        for _ in 0..<30_000 {
+            var text = ""
+            for _ in 0..<(random.next() % 8) {
+                if random.next() % 10 == 0, let scalar = Unicode.Scalar(UInt32(random.next() % 0x11_0000)) {
+                    text.unicodeScalars.append(scalar)
+                } else {
+                    text += pieces[Int(random.next() % UInt64(pieces.count))]
+                }
+            }
+            guard let rule = try? FaultRule(parsing: text) else { continue }
+            parsed += 1
+            #expect(try FaultRule(parsing: rule.description) == rule, "\(text) printed as \(rule)")
+            #expect(Self.numbersInRange(rule), "\(text) gave \(rule)")
+        }
+        #expect(parsed > 100, "\(parsed) random rules parsed")
+    }
+
+    static func numbersInRange(_ rule: FaultRule) -> Bool {
+        let bytes = 0...(1 << 40)
+        let numbersOK: Bool =
+            switch rule.kind {
+            case .resetAfter(let count): bytes.contains(count)
+            case .corrupt(let offset): bytes.contains(offset)
+            case .status(let code, let retryAfter): (100...599).contains(code) && (0...86400).contains(retryAfter ?? 0)
+            case .latency(let milliseconds): (0...86_400_000).contains(milliseconds)
+            case .throttle(let rate): (1...(1 << 40)).contains(rate)
+            case .stall(let seconds): (0...86400).contains(seconds)
+            default: true
+            }
+        return numbersOK && (1...1_000_000_000).contains(rule.nth ?? 1) && (1...1_000_000_000).contains(rule.times ?? 1)
+            && (0...1).contains(rule.probability ?? 0)
+    }
+
+    /// Rules that crashed the server (an item without a name when added, a stall too long for the clock on the
+    /// next request) are answered 400 with the range, and the server keeps serving.
+    @Test func theControlEndpointRefusesRulesThatCrashedIt() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            for (body, problem) in [
+                ("=", "has no name"), ("=,=", "has no name"), ("stall=9223372036854775807", "from 0 to 86400"),
+                ("latency=9223372036854775807", "from 0 to 86400000"), ("truncate,p=nan", "share from 0 to 1"),
+            ] {
+                let refused = try await server.get("/_mock/faults", method: .POST, body: body)
+                #expect(refused.status == 400, "\(body)")
+                #expect(refused.errorCode == "invalidOption", "\(body)")
+                let message = String(decoding: refused.body, as: UTF8.self)
+                #expect(message.contains(problem), "\(body): \(message)")
+            }
+            let listed = try await server.get("/_mock/faults")
+            #expect(listed.json?["faults"] as? [String] == [])
+            #expect(try await server.get("/assets/Tutorial").status == 200)
+        }
     }
 
     @Test func nthTimesAndProbabilityAreReplayable() throws {

@@ -396,6 +396,22 @@ struct BAMockEndToEndTests {
         #expect(server.interrupt(signal: SIGTERM, timeout: 15) == 0, "-9: SIGTERM ignored; \(server.stderr)")
     }
 
+    /// `--fault '='` crashed ba-mock at start ("Index out of range", exit 132), and a stall too long for the clock
+    /// was accepted and crashed the first download; both are refused with a usage error that gives the range.
+    @Test func faultRulesThatCrashedServeAreRefused() throws {
+        let scratch = try Scratch()
+        let assets = try sampleFolder(scratch)
+        for (rule, says) in [
+            ("=", "has no name"), ("stall=9223372036854775807", "stall needs a whole number from 0 to 86400"),
+            ("throttle=0", "from 1 to 1099511627776"),
+        ] {
+            let refused = try runTool(tool, ["serve", assets.string, "--port", "0", "--fault", rule], timeout: 60)
+            #expect(refused.status == 64, "\(rule): exit \(refused.status), \(refused.stderr)")
+            #expect(refused.stderr.contains(says), "\(rule): \(refused.stderr)")
+            #expect(refused.stdout.isEmpty, "\(rule): nothing is served")
+        }
+    }
+
     @Test func errorsSayWhatWentWrongAndExitNonZero() throws {
         let scratch = try Scratch()
         try scratch.write(
