@@ -42,6 +42,9 @@ public struct ServerConfiguration: Sendable {
     /// soon as it is built (a folder of thousands of packs does not keep the first from being tested), and
     /// this is told how that first build went. `nil` (the default): the caller refreshed the catalog.
     public var onFirstBuild: (@Sendable (Result<CatalogReport, any Error>) -> Void)?
+    /// How long a control request (`POST /_mock/faults`) may take to send its body: a slower one is answered
+    /// 408 and its connection closed.
+    public var controlBodyTimeout: TimeAmount
 
     /// Creates a configuration; the defaults serve plain HTTP on 127.0.0.1:8443 and watch every second.
     public init(
@@ -56,11 +59,13 @@ public struct ServerConfiguration: Sendable {
         requestHeadTimeout: TimeAmount = .seconds(10),
         sendTimeout: TimeAmount = .seconds(60),
         maxConnections: Int = ServerConfiguration.defaultMaxConnections,
-        onFirstBuild: (@Sendable (Result<CatalogReport, any Error>) -> Void)? = nil
+        onFirstBuild: (@Sendable (Result<CatalogReport, any Error>) -> Void)? = nil,
+        controlBodyTimeout: TimeAmount = .seconds(10)
     ) {
         self.onFirstBuild = onFirstBuild
         self.sendTimeout = sendTimeout
         self.maxConnections = maxConnections
+        self.controlBodyTimeout = controlBodyTimeout
         self.faults = faults
         self.requestHeadTimeout = requestHeadTimeout
         self.host = host
@@ -103,7 +108,8 @@ func buildRouter(
         faults: configuration.faults,
         sendfile: sendfile
     ).addRoutes(to: router)
-    ControlController(catalog: catalog, faults: configuration.faults).addRoutes(to: router)
+    ControlController(catalog: catalog, faults: configuration.faults, bodyTimeout: configuration.controlBodyTimeout)
+        .addRoutes(to: router)
     return router
 }
 
@@ -142,7 +148,7 @@ public func buildApplication(
             additionalChannelHandlers: [
                 ConnectionTrackingHandler(tracker: tracker),
                 RequestHeadTimeoutHandler(timeout: headTimeout), SendTimeoutHandler(timeout: sendTimeout),
-                HTTP1HandlerInstaller(sendfile: sendfile),
+                ConnectionCloseHandler(), HTTP1HandlerInstaller(sendfile: sendfile),
             ],
             idleTimeout: .seconds(30)
         )

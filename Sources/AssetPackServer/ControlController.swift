@@ -35,9 +35,13 @@ public struct MockRequestContext: RequestContext, RemoteAddressRequestContext {
 /// PUT    /_mock/packs/<id>/obsolete          stop publishing it (clients see it as obsolete)
 /// DELETE /_mock/packs/<id>/obsolete          publish it again
 /// ```
+///
+/// A rule's body is read up to 4 KiB and within `bodyTimeout`: a client that sends it a byte now and then gets
+/// 408 and its connection closed, rather than holding both for as long as it likes.
 struct ControlController {
     let catalog: PackCatalog
     let faults: FaultPlan
+    let bodyTimeout: TimeAmount
 
     func addRoutes(to router: Router<MockRequestContext>) {
         let group = router.group("_mock").add(middleware: LoopbackOnlyMiddleware())
@@ -56,7 +60,16 @@ struct ControlController {
     }
 
     @Sendable func addFault(_ request: Request, context: MockRequestContext) async throws -> Response {
-        let body = try await request.body.collect(upTo: 4096)
+        guard let body = try await Self.collect(request.body, upTo: 4096, within: bodyTimeout) else {
+            let seconds = Double(bodyTimeout.nanoseconds) / 1e9
+            return JSONErrorMiddleware<MockRequestContext>.response(
+                .requestTimeout,
+                code: "requestTimeout",
+                message: "the request body did not arrive within \(seconds) s; the connection is closed. "
+                    + "Fix: send the rule in one go, e.g. curl -X POST -d 'reset-after=65536' .../_mock/faults",
+                headers: [.connection: "close"]
+            )
+        }
         let rule = try FaultRule(parsing: String(buffer: body).trimmingCharacters(in: .whitespacesAndNewlines))
         if let pack = rule.pack, await !catalog.knownPackIDs.contains(pack) {
             let known = await catalog.knownPackIDs.sorted().joined(separator: ", ")
@@ -67,6 +80,20 @@ struct ControlController {
         }
         faults.add(rule)
         return json(["added": rule.description, "faults": faults.rules.map(\.description)], status: .created)
+    }
+
+    /// The whole body, or `nil` when it did not arrive within `timeout`.
+    /// - Throws: `NIOTooManyBytesError` past `limit`; what reading the body throws.
+    static func collect(_ body: RequestBody, upTo limit: Int, within timeout: TimeAmount) async throws -> ByteBuffer? {
+        try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await body.collect(upTo: limit) }
+            group.addTask {
+                try await Task.sleep(for: .nanoseconds(timeout.nanoseconds))
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
     }
 
     @Sendable func clearFaults(_ request: Request, context: MockRequestContext) async throws -> Response {

@@ -125,6 +125,65 @@ struct FaultTests {
         }
     }
 
+    /// A control body sent a byte at a time held its connection (and its handler) for as long as the client
+    /// liked; it now gets 408 once the deadline passes, the connection is closed, and no rule is added.
+    @Test func aControlBodyDrippedByteByByteGets408AndTheConnectionClosed() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root, controlBodyTimeout: .seconds(1)) { server in
+            let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+            // On a thread of its own: the socket calls block, and the test pool's threads are few.
+            let (answer, closedAfter) = try await withCheckedThrowingContinuation { continuation in
+                Thread.detachNewThread {
+                    let outcome = Result { try Self.drip(port: port, body: "reset-after=65536", seconds: 6) }
+                    continuation.resume(with: outcome)
+                }
+            }
+            #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer.prefix(300))")
+            #expect(answer.contains("requestTimeout"), "\(answer)")
+            #expect(closedAfter != nil, "the server kept a dripping control connection open for 6 s")
+            #expect((closedAfter ?? 99) < 3.5, "closed after \(closedAfter ?? 99) s")
+            let listed = try await server.get("/_mock/faults")
+            #expect(listed.json?["faults"] as? [String] == [], "a rule cut short is not added")
+            #expect(try await server.get("/assets/Tutorial").status == 200)  // others are still served
+        }
+    }
+
+    /// Sends a `POST /_mock/faults` head whole, then its body one byte every 200 ms; returns what the server
+    /// answered and the seconds after which it closed the connection (`nil` if it never did within `seconds`).
+    static func drip(port: Int, body: String, seconds: Double) throws -> (String, Double?) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        let head = Array(
+            "POST /_mock/faults HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.utf8.count)\r\n\r\n".utf8
+        )
+        _ = head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var answer: [UInt8] = []
+        var pending = Array(body.utf8)[...]
+        let start = Date()
+        while Date().timeIntervalSince(start) < seconds {
+            if var byte = pending.popFirst() { _ = send(fd, &byte, 1, Int32(MSG_NOSIGNAL)) }
+            var probe = pollfd(fd: fd, events: Int16(POLLIN | POLLHUP), revents: 0)
+            if poll(&probe, 1, 200) > 0 {
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let count = recv(fd, &buffer, buffer.count, 0)
+                if count <= 0 { return (String(decoding: answer, as: UTF8.self), Date().timeIntervalSince(start)) }
+                answer += buffer[0..<count]
+            }
+        }
+        return (String(decoding: answer, as: UTF8.self), nil)
+    }
+
     @Test func nthTimesAndProbabilityAreReplayable() throws {
         let rules = [try FaultRule(parsing: "truncate,nth=2"), try FaultRule(parsing: "latency=1,p=0.5")]
         func run() -> [[String]] {

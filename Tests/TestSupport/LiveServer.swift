@@ -31,6 +31,7 @@ public struct LiveServer: Sendable {
         jsonLog: Bool = false,
         faults: FaultPlan = FaultPlan(seed: 1),
         requestHeadTimeout: TimeAmount = .seconds(10),
+        controlBodyTimeout: TimeAmount = .seconds(10),
         deltaDepth: Int = 3,
         _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
@@ -53,7 +54,8 @@ public struct LiveServer: Sendable {
             requestLog: { line in lines.append(line) },
             eventLog: { _ in },
             faults: faults,
-            requestHeadTimeout: requestHeadTimeout
+            requestHeadTimeout: requestHeadTimeout,
+            controlBodyTimeout: controlBodyTimeout
         )
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { url in
             continuation.yield(url)
