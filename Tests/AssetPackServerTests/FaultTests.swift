@@ -132,12 +132,8 @@ struct FaultTests {
         try scratch.makeSampleFolder()
         try await LiveServer.with(folder: scratch.root, controlBodyTimeout: .seconds(1)) { server in
             let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
-            // On a thread of its own: the socket calls block, and the test pool's threads are few.
-            let (answer, closedAfter) = try await withCheckedThrowingContinuation { continuation in
-                Thread.detachNewThread {
-                    let outcome = Result { try Self.drip(port: port, body: "reset-after=65536", seconds: 6) }
-                    continuation.resume(with: outcome)
-                }
+            let (answer, closedAfter) = try await onThreadOfItsOwn {
+                try Self.drip(port: port, body: "reset-after=65536", seconds: 6)
             }
             #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer.prefix(300))")
             #expect(answer.contains("requestTimeout"), "\(answer)")
@@ -366,9 +362,11 @@ struct FaultTests {
         try await LiveServer.with(folder: scratch.root) { server in
             let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
             for host in ["evil.example/\"x", ""] {
-                let peer = try RawConnection(port: port, receiveBuffer: 1 << 16)
-                peer.send("GET /manifest HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
-                let answer = String(decoding: peer.readAll(timeout: 5), as: UTF8.self)
+                let answer = try await onThreadOfItsOwn {
+                    let peer = try RawConnection(port: port, receiveBuffer: 1 << 16)
+                    peer.send("GET /manifest HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+                    return String(decoding: peer.readAll(timeout: 5), as: UTF8.self)
+                }
                 #expect(answer.hasPrefix("HTTP/1.1 400"), "Host \(host): \(answer.prefix(200))")
                 #expect(!answer.contains("\"url\""), "no manifest is made from it")
             }
@@ -381,9 +379,11 @@ struct FaultTests {
         try scratch.makeSampleFolder()
         try await LiveServer.with(folder: scratch.root) { server in
             let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
-            let peer = try RawConnection(port: port, receiveBuffer: 1 << 20)
-            peer.send("GET /manifest HTTP/1.0\r\n\r\n")
-            let (bytes, closed) = peer.readToEnd(timeout: 5)
+            let (bytes, closed) = try await onThreadOfItsOwn {
+                let peer = try RawConnection(port: port, receiveBuffer: 1 << 20)
+                peer.send("GET /manifest HTTP/1.0\r\n\r\n")
+                return peer.readToEnd(timeout: 5)
+            }
             #expect(bytes > 0 && closed, "the server closes an HTTP/1.0 connection after the response")
         }
     }

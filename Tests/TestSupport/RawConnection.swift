@@ -70,3 +70,12 @@ public final class RawConnection: @unchecked Sendable {
         return (total, false)
     }
 }
+
+/// Runs `body` on a thread of its own and waits for it: a blocking socket call must not hold one of the few
+/// threads of Swift's cooperative pool, which the server under test needs to answer it (two tests blocked at
+/// once on a two-core machine each waited out their timeout for an answer that could not be made).
+public func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}
