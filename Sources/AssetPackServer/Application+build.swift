@@ -24,8 +24,9 @@ public struct ServerConfiguration: Sendable {
     public var jsonLog: Bool
     /// How often the folder is checked for changes; `nil` turns live updates off.
     public var watchInterval: Duration?
-    /// Receives one line per request; `nil` (the default) logs nothing and costs nothing per request. It is
-    /// called on the request's task: it must not block (a command hands the line to a queue).
+    /// Receives one line per request once its response is over; `nil` (the default) logs nothing and costs
+    /// nothing per request. It is called on the connection's event loop: it must not block (a command hands
+    /// the line to a queue).
     public var requestLog: (@Sendable (String) -> Void)?
     /// Receives a line for each rebuild, removal or manifest problem found while serving (default: nowhere).
     public var eventLog: @Sendable (String) -> Void
@@ -94,11 +95,12 @@ func buildRouter(
     catalog: PackCatalog,
     configuration: ServerConfiguration,
     scheme: String,
-    sendfile: SendfileRegistry?
+    sendfile: SendfileRegistry?,
+    tally: ResponseTally?
 ) -> Router<MockRequestContext> {
     let router = Router(context: MockRequestContext.self, options: .autoGenerateHeadEndpoints)
-    if let requestLog = configuration.requestLog {
-        router.add(middleware: RequestLogMiddleware(json: configuration.jsonLog, write: requestLog))
+    if let requestLog = configuration.requestLog, let tally {
+        router.add(middleware: RequestLogMiddleware(json: configuration.jsonLog, tally: tally, write: requestLog))
     }
     router.add(middleware: JSONErrorMiddleware())
     PackController(
@@ -132,7 +134,15 @@ public func buildApplication(
     let scheme = tls == nil ? "http" : "https"
     // Pack bodies go out by sendfile on plain HTTP; TLS has to encrypt them, so they go through buffers.
     let sendfile = tls == nil ? SendfileRegistry() : nil
-    let router = buildRouter(catalog: catalog, configuration: configuration, scheme: scheme, sendfile: sendfile)
+    // The request log counts what each connection's socket took; without a log nothing is counted.
+    let tally = configuration.requestLog == nil ? nil : ResponseTally()
+    let router = buildRouter(
+        catalog: catalog,
+        configuration: configuration,
+        scheme: scheme,
+        sendfile: sendfile,
+        tally: tally
+    )
     var logger = Logger(label: "ba-mock")
     logger.logLevel = .warning
     // A connection idle for 30 s between requests is closed, so is one whose request head takes longer
@@ -145,11 +155,13 @@ public func buildApplication(
     }
     let http1: HTTPServerBuilder = .http1(
         configuration: .init(
-            additionalChannelHandlers: [
-                ConnectionTrackingHandler(tracker: tracker),
-                RequestHeadTimeoutHandler(timeout: headTimeout), SendTimeoutHandler(timeout: sendTimeout),
-                ConnectionCloseHandler(), HTTP1HandlerInstaller(sendfile: sendfile),
-            ],
+            additionalChannelHandlers: connectionHandlers(
+                tracker: tracker,
+                headTimeout: headTimeout,
+                sendTimeout: sendTimeout,
+                sendfile: sendfile,
+                tally: tally
+            ),
             idleTimeout: .seconds(30)
         )
     )
@@ -183,6 +195,24 @@ public func buildApplication(
         },
         logger: logger
     )
+}
+
+/// The handlers of one connection, made anew for each (they hold its state); the connection is counted
+/// first, so that one past the cap is closed before anything else runs for it.
+private func connectionHandlers(
+    tracker: ConnectionTracker,
+    headTimeout: TimeAmount,
+    sendTimeout: TimeAmount,
+    sendfile: SendfileRegistry?,
+    tally: ResponseTally?
+) -> [any RemovableChannelHandler] {
+    var handlers: [any RemovableChannelHandler] = [
+        ConnectionTrackingHandler(tracker: tracker),
+        RequestHeadTimeoutHandler(timeout: headTimeout), SendTimeoutHandler(timeout: sendTimeout),
+        ConnectionCloseHandler(), HTTP1HandlerInstaller(sendfile: sendfile),
+    ]
+    if let tally { handlers.append(ResponseTallyHandler(tally: tally, markers: sendfile != nil)) }
+    return handlers
 }
 
 /// Builds the catalog once the server listens (when asked to), then refreshes it on a timer while the

@@ -191,7 +191,21 @@ struct PackController {
             return FileBody.make(path: pack.archive, range: range, channel: context.connection)
         }
         let bytes = try await smallPacks.bytes(of: pack)
-        return ResponseBody(byteBuffer: bytes.getSlice(at: range.lowerBound, length: range.count) ?? ByteBuffer())
+        return Self.memoryBody(bytes.getSlice(at: range.lowerBound, length: range.count) ?? ByteBuffer())
+    }
+
+    /// Bytes from memory written at most 256 KiB at a time: the request log counts a write once the socket
+    /// took it, and a 1 MiB pack written whole would count nothing for a client that read most of it.
+    static func memoryBody(_ bytes: ByteBuffer) -> ResponseBody {
+        let pieceLength = 256 << 10
+        guard bytes.readableBytes > pieceLength else { return ResponseBody(byteBuffer: bytes) }
+        return ResponseBody(contentLength: bytes.readableBytes) { writer in
+            var rest = bytes
+            while let piece = rest.readSlice(length: min(pieceLength, rest.readableBytes)), piece.readableBytes > 0 {
+                try await writer.write(piece)
+            }
+            try await writer.finish(nil)
+        }
     }
 
     /// Wraps a body in the faults of `plan`; offsets in the plan are pack offsets, `firstByte` is where the

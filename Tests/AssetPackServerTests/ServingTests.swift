@@ -210,6 +210,55 @@ struct ServingTests {
     }
 }
 
+extension ServingTests {
+    /// A client that read a few hundred bytes and reset was logged as if it had the whole pack (`200 856060B`,
+    /// no mark). The line now says what the socket took (writes that completed) and that it was aborted: for
+    /// a pack served from memory (up to 1 MiB) and one sent by `sendfile`, in text and in JSON.
+    @Test(arguments: [("Mid", 1_000_000, false), ("Big", 8 << 20, true)])
+    func aClientThatResetsIsLoggedWithWhatTheSocketTookAndAborted(_ id: String, _ size: Int, _ json: Bool)
+        async throws
+    {
+        let scratch = try Scratch()
+        try scratch.write("\(id)/data.bin", Scratch.noise(size, seed: 5))
+        try scratch.write(
+            "\(id).json",
+            #"{"assetPackID": "\#(id)", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "\#(id)"}], "platforms": ["iOS"]}"#
+        )
+        try await LiveServer.with(folder: scratch.root, jsonLog: json) { server in
+            let archive = try scratch.archive(of: id, in: server.catalog).count
+            // Mid is served from memory, Big by sendfile: each path is the one under test.
+            #expect((archive <= SmallPackCache.largestPack) == (id == "Mid"), "\(archive) bytes")
+            let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+            let read = try await onThreadOfItsOwn {
+                let peer = try RawConnection(port: port, receiveBuffer: 4096, maximumSegment: 1400)
+                peer.send("GET /assets/\(id) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                let read = peer.read(atLeast: 400, timeout: 10)
+                peer.reset()
+                return read
+            }
+            #expect(String(decoding: read.prefix(15), as: UTF8.self) == "HTTP/1.1 200 OK")
+            #expect(read.count < 64 << 10, "\(read.count) bytes read")
+            try await waitForLines(server) { $0.contains { $0.contains("/assets/\(id)") } }
+            let line = try #require(server.requestLines.withLock { $0.first { $0.contains("/assets/\(id)") } })
+            let (bytes, aborted) = try Self.loggedBytesAndAborted(line, json: json)
+            #expect(aborted, "\(line)")
+            // At most what fits in the two sockets' buffers, far less than the pack (or one sendfile region).
+            #expect(bytes < min(archive, Sendfile.chunkLength), "\(line) for a pack of \(archive) bytes")
+        }
+    }
+
+    /// The bytes and the aborted mark of a request line, text (`... 200 1234B 5.6ms aborted`) or JSON.
+    static func loggedBytesAndAborted(_ line: String, json: Bool) throws -> (Int, Bool) {
+        if json {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return (try #require(object["bytes"] as? Int), object["aborted"] as? Bool == true)
+        }
+        let words = line.split(separator: " ")
+        let bytes = try #require(words.first { $0.hasSuffix("B") && Int($0.dropLast()) != nil }?.dropLast())
+        return (try #require(Int(bytes)), words.last == "aborted")
+    }
+}
+
 /// Waits up to 2 s for `count` request lines: a line is written when its body has been sent, which can be
 /// after the client has read it.
 func waitForLines(_ server: LiveServer, count: Int) async throws {

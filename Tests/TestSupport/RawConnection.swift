@@ -3,15 +3,22 @@ import Foundation
 /// A plain TCP connection to 127.0.0.1, for peers that misbehave on purpose: send a request and then read
 /// nothing, or read slowly.
 public final class RawConnection: @unchecked Sendable {
-    private let fd: Int32
+    private var fd: Int32
 
     /// Connects to 127.0.0.1:`port`, with a receive buffer of `receiveBuffer` bytes (small, so that a peer
-    /// that does not read is felt at once).
-    public init(port: Int, receiveBuffer: Int32 = 4096) throws {
+    /// that does not read is felt at once) and, when given, segments of at most `maximumSegment` bytes.
+    ///
+    /// Loopback's segments are 64 KiB, and the server's kernel sizes its send buffer from them (megabytes);
+    /// an Ethernet-sized segment (1400) keeps that buffer to what a real network gives, for tests of how much
+    /// of a response the server's socket took.
+    public init(port: Int, receiveBuffer: Int32 = 4096, maximumSegment: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EMFILE) }
         var size = receiveBuffer
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        if var segment = maximumSegment {
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_MAXSEG, &segment, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -27,7 +34,26 @@ public final class RawConnection: @unchecked Sendable {
         }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
+
+    /// Closes the connection with a reset (RST), as a client that gives up does: `SO_LINGER` 0, then close.
+    public func reset() {
+        guard fd >= 0 else { return }
+        var option = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+        close(fd)
+        fd = -1
+    }
+
+    /// Reads until at least `count` bytes arrived, the peer closed, or `timeout` passed; returns what arrived.
+    public func read(atLeast count: Int, timeout: Double) -> Data {
+        var data = Data()
+        _ = read(timeout: timeout) { bytes in
+            data.append(contentsOf: bytes)
+            return data.count < count
+        }
+        return data
+    }
 
     /// Sends `text` whole.
     public func send(_ text: String) {
@@ -42,16 +68,20 @@ public final class RawConnection: @unchecked Sendable {
     /// Reads until the peer closes or `timeout` passes; returns what arrived.
     public func readAll(timeout: Double) -> Data {
         var data = Data()
-        _ = read(timeout: timeout) { data.append(contentsOf: $0) }
+        _ = read(timeout: timeout) { bytes in
+            data.append(contentsOf: bytes)
+            return true
+        }
         return data
     }
 
     /// Reads until the peer closes or `timeout` passes; returns the bytes and whether the peer closed.
     public func readToEnd(timeout: Double) -> (bytes: Int, closed: Bool) {
-        read(timeout: timeout) { _ in }
+        read(timeout: timeout) { _ in true }
     }
 
-    private func read(timeout: Double, _ take: (UnsafeRawBufferPointer) -> Void) -> (bytes: Int, closed: Bool) {
+    /// Reads until the peer closes, `timeout` passes or `take` returns false (it wants no more).
+    private func read(timeout: Double, _ take: (UnsafeRawBufferPointer) -> Bool) -> (bytes: Int, closed: Bool) {
         var timeval = timeval(tv_sec: 0, tv_usec: 200_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeval, socklen_t(MemoryLayout<timeval>.size))
         let deadline = Date().addingTimeInterval(timeout)
@@ -64,8 +94,10 @@ public final class RawConnection: @unchecked Sendable {
                 if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { continue }
                 return (total, true)  // reset by the peer
             }
-            buffer.withUnsafeBytes { take(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
             total += count
+            guard buffer.withUnsafeBytes({ take(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }) else {
+                return (total, false)
+            }
         }
         return (total, false)
     }
