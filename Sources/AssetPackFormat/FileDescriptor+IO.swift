@@ -100,6 +100,24 @@ extension FileDescriptor {
 }
 
 extension FileDescriptor {
+    /// What a name in a folder is, seen without following a symlink.
+    public enum EntryKind: Sendable, Hashable {
+        case regular, folder, symlink, other
+    }
+
+    /// What is at `relative` below this folder (a symlink is reported, not followed), or `nil` when nothing is
+    /// there or it cannot be looked at.
+    public func entryKind(_ relative: String) -> EntryKind? {
+        var info = Glibc.stat()
+        guard fstatat(rawValue, relative, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return .regular
+        case S_IFDIR: return .folder
+        case S_IFLNK: return .symlink
+        default: return .other
+        }
+    }
+
     /// Opens a folder to work relative to (`O_DIRECTORY`, read-only). The path itself may lead through
     /// symlinks (a folder the user named through one); what lies below it is opened with
     /// ``openFolder(_:creating:)``, which never follows one.

@@ -166,10 +166,8 @@ public enum Exporter {
         var path = folder
         for index in folders.indices {
             path.append(folders[index])
-            var info = stat()
-            guard fstatat(out.rawValue, folders[...index].joined(separator: "/"), &info, AT_SYMLINK_NOFOLLOW) == 0
-            else { break }
-            if info.st_mode & S_IFMT == S_IFLNK {
+            guard let kind = out.entryKind(folders[...index].joined(separator: "/")) else { break }
+            if kind == .symlink {
                 return AssetPackFormatError(
                     code: .unsafePath,
                     message:
@@ -177,7 +175,7 @@ public enum Exporter {
                         + "out of the output folder. Fix: remove \(path), or export into another folder"
                 )
             }
-            if info.st_mode & S_IFMT != S_IFDIR {
+            if kind != .folder {
                 return AssetPackFormatError(
                     code: .io,
                     message: "\(path) is not a folder. Fix: remove it, or export into another folder"
