@@ -21,10 +21,10 @@ BIN = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path)
 help:
 	@echo "make demo     install what is missing, build, serve $(ASSETS)/ on 127.0.0.1 and fetch from it"
 	@echo "make test     install what is missing, run every test"
-	@echo "make torture  every fault rule and random SIGKILLs of ba-sync, $(TORTURE_RUNS) runs each (a few minutes)"
+	@echo "make torture  every fault rule, random SIGKILLs of ba-sync, the attack-run cases; $(TORTURE_RUNS) runs each (minutes)"
 	@echo "make bench    release build, then ours side by side with bsdtar, nginx, curl, wrk, rsync, C and sha256sum;"
 	@echo "              writes bench/results.md and puts its table into README.md (~6-13 min)"
-	@echo "make fuzz     the manifest parser and the archive reader on $(FUZZ_ITERATIONS) generated inputs each"
+	@echo "make fuzz     manifest, archive, index-row, fault-rule and glob fuzzing on $(FUZZ_ITERATIONS) inputs each"
 	@echo "make serve    serve $(ASSETS)/ on http://127.0.0.1:$(PORT) until Ctrl-C"
 	@echo "make build    build (CONFIG=debug|release)"
 	@echo "make lint     swift format lint --strict;  make format  rewrite in place"
@@ -50,11 +50,16 @@ build: deps
 test: deps
 	$(SWIFT) test --no-parallel
 
+# The torture run includes the attack-run cases (issue 18): planted symlinks, stalled and surplus peers, a
+# server killed while it builds.
 torture: deps
-	BA_TORTURE_RUNS=$(TORTURE_RUNS) $(SWIFT) test --filter TortureTests
+	BA_TORTURE_RUNS=$(TORTURE_RUNS) $(SWIFT) test --no-parallel \
+	  --filter 'TortureTests|PlantedSymlinkTests|StalledPeerEndToEndTests|ManyPacksEndToEndTests'
 
+# The fuzz run includes the fault-rule parser, the glob matcher (against a reference) and hostile delta rows.
 fuzz: deps
-	BA_FUZZ_ITERATIONS=$(FUZZ_ITERATIONS) $(SWIFT) test --filter FuzzTests
+	BA_FUZZ_ITERATIONS=$(FUZZ_ITERATIONS) $(SWIFT) test \
+	  --filter 'FuzzTests|fuzzedRulesParseOrAreRefused|randomPatternsMatchAsTheReferenceDoes|PackDeltaHostileRowTests'
 
 # Release binaries against the reference tools; writes bench/results.md and bench/results.json, and puts
 # that table into the README.

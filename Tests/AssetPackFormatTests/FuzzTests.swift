@@ -175,6 +175,64 @@ struct FuzzTests {
         )
     }
 
+    /// A delta's index rows are paths from a peer, never seen as entries when the delta leaves the file with
+    /// the base: whatever a row says, it is refused or it is a normal relative path inside the pack.
+    @Test func deltaIndexRowsAreNormalPathsOrRefused() throws {
+        let scratch = try Scratch()
+        let pieces = ["a", "é", "e\u{301}", "/", "/", ".", "..", "\\", "\\u0000", "日本", " ", "%2e", "\u{2024}"]
+        let digest = String(repeating: "0", count: 64)
+        let binding = PackDelta.Binding(
+            assetPackID: "Hostile",
+            fromSHA256: String(repeating: "a", count: 64),
+            toSHA256: String(repeating: "b", count: 64)
+        )
+        let bindingJSON =
+            #"{"assetPackID":"Hostile","fromSHA256":"\#(binding.fromSHA256)","toSHA256":"\#(binding.toSHA256)"}"#
+        var random = SplitMix64(seed: 0xDE17A)
+        let folder = scratch.root.appending("staging")
+        try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
+        var accepted = 0
+        for _ in 0..<max(200, iterations / 10) {
+            let row = (0..<Int.random(in: 1...6, using: &random)).map { _ in
+                pieces[Int.random(in: 0..<pieces.count, using: &random)]
+            }.joined()
+            let index =
+                #"{"formatVersion":1,"assetPackID":"Hostile","downloadPolicy":{"onDemand":{}},"platforms":["iOS"],"#
+                + #""installSize":1,"fileCount":1,"files":[{"path":"\#(row)","size":1,"sha256":"\#(digest)"}]}"#
+            let delta = try scratch.write(
+                "fuzz.delta",
+                ArchiveFixture.rawTar([
+                    ("Delta.json", [:], Data(bindingJSON.utf8)), ("Index.json", [:], Data(index.utf8)),
+                ])
+            )
+            do {
+                let (_, absent) = try PackReader.extractDelta(
+                    delta,
+                    into: folder,
+                    limit: 1,
+                    expecting: binding,
+                    baseFileCount: 1
+                )
+                for file in absent {
+                    let parts = Substring(file.path).utf8.split(
+                        separator: UInt8(ascii: "/"),
+                        omittingEmptySubsequences: false
+                    )
+                    let bad =
+                        file.path.utf8.first == UInt8(ascii: "/") || file.path.utf8.contains(0)
+                        || parts.contains { $0.isEmpty || $0.elementsEqual([46]) || $0.elementsEqual([46, 46]) }
+                    #expect(!bad, "a row that leaves the pack was accepted: \(Array(file.path.utf8))")
+                }
+                accepted += 1
+            } catch is AssetPackFormatError {
+            } catch {
+                Issue.record("delta reader threw \(type(of: error)): \(error)")
+            }
+        }
+        #expect(accepted > 0)  // the generator makes good rows too
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.string).isEmpty)
+    }
+
     /// Inputs kept because they once broke something (`Corpus/<kind>-*`).
     func corpus(_ kind: String) -> [[UInt8]] {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Corpus")

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import AssetPackFormat
@@ -42,7 +43,9 @@ struct GlobTests {
         func count(_ upTo: UInt64) -> Int { Int(random.next() % (upTo + 1)) }
         var compared = 0
         var matched = 0
-        for _ in 0..<4000 {
+        // `make fuzz` raises the count with BA_FUZZ_ITERATIONS.
+        let rounds = max(4000, Int(ProcessInfo.processInfo.environment["BA_FUZZ_ITERATIONS"] ?? "") ?? 0)
+        for _ in 0..<rounds {
             let pattern = (0..<(1 + count(3))).map { _ in
                 random.next() % 4 == 0 ? "**" : (0..<count(4)).map { _ in pick(tokens) }.joined()
             }.joined(separator: "/")

@@ -70,7 +70,9 @@ struct FaultTests {
         ]
         var random = SplitMix64(seed: 91)
         var parsed = 0
-        for _ in 0..<30_000 {
+        // `make fuzz` raises the count with BA_FUZZ_ITERATIONS.
+        let count = max(30_000, Int(ProcessInfo.processInfo.environment["BA_FUZZ_ITERATIONS"] ?? "") ?? 0)
+        for _ in 0..<count {
             var text = ""
             for _ in 0..<(random.next() % 8) {
                 if random.next() % 10 == 0, let scalar = Unicode.Scalar(UInt32(random.next() % 0x11_0000)) {
