@@ -222,6 +222,10 @@ struct Serve: AsyncParsableCommand {
                 for problem in (try? built.get())?.problems ?? [] {
                     events.writeLine("error: \(problem) (that pack is not published; fix it and save)")
                 }
+                // What the build found beyond the manifests' warnings, said before it (a pin over new content).
+                for warning in (try? built.get())?.warnings ?? [] where !warnings.contains(warning) {
+                    events.writeLine("warning: \(warning)")
+                }
                 if !jsonLog {
                     Console.out(PackTable.render(catalog.snapshot))
                     Console.out("manifest: \(url)/manifest")
