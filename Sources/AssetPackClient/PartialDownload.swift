@@ -26,10 +26,12 @@ struct PartialDownload: Sendable {
         StateFile(store.downloadsFolder.appending("\(pack.id).partial.json"))
     }
 
-    /// Whether a partial download of this very archive is on disk, left by an earlier run.
+    /// Whether a partial download of this very archive is on disk, left by an earlier run (a regular file: a
+    /// symlink planted in its place is no partial download).
     var exists: Bool {
         var status = stat()
-        return describesThisArchive && stat(file.string, &status) == 0 && status.st_size > 0
+        return describesThisArchive && lstat(file.string, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+            && status.st_size > 0
     }
 
     private var describesThisArchive: Bool {
@@ -56,25 +58,38 @@ struct PartialDownload: Sendable {
             }
         }
         var status = stat()
-        guard stat(file.string, &status) == 0 else { return 0 }
-        let size = Int64(status.st_size)
-        if size > pack.downloadSize {
-            _ = truncate(file.string, 0)
+        guard lstat(file.string, &status) == 0 else { return 0 }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            // Something planted in its place (a symlink to a file elsewhere would be appended to): removed,
+            // never written through; the download starts over.
+            _ = unlink(file.string)
             return 0
         }
-        return size
+        let size = Int64(status.st_size)
+        return size > pack.downloadSize ? 0 : size  // a longer file starts over (`open` truncates it)
     }
 
     /// Opens the partial file for appending after its first `offset` bytes.
     /// - Throws: ``AssetPackClientError`` with code `.io`.
     func open(keeping offset: Int64) throws -> FileDescriptor {
+        // Relative to the downloads folder opened without following links, and never through a link at the
+        // file itself; a FIFO in its place fails the regular-file check instead of blocking the open.
+        let folder = try store.openFolder(".ba-sync/downloads", creating: true)
+        defer { try? folder.close() }
         do {
-            let fd = try FileDescriptor.open(
-                file,
-                .readWrite,
-                options: [.create, .closeOnExec],
-                permissions: [.ownerReadWrite, .groupRead, .otherRead]
+            let raw = openat(
+                folder.rawValue,
+                "\(pack.id).partial",
+                O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                0o644
             )
+            guard raw >= 0 else { throw Errno(rawValue: errno) }
+            let fd = FileDescriptor(rawValue: raw)
+            var info = stat()
+            guard fstat(raw, &info) == 0, info.st_mode & S_IFMT == S_IFREG, fcntl(raw, F_SETFL, 0) == 0 else {
+                try? fd.close()
+                throw Errno.invalidArgument
+            }
             if ftruncate(fd.rawValue, off_t(offset)) != 0 {
                 let failure = Errno(rawValue: errno)
                 try? fd.close()

@@ -90,6 +90,35 @@ struct PlantedSymlinkTests {
         }
     }
 
+    /// A partial download replaced by a link to a file elsewhere, beside a description of the very archive
+    /// the manifest lists (public facts): the resumed download appended the pack's bytes to the outside file.
+    @Test(arguments: [true, false])
+    func aPartialDownloadThatLinksElsewhereIsNotWrittenThrough(resumable: Bool) async throws {
+        try await withAppGroup { server, appGroup, outside, _ in
+            let downloads = appGroup.appending(".ba-sync/downloads")
+            try FileManager.default.createDirectory(atPath: downloads.string, withIntermediateDirectories: true)
+            let pack = try await manager(server, appGroup).assetPack(withID: "Levels")
+            let description =
+                #"{"sha256":"\#(pack.sha256 ?? "")","downloadSize":\#(pack.downloadSize),"url":"\#(pack.url.absoluteString)"}"#
+            try Data(description.utf8).write(
+                to: URL(fileURLWithPath: downloads.appending("Levels.partial.json").string)
+            )
+            try FileManager.default.createSymbolicLink(
+                atPath: downloads.appending("Levels.partial").string,
+                withDestinationPath: outside.appending("keep.txt").string
+            )
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: appGroup,
+                retryPolicy: RetryPolicy(retries: 0),
+                resumableDownloads: resumable
+            )
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            #expect(try listing(outside) == ["keep.txt": Data("precious".utf8)])
+            #expect(try manager.verify() == 3)
+        }
+    }
+
     @Test func aPackFolderThatLinksElsewhereIsNeitherFollowedNorEmptied() async throws {
         try await withAppGroup { server, appGroup, outside, scratch in
             let manager = try manager(server, appGroup)
