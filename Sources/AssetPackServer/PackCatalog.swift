@@ -58,6 +58,8 @@ public actor PackCatalog {
     private var trimmed = false
     /// Packs a refresh is about to build that have no published version yet (asked for, they get 503).
     private var building: Set<String> = []
+    /// Set by ``check()`` when packs are left to build, until the next refresh ends: the manifest waits.
+    private var incomplete = false
     /// When the snapshot was last published and the state last saved during a refresh: a refresh of
     /// thousands of packs publishes and persists what it built as it goes, at most twice a second.
     private var lastPublished: ContinuousClock.Instant?
@@ -90,12 +92,34 @@ public actor PackCatalog {
         self.archivesKept = max(1, archivesKept)
         self.deltaStore = DeltaStore(stateFolder: folder.stateFolder, depth: max(0, deltaDepth), options: options)
         self.log = log
+        try Self.checkStateFolder(of: folder)
         var state = try MockState.load(from: folder.stateFolder.appending("state.json"))
         for id in state.packs.keys where deltaStore.trim(&state.packs[id]!) { trimmed = true }
         self.state = state
     }
 
     private var packsFolder: FilePath { folder.stateFolder.appending("packs") }
+
+    /// Refuses a state folder (or one of its folders) that is a symlink or not a folder: ba-mock writes there,
+    /// and deletes what it finds there that no record names, so a `.ba-mock` linked to a folder elsewhere had
+    /// it write and delete outside the asset folder.
+    /// - Throws: ``AssetPackServerError`` with code `.state`.
+    static func checkStateFolder(of folder: AssetFolder) throws {
+        guard let root = try? FileDescriptor.openFolder(folder.root) else { return }  // the scan says why
+        defer { try? root.close() }
+        let state = PackPath.stateFolderName
+        for relative in [state, state + "/packs", state + "/indexes", state + "/deltas"] {
+            guard let kind = root.entryKind(relative), kind != .folder else { continue }
+            let path = folder.root.appending(relative)
+            throw AssetPackServerError(
+                code: .state,
+                message:
+                    "\(path) is \(kind == .symlink ? "a symlink" : "not a folder"); ba-mock keeps its state only in a "
+                    + "folder of its own, where it writes and deletes. Fix: remove \(path) (ba-mock makes it again "
+                    + "and rebuilds the packs)"
+            )
+        }
+    }
 
     /// Scans the folder, builds what changed, and publishes the result.
     ///
@@ -193,6 +217,7 @@ public actor PackCatalog {
             }
         }
         building = []
+        incomplete = false
         (lastPublished, lastSaved) = (nil, nil)
         // Manifests are compared by file name (they sit at the folder's top level): the state file recorded
         // the path as the folder was spelled then, which need not be how it is spelled now.
@@ -248,9 +273,20 @@ public actor PackCatalog {
             )
         }
         let ids = Set(scan.sources.map(\.manifest.assetPackID))
-        // Until the build reaches them, the packs not yet published are announced as being built (503 with
-        // Retry-After, not 404).
-        building = ids.subtracting(current.withLock { $0.packs.map(\.id) })
+        // What was built before is published at once; the packs with no archive yet are announced as being
+        // built (503 with Retry-After, not 404), and the manifest waits for them.
+        let (packsFolder, state) = (self.packsFolder, self.state)
+        let unbuilt = try await BlockingIO.run { () -> Set<String> in
+            let archives = Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [])
+            return Set(
+                scan.sources.filter { source in
+                    guard let record = state.packs[source.manifest.assetPackID], !record.removed else { return true }
+                    return !archives.contains(record.archive)
+                }.map(\.manifest.assetPackID)
+            )
+        }
+        building = unbuilt
+        incomplete = !unbuilt.isEmpty
         publish()
         return (scan.warnings, ids)
     }
@@ -413,6 +449,7 @@ public actor PackCatalog {
         }
         var snapshot = CatalogSnapshot(packs: packs, previous: previous)
         snapshot.building = building
+        snapshot.incomplete = incomplete && !building.isEmpty
         current.withLock { $0 = snapshot }
     }
 

@@ -339,3 +339,29 @@ struct ManyPacksCatalogTests {
         #expect(catalog.snapshot.building.isEmpty)
     }
 }
+
+/// The state folder is written and swept (files no record names are deleted): a link in its place had
+/// ba-mock write and delete in the folder it pointed to.
+@Suite("The state folder is a folder of ba-mock's own")
+struct StateFolderLinkTests {
+    @Test(arguments: [".ba-mock", ".ba-mock/packs", ".ba-mock/indexes", ".ba-mock/deltas"])
+    func aStateFolderThatLinksElsewhereIsRefusedAndNothingIsTouchedThere(_ linked: String) async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try scratch.write("Victim/packs/precious.txt", "keep")
+        try scratch.write("Victim/precious.txt", "keep")
+        let parent = scratch.root.appending(linked).removingLastComponent()
+        try FileManager.default.createDirectory(atPath: parent.string, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(
+            atPath: scratch.root.appending(linked).string,
+            withDestinationPath: scratch.root.appending("Victim").string
+        )
+        let error = #expect(throws: AssetPackServerError.self) {
+            _ = try PackCatalog(folder: AssetFolder(root: scratch.root))
+        }
+        #expect(error?.code == .state)
+        #expect(error?.message.contains("is a symlink") == true, "\(error?.message ?? "")")
+        let left = try FileManager.default.subpathsOfDirectory(atPath: scratch.root.appending("Victim").string)
+        #expect(left.sorted() == ["packs", "packs/precious.txt", "precious.txt"])
+    }
+}
