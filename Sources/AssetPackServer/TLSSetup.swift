@@ -51,6 +51,8 @@ public struct TLSSetup: Sendable {
     ///   - legacyFolder: Where an older ba-mock kept them (an asset folder's `.ba-mock/tls`): a CA found there
     ///     is moved to `folder` when that has none (a phone that trusts it keeps working), and the old folder
     ///     is deleted, so that no private key stays inside an asset folder.
+    ///   - assetFolder: The folder being served: `folder` must not be inside it, where a manifest could
+    ///     select the keys.
     /// - Returns: `nil` for plain HTTP.
     /// - Throws: ``AssetPackServerError`` with code `.tls`, or `.invalidOption` for a wildcard host without
     ///   names.
@@ -59,7 +61,8 @@ public struct TLSSetup: Sendable {
         host: String,
         names: [String] = [],
         folder: FilePath,
-        legacyFolder: FilePath? = nil
+        legacyFolder: FilePath? = nil,
+        assetFolder: FilePath? = nil
     ) throws -> TLSSetup? {
         switch mode {
         case .none:
@@ -76,9 +79,26 @@ public struct TLSSetup: Sendable {
                         + "Fix: add --tls-name with that address or name, e.g. --tls-name 192.168.1.20 (repeatable)"
                 )
             }
+            if let assetFolder, isInside(folder, assetFolder) {
+                throw AssetPackServerError(
+                    code: .invalidOption,
+                    message:
+                        "--tls-dir \(folder) is inside the asset folder \(assetFolder), where a manifest could select "
+                        + "the CA's private key and serve it. Fix: choose a folder outside it, or leave --tls-dir out "
+                        + "(\(defaultFolder()))"
+                )
+            }
             do {
                 try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
                 try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.string)
+                // Keys made by hand or by an older ba-mock may be readable by others: they are private.
+                for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.string)) ?? []
+                where name.hasSuffix("-key.pem") {
+                    try? FileManager.default.setAttributes(
+                        [.posixPermissions: 0o600],
+                        ofItemAtPath: folder.appending(name).string
+                    )
+                }
                 let (caFile, caKeyFile) = (folder.appending("ca.pem"), folder.appending("ca-key.pem"))
                 let notes = try legacyFolder.map { try moveLegacy($0, caFile: caFile, caKeyFile: caKeyFile) } ?? []
                 if !FileManager.default.fileExists(atPath: caFile.string)
@@ -117,6 +137,15 @@ public struct TLSSetup: Sendable {
                 )
             }
         }
+    }
+
+    /// Whether `path` is `folder` or inside it, symlinks resolved as far as the path exists.
+    static func isInside(_ path: FilePath, _ folder: FilePath) -> Bool {
+        func real(_ path: FilePath) -> String {
+            URL(fileURLWithPath: path.string).standardizedFileURL.resolvingSymlinksInPath().path
+        }
+        let (inner, outer) = (real(path), real(folder))
+        return inner == outer || inner.hasBytePrefix(outer.hasSuffix("/") ? outer : outer + "/")
     }
 
     /// Moves a CA an older ba-mock kept inside an asset folder to `caFile` and `caKeyFile` (when those do

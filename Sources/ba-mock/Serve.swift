@@ -184,7 +184,8 @@ struct Serve: AsyncParsableCommand {
             host: host,
             names: tlsName,
             folder: tlsDir ?? TLSSetup.defaultFolder(),
-            legacyFolder: assetFolder.stateFolder.appending("tls")
+            legacyFolder: assetFolder.stateFolder.appending("tls"),
+            assetFolder: assetFolder.root
         )
         for note in tls?.notes ?? [] { events.writeLine(note) }
         let jsonLog = self.jsonLog

@@ -110,6 +110,25 @@ struct TLSTests {
         #expect(TLSSetup.defaultFolder(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"]) == "/s/ba-mock/tls")
     }
 
+    /// A --tls-dir inside the asset folder put the CA's key where a manifest selects it (found by an attack
+    /// run on the fix above); it is refused, before anything is written there.
+    @Test(arguments: ["Levels/tls", ".ba-mock/tls", "tls"])
+    func aTLSFolderInsideTheAssetFolderIsRefused(_ inside: String) throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let error = #expect(throws: AssetPackServerError.self) {
+            try TLSSetup.make(
+                mode: .selfSigned,
+                host: "127.0.0.1",
+                folder: scratch.root.appending(inside),
+                assetFolder: scratch.root
+            )
+        }
+        #expect(error?.code == .invalidOption)
+        #expect(error?.message.contains("is inside the asset folder") == true, "\(error?.message ?? "")")
+        #expect(!FileManager.default.fileExists(atPath: scratch.root.appending(inside).string))
+    }
+
     @Test func missingCertificateFilesAreNamed() throws {
         let error = #expect(throws: AssetPackServerError.self) {
             try TLSSetup.make(
