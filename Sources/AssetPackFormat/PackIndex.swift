@@ -93,6 +93,12 @@ extension PackIndex {
         if let problem = index.versionProblem {
             throw AssetPackFormatError(code: .corruptPack, message: "\(source) \(problem)")
         }
+        if let problem = index.rowPathProblem {
+            // A rule of packs, which the same bytes would break again: not fetched again.
+            var error = AssetPackFormatError(code: .corruptPack, message: "\(source) has an index that \(problem)")
+            error.isRuleViolation = true
+            throw error
+        }
         if let problem = index.consistencyProblem {
             throw AssetPackFormatError(code: .corruptPack, message: "\(source) has an index that \(problem)")
         }
@@ -128,14 +134,8 @@ extension PackIndex {
             total = sum
         }
         if let problem = headerProblem(rows: files.count, total: total) { return problem }
-        // Rows are paths from a peer, held to the rule of entry names: a delta's rows for the files it leaves
-        // with the base are never seen as entries, and an installed index names the files reads open.
-        for file in files where !PackPath.isEntryPath(file.path) {
-            return "lists \"\(AssetPackID.printable(file.path))\", a path no pack may hold (absolute, empty, or "
-                + "with '..', '.', '//' or a backslash)"
-        }
+        if let problem = rowPathProblem { return problem }
         let paths = Set(files.map { PathKey($0.path) })
-        if paths.count != files.count { return "lists a path twice" }
         for file in files {
             var folder = Substring(file.path).utf8
             while let slash = folder.lastIndex(of: UInt8(ascii: "/")) {
@@ -146,6 +146,17 @@ extension PackIndex {
             }
         }
         return nil
+    }
+
+    /// A row whose path no pack may hold, or a path listed twice. Rows are paths from a peer, held to the rule
+    /// of entry names: a delta's rows for the files it leaves with the base are never seen as entries, and an
+    /// installed index names the files reads open.
+    var rowPathProblem: String? {
+        for file in files where !PackPath.isEntryPath(file.path) {
+            return "lists \"\(AssetPackID.printable(file.path))\", a path no pack may hold (absolute, empty, or "
+                + "with '..', '.', '//' or a backslash)"
+        }
+        return Set(files.map { PathKey($0.path) }).count == files.count ? nil : "lists a path twice"
     }
 
     /// A layout this code does not read, said as "has index format 2; …", or `nil`.

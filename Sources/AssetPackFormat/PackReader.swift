@@ -154,8 +154,14 @@ public enum PackReader {
                     bound = true
                     continue
                 }
+                // The index comes last: an entry after it (which a delta's check of rows missed) is refused.
+                guard indexFile == nil else {
+                    throw rule(
+                        archive,
+                        "holds \(AssetPackID.printable(header.name)) after \(PackPath.indexEntryName), which comes last"
+                    )
+                }
                 if header.name.utf8.elementsEqual(PackPath.indexEntryName.utf8) {
-                    guard indexFile == nil else { throw rule(archive, "holds two index entries") }
                     // An index lists every file once: its size follows from the entries before it (and for
                     // a delta, from the base's files it keeps, up to a 4 KiB path each), so a small download
                     // cannot declare an index of hundreds of megabytes.
@@ -238,7 +244,7 @@ public enum PackReader {
             // the whole index.
             let index = try PackIndex.decode(&parser, source: archive)
             let absent = try check(index.files, against: &seen, partial: partial, archive: archive)
-            if !partial, let extra = seen.firstKey {
+            if let extra = seen.firstKey {  // a delta's files are the new index's too
                 throw rule(archive, "holds \(extra), which its index does not list")
             }
             return (index, absent)

@@ -213,5 +213,35 @@ struct PackDeltaHostileRowTests {
         }
         #expect(error?.code == .corruptPack, "\(error?.description ?? "")")
         #expect(error?.message.contains("a path no pack may hold") == true, "\(error?.message ?? "")")
+        #expect(error?.isRuleViolation == true)  // the same bytes would break it again: not fetched again
+    }
+
+    /// A delta's entries must all be rows of its index, before the index: an entry after `Index.json`, or one
+    /// the index does not list, was installed (found by an attack run on the fix above).
+    @Test(arguments: [true, false])
+    func aDeltaEntryTheIndexDoesNotListIsRefused(afterTheIndex: Bool) throws {
+        let scratch = try Scratch()
+        let data = Data("fine".utf8)
+        let binding = PackDelta.Binding(
+            assetPackID: "Hostile",
+            fromSHA256: String(repeating: "a", count: 64),
+            toSHA256: String(repeating: "b", count: 64)
+        )
+        let bindingJSON =
+            #"{"assetPackID":"Hostile","fromSHA256":"\#(binding.fromSHA256)","toSHA256":"\#(binding.toSHA256)"}"#
+        let index = ("Index.json", [String: String](), ArchiveFixture.index([("a.txt", data), ("kept.txt", data)]))
+        let late = ("Contents/late.txt", [String: String](), data)
+        let entries =
+            [("Delta.json", [:], Data(bindingJSON.utf8)), ("Contents/a.txt", [:], data)]
+            + (afterTheIndex ? [index, late] : [late, index])
+        let delta = try scratch.write("late.delta", ArchiveFixture.rawTar(entries))
+        let folder = scratch.root.appending("staging")
+        try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try PackReader.extractDelta(delta, into: folder, limit: 100, expecting: binding, baseFileCount: 1)
+        }
+        #expect(error?.code == .corruptPack)
+        let said = afterTheIndex ? "after Index.json, which comes last" : "which its index does not list"
+        #expect(error?.message.contains(said) == true, "\(error?.message ?? "")")
     }
 }
