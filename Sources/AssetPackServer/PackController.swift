@@ -36,6 +36,18 @@ struct PackController {
                     + "pack URLs are made from it. Fix: send Host: NAME[:PORT], or start ba-mock with --base-url"
             )
         }
+        let snapshot = catalog.snapshot
+        if snapshot.incomplete {
+            // A manifest that lists only the packs built so far tells a client the others are gone: it would
+            // remove them as obsolete. It waits; each built pack is served already.
+            throw AssetPackServerError(
+                code: .packBuilding,
+                message:
+                    "the manifest is served once every pack is built (\(snapshot.packs.count) of "
+                    + "\(snapshot.packs.count + snapshot.building.count) are); each built pack is served at "
+                    + "/assets/<id> already. Fix: ask again after Retry-After seconds"
+            )
+        }
         let injected = faults.draw(pack: nil)
         var faultHeaders: HTTPFields = [:]
         if !injected.isEmpty { faultHeaders[.mockFault] = injected.map(\.description).joined(separator: "; ") }
@@ -48,7 +60,7 @@ struct PackController {
             )
         }
         let stale = injected.contains { $0.kind == .staleManifest }
-        let body = try catalog.snapshot.manifest(baseURL: base, stale: stale).encoded()
+        let body = try snapshot.manifest(baseURL: base, stale: stale).encoded()
         let etag = "\"\(FileDigest.sha256(of: body).prefix(32))\""
         var headers: HTTPFields = [.contentType: "application/json", .eTag: etag, .cacheControl: "no-cache"]
         headers.append(contentsOf: faultHeaders)

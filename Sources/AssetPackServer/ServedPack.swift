@@ -105,6 +105,9 @@ public struct CatalogSnapshot: Sendable, Hashable {
     /// Packs being built for the first time: not published yet (a request for one gets 503 and
     /// `Retry-After`, not 404).
     public var building: Set<String> = []
+    /// Whether the first build after start is still under way with packs not built yet: the manifest is not
+    /// served then (it would tell clients those packs are gone).
+    public var incomplete = false
 
     /// Creates a snapshot.
     public init(packs: [ServedPack], previous: [String: ServedPack] = [:]) {
