@@ -140,6 +140,10 @@ public actor PackCatalog {
             task.cancel()
         }
         refreshing = nil
+        if incomplete {  // a refresh that ended early (the folder unreadable) still ends the manifest's wait
+            (building, incomplete) = ([], false)
+            publish()
+        }
         return try result.get()
     }
 

@@ -338,6 +338,22 @@ struct ManyPacksCatalogTests {
         #expect(catalog.snapshot.packs.map(\.id) == ["P0", "P1", "P2", "P3", "P4"])
         #expect(catalog.snapshot.building.isEmpty)
     }
+
+    /// The manifest waits for the first build; a build that ends early (the folder gone) ends the wait too,
+    /// or the manifest would answer 503 for good.
+    @Test func aFirstBuildThatFailsEndsTheManifestsWait() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let catalog = try PackCatalog(folder: AssetFolder(root: scratch.root), deltaDepth: 0)
+        _ = try await catalog.check()
+        #expect(catalog.snapshot.incomplete)
+        for name in try FileManager.default.contentsOfDirectory(atPath: scratch.root.string) where name != ".ba-mock" {
+            try FileManager.default.removeItem(atPath: scratch.root.appending(name).string)
+        }
+        await #expect(throws: AssetPackServerError.self) { try await catalog.refresh() }  // ends early
+        #expect(!catalog.snapshot.incomplete)
+        #expect(catalog.snapshot.building.isEmpty)
+    }
 }
 
 /// The state folder is written and swept (files no record names are deleted): a link in its place had
