@@ -98,7 +98,10 @@ public struct FaultRule: Sendable, Hashable, CustomStringConvertible {
             AssetPackServerError(code: .invalidOption, message: "fault \"\(text)\": \(problem). Fix: \(usage)")
         }
         var items: [(key: String, value: String?)] = []
-        for item in text.split(separator: ",") {
+        for item in text.split(separator: ",", omittingEmptySubsequences: false) where !text.isEmpty {
+            guard !item.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw fail("it has an empty item (two commas in a row, or one at an end)")
+            }
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = parts[0].trimmingCharacters(in: .whitespaces)
             guard !key.isEmpty else { throw fail("the item \"\(item)\" has no name") }
@@ -161,7 +164,7 @@ public struct FaultRule: Sendable, Hashable, CustomStringConvertible {
                 guard let value, let share = Double(value), (0...1).contains(share) else {
                     throw fail("p needs a share from 0 to 1")
                 }
-                probability = share
+                probability = share == 0 ? 0 : share  // -0 is 0, and prints as 0
             default: throw fail("\"\(key)\" is not a rule option")
             }
         }

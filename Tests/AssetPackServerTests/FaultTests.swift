@@ -51,11 +51,19 @@ struct FaultTests {
         ("truncate,p=inf", "share from 0 to 1"), ("truncate,p=-0.5", "share from 0 to 1"),
         ("truncate=5", "truncate takes no value"), ("stall=٣", "stall needs a whole number"),
         ("status=500,retry-after=1,retry-after=2", "retry-after is given twice"),
+        ("truncate,,", "an empty item"), ("truncate,", "an empty item"), (",truncate", "an empty item"),
     ])
     func numbersOutOfRangeAndNamelessItemsAreRefused(_ text: String, _ problem: String) {
+        // (Empty items, accepted quietly, were found by an attack run on this fix.)
         let error = #expect(throws: AssetPackServerError.self, "\(text)") { try FaultRule(parsing: text) }
         #expect(error?.message.contains(problem) == true, "\(text): \(error?.message ?? "")")
         #expect(error?.message.contains("Fix: ") == true)
+    }
+
+    /// A share written as -0 is 0, and prints as 0 (it was listed as -0.0).
+    @Test func aNegativeZeroShareIsZero() throws {
+        let rule = try FaultRule(parsing: "truncate,p=-0")
+        #expect(!rule.description.contains("-0"), "\(rule.description)")
     }
 
     /// Random rules built from the pieces that broke the parser: each gives an error or a rule that prints as
