@@ -262,7 +262,7 @@ struct PackInstaller: Sendable {
         var positions: [PathKey: Int] = [:]
         var grouped: [(folder: String, files: [PackIndex.File])] = []
         for file in files {
-            let folder = Self.split(file.path).folder
+            let folder = PackPath.split(file.path).folder
             if let at = positions[PathKey(folder)] {
                 grouped[at].files.append(file)
             } else {
@@ -310,12 +310,6 @@ struct PackInstaller: Sendable {
         if let failure = failure.withLock({ $0 }) { throw failure }
     }
 
-    /// `a/b/c` → (`a/b`, `c`); `c` → ("", `c`), split at the last `/` byte.
-    private static func split(_ path: String) -> (folder: String, name: String) {
-        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return ("", path) }
-        return (String(Substring(path.utf8[..<slash])), String(Substring(path.utf8[path.utf8.index(after: slash)...])))
-    }
-
     /// A base file the delta keeps that cannot be had: missing, unreadable, or reached through a link.
     private static func unusable(_ file: PackIndex.File?, _ pack: AssetPack, _ error: any Error) -> any Error {
         if AssetPackClientError.isDiskFull(error) { return error }
@@ -343,7 +337,7 @@ struct PackInstaller: Sendable {
         _ pack: AssetPack,
         store: AppGroupStore
     ) throws {
-        let name = split(file.path).name
+        let name = PackPath.split(file.path).name
         let reused: (size: Int64, sha256: String)
         do {
             reused = try FileDigest.link(

@@ -58,6 +58,13 @@ public enum PackPath {
         isNormal(path.utf8)
     }
 
+    /// `a/b/c` → (`a/b`, `c`); `c` → ("", `c`): split at the last `/` byte (a combining mark after it is part
+    /// of the name, not of the separator).
+    public static func split(_ path: String) -> (folder: String, name: String) {
+        guard let slash = path.utf8.lastIndex(of: slash) else { return ("", path) }
+        return (String(Substring(path.utf8[..<slash])), String(Substring(path.utf8[path.utf8.index(after: slash)...])))
+    }
+
     /// Whether `path` has a `..` component, splitting at `/` bytes.
     static func climbs(_ path: String) -> Bool {
         Substring(path).utf8.split(separator: slash).contains { $0.elementsEqual([dot, dot]) }

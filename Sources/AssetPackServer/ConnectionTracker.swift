@@ -28,9 +28,6 @@ final class ConnectionTracker: Sendable {
         self.onRefused = onRefused
     }
 
-    /// How many connections are open.
-    var count: Int { state.withLock { $0.open.count } }
-
     /// Counts a new connection in, with how to close it hard; `false` when the cap is reached (the caller
     /// closes it).
     func admit(_ channel: any Channel, close: @escaping @Sendable () -> Void) -> Bool {

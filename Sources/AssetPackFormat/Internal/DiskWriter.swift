@@ -38,7 +38,7 @@ final class DiskWriter {
     /// function that appends bytes; a short or failed write is an error (`ENOSPC` as its cause).
     /// - Throws: ``AssetPackFormatError`` with code `.io`, or what `fill` throws.
     func writeFile(at relative: String, _ fill: ((UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
-        let (folderPath, name) = split(relative)
+        let (folderPath, name) = PackPath.split(relative)
         let folder = try self.folder(folderPath)
         let raw = openat(folder.rawValue, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard raw >= 0 else {
@@ -68,7 +68,7 @@ final class DiskWriter {
     private func folder(_ relative: String) throws -> FileDescriptor {
         if relative.isEmpty { return rootFolder }
         if let known = folders[PathKey(relative)] { return known }
-        let (parentPath, name) = split(relative)
+        let (parentPath, name) = PackPath.split(relative)
         let parent = try folder(parentPath)
         if mkdirat(parent.rawValue, name, 0o755) != 0, errno != EEXIST {
             throw AssetPackFormatError.io("create folder", root.appending(relative), Errno(rawValue: errno))
@@ -84,14 +84,5 @@ final class DiskWriter {
         // Evicting above happens after `parent` was used, and callers use what this returns at once.
         folders[PathKey(relative)] = FileDescriptor(rawValue: raw)
         return FileDescriptor(rawValue: raw)
-    }
-
-    /// `a/b/c` → (`a/b`, `c`); `c` → ("", `c`). Split at the last `/` byte.
-    private func split(_ path: String) -> (folder: String, name: String) {
-        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return ("", path) }
-        return (
-            String(Substring(path.utf8[..<slash])),
-            String(Substring(path.utf8[path.utf8.index(after: slash)...]))
-        )
     }
 }
