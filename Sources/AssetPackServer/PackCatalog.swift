@@ -60,6 +60,8 @@ public actor PackCatalog {
     private var building: Set<String> = []
     /// Set by ``check()`` when packs are left to build, until the next refresh ends: the manifest waits.
     private var incomplete = false
+    /// The warnings of the last scan, which a watch starts from (said once) without scanning again.
+    private var lastWarnings: [String]?
     /// When the snapshot was last published and the state last saved during a refresh: a refresh of
     /// thousands of packs publishes and persists what it built as it goes, at most twice a second.
     private var lastPublished: ContinuousClock.Instant?
@@ -164,6 +166,7 @@ public actor PackCatalog {
                 _ = try? await BlockingIO.run { for path in leftovers { _ = unlink(path.string) } }
             }
         }
+        lastWarnings = scan.warnings
         var report = CatalogReport(problems: scan.problems, warnings: scan.warnings)
         var changed = trimmed  // a smaller --delta-depth than the state's: saved once, and swept
         trimmed = false
@@ -317,8 +320,9 @@ public actor PackCatalog {
     public func watch(every interval: Duration, onReport: @escaping @Sendable (CatalogReport) -> Void) async {
         var lastProblems: [String] = []
         let folder = self.folder
-        let initial = (try? await BlockingIO.run { try folder.scan().warnings }) ?? []
-        var shownWarnings = Set(initial)
+        var initial = lastWarnings
+        if initial == nil { initial = try? await BlockingIO.run { try folder.scan().warnings } }
+        var shownWarnings = Set(initial ?? [])
         while !Task.isCancelled {
             do {
                 try await Task.sleep(for: interval)
