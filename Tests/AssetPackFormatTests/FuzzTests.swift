@@ -181,13 +181,7 @@ struct FuzzTests {
         let scratch = try Scratch()
         let pieces = ["a", "é", "e\u{301}", "/", "/", ".", "..", "\\", "\\u0000", "日本", " ", "%2e", "\u{2024}"]
         let digest = String(repeating: "0", count: 64)
-        let binding = PackDelta.Binding(
-            assetPackID: "Hostile",
-            fromSHA256: String(repeating: "a", count: 64),
-            toSHA256: String(repeating: "b", count: 64)
-        )
-        let bindingJSON =
-            #"{"assetPackID":"Hostile","fromSHA256":"\#(binding.fromSHA256)","toSHA256":"\#(binding.toSHA256)"}"#
+        let binding = PackDelta.Binding.hostile
         var random = SplitMix64(seed: 0xDE17A)
         let folder = scratch.root.appending("staging")
         try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
@@ -202,7 +196,7 @@ struct FuzzTests {
             let delta = try scratch.write(
                 "fuzz.delta",
                 ArchiveFixture.rawTar([
-                    ("Delta.json", [:], Data(bindingJSON.utf8)), ("Index.json", [:], Data(index.utf8)),
+                    ("Delta.json", [:], binding.entryBytes), ("Index.json", [:], Data(index.utf8)),
                 ])
             )
             do {

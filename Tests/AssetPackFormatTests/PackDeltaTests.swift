@@ -176,6 +176,20 @@ struct PackDeltaTests {
     }
 }
 
+extension PackDelta.Binding {
+    /// A delta of pack `Hostile` between two made-up archive digests, for deltas built by hand.
+    static let hostile = PackDelta.Binding(
+        assetPackID: "Hostile",
+        fromSHA256: String(repeating: "a", count: 64),
+        toSHA256: String(repeating: "b", count: 64)
+    )
+
+    /// Its `Delta.json` entry, as a delta holds it.
+    var entryBytes: Data {
+        Data(#"{"assetPackID":"\#(assetPackID)","fromSHA256":"\#(fromSHA256)","toSHA256":"\#(toSHA256)"}"#.utf8)
+    }
+}
+
 /// Index rows a peer sends are paths like any entry's: a delta's rows for the files it leaves with the base
 /// are never seen as entries, so they are checked on their own.
 @Suite("Delta archives: hostile index rows")
@@ -187,12 +201,9 @@ struct PackDeltaHostileRowTests {
     func aRowThatLeavesThePackIsRefused(_ row: String) throws {
         let scratch = try Scratch()
         let data = Data("keep".utf8)
-        let binding =
-            #"{"assetPackID":"Hostile","fromSHA256":"\#(String(repeating: "a", count: 64))","#
-            + #""toSHA256":"\#(String(repeating: "b", count: 64))"}"#
         let escaped = row.replacingOccurrences(of: "\\", with: "\\\\")
         let tar = ArchiveFixture.rawTar([
-            ("Delta.json", [:], Data(binding.utf8)),
+            ("Delta.json", [:], PackDelta.Binding.hostile.entryBytes),
             ("Index.json", [:], ArchiveFixture.index([("fine.txt", data), (escaped, data)])),
         ])
         let delta = try scratch.write("hostile.delta", tar)
@@ -203,11 +214,7 @@ struct PackDeltaHostileRowTests {
                 delta,
                 into: folder,
                 limit: 8,
-                expecting: PackDelta.Binding(
-                    assetPackID: "Hostile",
-                    fromSHA256: String(repeating: "a", count: 64),
-                    toSHA256: String(repeating: "b", count: 64)
-                ),
+                expecting: .hostile,
                 baseFileCount: 2
             )
         }
@@ -222,17 +229,11 @@ struct PackDeltaHostileRowTests {
     func aDeltaEntryTheIndexDoesNotListIsRefused(afterTheIndex: Bool) throws {
         let scratch = try Scratch()
         let data = Data("fine".utf8)
-        let binding = PackDelta.Binding(
-            assetPackID: "Hostile",
-            fromSHA256: String(repeating: "a", count: 64),
-            toSHA256: String(repeating: "b", count: 64)
-        )
-        let bindingJSON =
-            #"{"assetPackID":"Hostile","fromSHA256":"\#(binding.fromSHA256)","toSHA256":"\#(binding.toSHA256)"}"#
+        let binding = PackDelta.Binding.hostile
         let index = ("Index.json", [String: String](), ArchiveFixture.index([("a.txt", data), ("kept.txt", data)]))
         let late = ("Contents/late.txt", [String: String](), data)
         let entries =
-            [("Delta.json", [:], Data(bindingJSON.utf8)), ("Contents/a.txt", [:], data)]
+            [("Delta.json", [:], binding.entryBytes), ("Contents/a.txt", [:], data)]
             + (afterTheIndex ? [index, late] : [late, index])
         let delta = try scratch.write("late.delta", ArchiveFixture.rawTar(entries))
         let folder = scratch.root.appending("staging")
