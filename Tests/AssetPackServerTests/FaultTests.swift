@@ -158,36 +158,9 @@ struct FaultTests {
     /// Sends a `POST /_mock/faults` head whole, then its body one byte every 200 ms; returns what the server
     /// answered and the seconds after which it closed the connection (`nil` if it never did within `seconds`).
     static func drip(port: Int, body: String, seconds: Double) throws -> (String, Double?) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-        let head = Array(
-            "POST /_mock/faults HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.utf8.count)\r\n\r\n".utf8
-        )
-        _ = head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        var answer: [UInt8] = []
-        var pending = Array(body.utf8)[...]
-        let start = Date()
-        while Date().timeIntervalSince(start) < seconds {
-            if var byte = pending.popFirst() { _ = send(fd, &byte, 1, Int32(MSG_NOSIGNAL)) }
-            var probe = pollfd(fd: fd, events: Int16(POLLIN | POLLHUP), revents: 0)
-            if poll(&probe, 1, 200) > 0 {
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                let count = recv(fd, &buffer, buffer.count, 0)
-                if count <= 0 { return (String(decoding: answer, as: UTF8.self), Date().timeIntervalSince(start)) }
-                answer += buffer[0..<count]
-            }
-        }
-        return (String(decoding: answer, as: UTF8.self), nil)
+        let head = "POST /_mock/faults HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+        let (answer, closedAfter) = try RawConnection(port: port).drip(body, after: head, seconds: seconds)
+        return (String(decoding: answer, as: UTF8.self), closedAfter)
     }
 
     @Test func nthTimesAndProbabilityAreReplayable() throws {

@@ -90,32 +90,7 @@ struct HostileRequestTests {
     /// Sends a request head one byte every 200 ms; returns the seconds after which the server closed the
     /// connection, or `nil` if it never did within `seconds`.
     static func trickle(port: Int, seconds: Double) throws -> Double? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
-        let request =
-            Array("GET /manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".utf8)
-            + Array(repeating: UInt8(ascii: "a"), count: 100)
-        let start = Date()
-        for byte in request {
-            if Date().timeIntervalSince(start) > seconds { return nil }
-            var value = byte
-            if send(fd, &value, 1, Int32(MSG_NOSIGNAL)) < 0 { return Date().timeIntervalSince(start) }
-            var probe = pollfd(fd: fd, events: Int16(POLLIN | POLLHUP), revents: 0)
-            if poll(&probe, 1, 200) > 0 {
-                var buffer = [UInt8](repeating: 0, count: 64)
-                if recv(fd, &buffer, 64, 0) <= 0 { return Date().timeIntervalSince(start) }
-            }
-        }
-        return nil
+        let request = "GET /manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + String(repeating: "a", count: 100)
+        return try RawConnection(port: port).drip(request, seconds: seconds).closedAfter
     }
 }

@@ -65,6 +65,30 @@ public final class RawConnection: @unchecked Sendable {
         }
     }
 
+    /// Sends `head` whole, then `text` one byte every 200 ms (a peer that drips its request), reading what
+    /// comes back meanwhile, for up to `seconds`.
+    /// - Returns: What the server answered, and the seconds after which it closed the connection (`nil` if it
+    ///   did not within `seconds`).
+    public func drip(_ text: String, after head: String = "", seconds: Double) -> (answer: Data, closedAfter: Double?) {
+        send(head)
+        var answer = Data()
+        var pending = Array(text.utf8)[...]
+        let start = Date()
+        while Date().timeIntervalSince(start) < seconds {
+            if var byte = pending.popFirst(), Foundation.send(fd, &byte, 1, Int32(MSG_NOSIGNAL)) < 0 {
+                return (answer, Date().timeIntervalSince(start))
+            }
+            var probe = pollfd(fd: fd, events: Int16(POLLIN | POLLHUP), revents: 0)
+            if poll(&probe, 1, 200) > 0 {
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let count = recv(fd, &buffer, buffer.count, 0)
+                if count <= 0 { return (answer, Date().timeIntervalSince(start)) }
+                answer += buffer[0..<count]
+            }
+        }
+        return (answer, nil)
+    }
+
     /// Reads until the peer closes or `timeout` passes; returns what arrived.
     public func readAll(timeout: Double) -> Data {
         var data = Data()
