@@ -11,7 +11,12 @@ BENCH_ROUNDS ?= 3
 # Debian packages the build, the tests, the demo and the benchmarks need (bsdtar, wrk and GNU time are the
 # references and the meter of make bench, whose smoke run is part of make test, rsync the reference of its
 # update step; python3's http.server is the plain static server a test installs an Apple-shaped manifest from).
-APT_PACKAGES := libarchive-dev pkg-config nginx curl libarchive-tools wrk time rsync python3
+# liblz4, liblzma and zlib decode and encode Apple Archive blocks; LZFSE is written here.
+APT_PACKAGES := libarchive-dev pkg-config nginx curl libarchive-tools wrk time rsync python3 python3-pip \
+  liblz4-dev liblzma-dev zlib1g-dev
+# PyPI packages the tests and the bench use as independent references: lzfse binds Apple's reference LZFSE
+# implementation, lz4 binds liblz4's block API (Apple Archive test archives are written with them).
+PIP_PACKAGES := lzfse lz4
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path)
@@ -41,6 +46,9 @@ deps:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+	@python3 -c "import lzfse, lz4.block" 2>/dev/null || { echo "installing (pip): $(PIP_PACKAGES)"; \
+	  python3 -m pip install --quiet --disable-pip-version-check $(PIP_PACKAGES) 2>/dev/null \
+	  || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages $(PIP_PACKAGES); }
 
 build: deps
 	$(SWIFT) build -c $(CONFIG)

@@ -39,9 +39,16 @@ let package = Package(
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev"])]
         ),
+        // Apple Archive's block codecs: LZFSE written here, LZ4, LZMA and zlib through Debian's libraries.
+        .target(
+            name: "CAppleCompression",
+            cSettings: [.unsafeFlags(["-O3"])],
+            linkerSettings: [.linkedLibrary("lz4"), .linkedLibrary("lzma"), .linkedLibrary("z")]
+        ),
         .target(
             name: "AssetPackFormat",
             dependencies: [
+                "CAppleCompression",
                 "CLibArchive",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
