@@ -6,9 +6,11 @@ import SystemPackage
     import Glibc
 #endif
 
-/// How a pack archive is compressed.
+/// How a pack archive is laid out and compressed.
 public struct PackBuildOptions: Sendable, Hashable {
-    /// The compression filter.
+    /// The container: pax tar (the default) or Apple Archive.
+    public var format: PackFormat
+    /// The compression: a filter of the tar, or the block algorithm of an Apple Archive.
     public var compression: PackCompression
     /// The filter's level; `nil` takes the filter's default (zstd 3, gzip 6, xz 6, lz4 1).
     public var level: Int?
@@ -17,15 +19,22 @@ public struct PackBuildOptions: Sendable, Hashable {
 
     /// Creates options.
     /// - Parameters:
-    ///   - compression: The filter (default zstd).
+    ///   - format: The container (default tar).
+    ///   - compression: The compression (default: zstd for tar, LZFSE for Apple Archive).
     ///   - level: The level, or `nil` for the filter's default.
     ///   - threads: Compression threads (default 1). One compressing thread already runs beside the threads
     ///     that read and hash the input and hash and write the output; zstd's own workers (2 and more) help
     ///     only compressible input and cost about 65 MiB more memory (measured before that pipeline: 512 MiB
     ///     of incompressible files took 1.0-1.2 s with 1 thread and 1.8-2.3 s with 2; 20 000 small half-text
     ///     files 3.0 s and 2.4-3.0 s).
-    public init(compression: PackCompression = .zstd, level: Int? = nil, threads: Int? = nil) {
-        self.compression = compression
+    public init(
+        format: PackFormat = .tar,
+        compression: PackCompression? = nil,
+        level: Int? = nil,
+        threads: Int? = nil
+    ) {
+        self.format = format
+        self.compression = compression ?? format.defaultCompression
         self.level = level
         self.threads = threads ?? 1
     }
@@ -36,6 +45,16 @@ public struct PackBuildOptions: Sendable, Hashable {
     /// Checks the level against the filter's range.
     /// - Throws: ``AssetPackFormatError`` with code `.invalidOption`.
     public func validate() throws {
+        guard format.compressions.contains(compression) else {
+            let other = PackFormat.allCases.first { $0 != format && $0.compressions.contains(compression) }
+            throw AssetPackFormatError(
+                code: .invalidOption,
+                message:
+                    "--compression \(compression.rawValue) does not go with --format \(format.rawValue). Fix: use "
+                    + format.compressions.map(\.rawValue).joined(separator: ", ")
+                    + (other.map { ", or --format \($0.rawValue)" } ?? "")
+            )
+        }
         if let level, compression == .none {
             throw AssetPackFormatError(
                 code: .invalidOption,
@@ -68,11 +87,49 @@ public struct BuiltPack: Sendable, Hashable, Codable {
     public var installSize: Int64
     /// How many files the pack holds.
     public var fileCount: Int
-    /// The compression filter.
+    /// The compression.
     public var compression: PackCompression
+    /// The container.
+    public var format: PackFormat
+
+    /// Creates a description of a built pack.
+    public init(
+        assetPackID: String,
+        sha256: String,
+        downloadSize: Int64,
+        installSize: Int64,
+        fileCount: Int,
+        compression: PackCompression,
+        format: PackFormat = .tar
+    ) {
+        self.assetPackID = assetPackID
+        self.sha256 = sha256
+        self.downloadSize = downloadSize
+        self.installSize = installSize
+        self.fileCount = fileCount
+        self.compression = compression
+        self.format = format
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case assetPackID, sha256, downloadSize, installSize, fileCount, compression, format
+    }
+
+    /// Decodes a description; one written before Apple Archive packs existed is a tar's.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        assetPackID = try container.decode(String.self, forKey: .assetPackID)
+        sha256 = try container.decode(String.self, forKey: .sha256)
+        downloadSize = try container.decode(Int64.self, forKey: .downloadSize)
+        installSize = try container.decode(Int64.self, forKey: .installSize)
+        fileCount = try container.decode(Int.self, forKey: .fileCount)
+        compression = try container.decode(PackCompression.self, forKey: .compression)
+        format = try container.decodeIfPresent(PackFormat.self, forKey: .format) ?? .tar
+    }
 }
 
-/// Builds pack archives with libarchive: pax tar, files under `Contents/`, an `Index.json` last.
+/// Builds pack archives: with libarchive, pax tar, files under `Contents/`, an `Index.json` last; or Apple
+/// Archives (`PackBuildOptions.format`), see ``makeAppleArchive(_:to:options:keepIndex:progress:)``.
 public enum PackBuilder {
     /// Builds a pack archive from resolved sources and moves it into place atomically.
     ///
@@ -115,6 +172,9 @@ public enum PackBuilder {
         progress: ((Int64) -> Void)?
     ) throws -> (built: BuiltPack, index: PackIndex?) {
         try options.validate()
+        if options.format == .aar {
+            return try makeAppleArchive(source, to: output, options: options, keepIndex: keepIndex, progress: progress)
+        }
         let spool = try AtomicFile.unnamedFile(in: output.removingLastComponent())
         let ((json, index), sha256, size) = try spool.closeAfter {
             try AtomicFile.write(to: output) { fd in

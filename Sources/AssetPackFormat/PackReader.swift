@@ -12,8 +12,12 @@ public enum PackReader {
     /// - Returns: The index stored in it.
     /// - Throws: ``AssetPackFormatError``: `.notFound`, `.archive` (not a readable archive), `.corruptPack`
     ///   (no index, or an index that does not decode).
-    public static func readIndex(at archive: FilePath) throws -> PackIndex {
+    public static func readIndex(at archive: FilePath, describedAs fallback: PackIndex? = nil) throws -> PackIndex {
         try withArchiveReader(at: archive) { reader in
+            // An Apple Archive has no index of its own: it is the entries' own, read whole.
+            if reader.format == .aar {
+                return try scanEntries(reader, reader.path, destination: nil, limit: nil, describedAs: fallback).index
+            }
             while let header = try reader.next() {
                 if header.name.utf8.elementsEqual(PackPath.indexEntryName.utf8) {
                     let spool = try spoolIndex(
@@ -38,8 +42,10 @@ public enum PackReader {
     /// - Parameter archive: The pack archive.
     /// - Returns: The verified index.
     /// - Throws: ``AssetPackFormatError`` with code `.corruptPack` naming the first mismatch.
-    public static func verify(at archive: FilePath) throws -> PackIndex {
-        try scan(archive.string, destination: nil, limit: nil) { try withArchiveReader(at: archive, $0) }.index
+    public static func verify(at archive: FilePath, describedAs fallback: PackIndex? = nil) throws -> PackIndex {
+        try scan(archive.string, destination: nil, limit: nil, describedAs: fallback) {
+            try withArchiveReader(at: archive, $0)
+        }.index
     }
 
     /// Extracts a pack's files into `destination` (without the `Contents/` prefix) and verifies them.
@@ -62,9 +68,16 @@ public enum PackReader {
         _ archive: FilePath,
         into destination: FilePath,
         limit: Int64? = nil,
-        indexCopy: FilePath? = nil
+        indexCopy: FilePath? = nil,
+        describedAs fallback: PackIndex? = nil
     ) throws -> PackIndex {
-        try scan(archive.string, destination: destination, limit: limit, indexCopy: indexCopy) {
+        try scan(
+            archive.string,
+            destination: destination,
+            limit: limit,
+            indexCopy: indexCopy,
+            describedAs: fallback
+        ) {
             try withArchiveReader(at: archive, $0)
         }.index
     }
@@ -84,9 +97,10 @@ public enum PackReader {
         into destination: FilePath,
         limit: Int64? = nil,
         indexCopy: FilePath? = nil,
+        describedAs fallback: PackIndex? = nil,
         reading next: @escaping () throws -> UnsafeRawBufferPointer
     ) throws -> PackIndex {
-        try scan(name, destination: destination, limit: limit, indexCopy: indexCopy) {
+        try scan(name, destination: destination, limit: limit, indexCopy: indexCopy, describedAs: fallback) {
             try withArchiveReader(streaming: next, name: name, $0)
         }.index
     }
@@ -135,8 +149,41 @@ public enum PackReader {
         limit: Int64?,
         indexCopy: FilePath? = nil,
         delta: (binding: PackDelta.Binding, baseFiles: Int)? = nil,
+        describedAs fallback: PackIndex? = nil,
         open: ((ArchiveReader) throws -> Void) throws -> Void
     ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
+        var result: (index: PackIndex, absent: [PackIndex.File])?
+        try open { reader in
+            result = try scanEntries(
+                reader,
+                archive,
+                destination: destination,
+                limit: limit,
+                indexCopy: indexCopy,
+                delta: delta,
+                describedAs: fallback
+            )
+        }
+        guard let result else { throw missingIndex(archive) }
+        return result
+    }
+
+    private static func scanEntries(
+        _ reader: ArchiveReader,
+        _ archive: String,
+        destination: FilePath?,
+        limit: Int64?,
+        indexCopy: FilePath? = nil,
+        delta: (binding: PackDelta.Binding, baseFiles: Int)? = nil,
+        describedAs fallback: PackIndex? = nil
+    ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
+        let apple = reader.format == .aar
+        if apple, delta != nil {
+            throw rule(archive, "is an Apple Archive, but a delta is always a tar made by ba-mock")
+        }
+        var carried: PackagingManifest?  // an Apple Archive's own description
+        var unreadable: AssetPackFormatError?  // a root JSON entry that is not one
+        var appleRows: [PackIndex.File] = []  // an Apple Archive's index, made from its entries
         let root = destination.map { $0.lexicallyNormalized() }
         let partial = delta != nil
         var bound = delta == nil
@@ -147,8 +194,24 @@ public enum PackReader {
         var indexFile: FileDescriptor?  // the index entry's bytes, read once every file was seen
         defer { try? indexFile?.close() }
         let disk = try root.map(DiskWriter.init(root:))
-        try open { reader in
+        do {
             while let header = try reader.next() {
+                if apple {
+                    // Folders come from their files' paths; an Apple Archive lists them (its root too, with an
+                    // empty name), and they create nothing here.
+                    if header.type == ArchiveFileType.directory { continue }
+                    if AppleArchivePack.isManifestCandidate(header) {
+                        switch try AppleArchivePack.readManifest(reader, header: header) {
+                        case .success(let manifest):
+                            guard carried == nil else {
+                                throw rule(archive, "carries two packaging manifests (\(header.name) is the second)")
+                            }
+                            carried = manifest
+                        case .failure(let problem): unreadable = problem
+                        }
+                        continue
+                    }
+                }
                 if let delta, !bound {  // a delta's first entry says what it is for
                     try checkBinding(reader, header: header, expected: delta.binding)
                     bound = true
@@ -161,7 +224,7 @@ public enum PackReader {
                         "holds \(AssetPackID.printable(header.name)) after \(PackPath.indexEntryName), which comes last"
                     )
                 }
-                if header.name.utf8.elementsEqual(PackPath.indexEntryName.utf8) {
+                if !apple, header.name.utf8.elementsEqual(PackPath.indexEntryName.utf8) {
                     // An index lists every file once: its size follows from the entries before it (and for
                     // a delta, from the base's files it keeps, up to a 4 KiB path each), so a small download
                     // cannot declare an index of hundreds of megabytes.
@@ -233,8 +296,28 @@ public enum PackReader {
                 } else {
                     try consume { _ in }
                 }
-                seen.insert(entryKey, size: size, sha256: hasher.finalize())
+                let digest = hasher.finalize()
+                if let carriedDigest = header.sha256, !digest.elementsEqual(carriedDigest) {
+                    throw corrupt(
+                        archive,
+                        "holds \(relative) with SHA-256 \(digest.hexString.prefix(12)), but its SH2 field says "
+                            + "\(carriedDigest.hexString.prefix(12))"
+                    )
+                }
+                seen.insert(entryKey, size: size, sha256: digest)
+                if apple { appleRows.append(PackIndex.File(path: relative, size: size, sha256: digest.hexString)) }
             }
+        }
+        if apple {
+            let index = try AppleArchivePack.index(
+                appleRows,
+                described: carried,
+                fallback: fallback,
+                unreadable: unreadable,
+                archive: archive
+            )
+            if let indexCopy { try AppleArchivePack.writeCopy(index, to: indexCopy) }
+            return (indexCopy == nil ? index : index.withoutRows, [])
         }
         guard bound else { throw missingBinding(archive) }
         guard let indexFile else { throw missingIndex(archive) }

@@ -71,7 +71,7 @@ struct PackBuilderTests {
         #expect(levels.fingerprint(options: .init()) != again.fingerprint(options: .init()))
     }
 
-    @Test(arguments: PackCompression.allCases)
+    @Test(arguments: PackFormat.tar.compressions)
     func everyCompressionFilterRoundTrips(_ compression: PackCompression) throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
@@ -87,6 +87,7 @@ struct PackBuilderTests {
             case .xz: [0xFD, 0x37, 0x7A, 0x58, 0x5A]
             case .lz4: [0x04, 0x22, 0x4D, 0x18]
             case .none: []
+            case .lzfse, .lzma, .zlib: Array("pbz".utf8)  // not reached: Apple Archive only
             }
         #expect(Array(bytes.prefix(magic.count)) == magic)
         if compression == .none { #expect(Array(bytes[257..<262]) == Array("ustar".utf8)) }

@@ -12,17 +12,45 @@ struct ArchiveEntryHeader {
     /// Set for hard links (the entry's target) and symlinks.
     var hardlink: String?
     var symlink: String?
+    /// The SHA-256 the archive carries for the entry's data (an Apple Archive's `SH2` field), if any.
+    var sha256: [UInt8]? = nil
 }
 
-/// A streaming reader over a tar archive (any filter libarchive knows), valid only inside
-/// ``withArchiveReader(at:_:)``.
+/// A streaming reader over a pack archive, valid only inside ``withArchiveReader(at:_:)``: a tar (any filter
+/// libarchive knows) or an Apple Archive (told apart by their first bytes, never by a name).
 struct ArchiveReader {
-    fileprivate let archive: OpaquePointer
+    fileprivate enum Backend {
+        case libarchive(OpaquePointer)
+        case apple(AppleArchiveStream)
+    }
+
+    fileprivate let backend: Backend
     /// The archive's path or URL, for messages.
     let path: String
 
+    /// The container read.
+    var format: PackFormat {
+        if case .apple = backend { return .aar }
+        return .tar
+    }
+
     /// The next entry's header, or `nil` at the end of the archive.
     func next() throws -> ArchiveEntryHeader? {
+        switch backend {
+        case .libarchive(let archive): try next(archive)
+        case .apple(let stream): try stream.entries.next()
+        }
+    }
+
+    /// Streams the current entry's data in blocks to `consume`, in order; holes (sparse entries) are refused.
+    func readData(_ consume: (UnsafeRawBufferPointer) throws -> Void) throws {
+        switch backend {
+        case .libarchive(let archive): try readData(archive, consume)
+        case .apple(let stream): try stream.entries.readData(consume)
+        }
+    }
+
+    private func next(_ archive: OpaquePointer) throws -> ArchiveEntryHeader? {
         var entry: OpaquePointer?
         let status = archive_read_next_header(archive, &entry)
         if status == ArchiveStatus.eof { return nil }
@@ -45,8 +73,7 @@ struct ArchiveReader {
         )
     }
 
-    /// Streams the current entry's data in blocks to `consume`, in order; holes (sparse entries) are refused.
-    func readData(_ consume: (UnsafeRawBufferPointer) throws -> Void) throws {
+    private func readData(_ archive: OpaquePointer, _ consume: (UnsafeRawBufferPointer) throws -> Void) throws {
         var expected: Int64 = 0
         while true {
             var block: UnsafeRawPointer?
@@ -90,9 +117,77 @@ private func openArchiveReader<T>(at path: FilePath, _ body: (ArchiveReader) thr
         throw AssetPackFormatError.io("open", path, errno)
     }
     return try fd.closeAfter {
+        if try isAppleArchive(fd) {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+            defer { buffer.deallocate() }
+            let stream = try AppleArchiveStream(
+                {
+                    do {
+                        let count = try fd.read(into: buffer, retryOnInterrupt: true)
+                        return UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+                    } catch let errno as Errno {
+                        throw AssetPackFormatError.io("read", path, errno)
+                    }
+                },
+                name: path.string
+            )
+            return try body(ArchiveReader(backend: .apple(stream), path: path.string))
+        }
         try check(archive_read_open_fd(archive, fd.rawValue, 1 << 20), archive, "\(path) is not a pack archive")
-        return try body(ArchiveReader(archive: archive, path: path.string))
+        return try body(ArchiveReader(backend: .libarchive(archive), path: path.string))
     }
+}
+
+/// Whether the file starts as an Apple Archive does (read at offset 0; the file position is not moved).
+private func isAppleArchive(_ fd: FileDescriptor) throws -> Bool {
+    var head = [UInt8](repeating: 0, count: 4)
+    let count = try head.withUnsafeMutableBytes { try fd.read(fromAbsoluteOffset: 0, into: $0, retryOnInterrupt: true) }
+    return AppleArchiveMagic.matches(head[0..<count])
+}
+
+/// A byte source that hands out bytes read ahead (to tell the format) before the rest of its source.
+private final class ReplaySource {
+    private var head: UnsafeMutableRawBufferPointer?
+    private let rest: ArchiveByteSource
+
+    init(head: [UInt8], rest: @escaping ArchiveByteSource) {
+        self.rest = rest
+        if !head.isEmpty {
+            let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: head.count, alignment: 1)
+            copy.copyBytes(from: head)
+            self.head = copy
+        }
+    }
+
+    deinit {
+        head?.deallocate()
+        pending?.deallocate()
+    }
+
+    /// Reads until `count` bytes are ahead or the source ends, and returns them.
+    static func peek(_ count: Int, from source: ArchiveByteSource) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        while bytes.count < count {
+            let block = try source()
+            if block.isEmpty { break }
+            bytes.append(contentsOf: block)
+        }
+        return bytes
+    }
+
+    func next() throws -> UnsafeRawBufferPointer {
+        if let head {
+            // Kept until the next call (the block's lifetime a source promises), then freed.
+            self.head = nil
+            pending = head
+            return UnsafeRawBufferPointer(head)
+        }
+        pending?.deallocate()
+        pending = nil
+        return try rest()
+    }
+
+    private var pending: UnsafeMutableRawBufferPointer?
 }
 
 /// Where a streaming reader gets its bytes: the next block, valid until the next call; empty at the end.
@@ -116,7 +211,13 @@ func withArchiveReader<T>(
     name: String,
     _ body: (ArchiveReader) throws -> T
 ) throws -> T {
-    try withCLocale { try openArchiveReader(streaming: source, name: name, body) }
+    let head = try ReplaySource.peek(4, from: source)
+    let replay = ReplaySource(head: head, rest: source)
+    if AppleArchiveMagic.matches(head) {
+        let stream = try AppleArchiveStream(replay.next, name: name)
+        return try body(ArchiveReader(backend: .apple(stream), path: name))
+    }
+    return try withCLocale { try openArchiveReader(streaming: replay.next, name: name, body) }
 }
 
 private func openArchiveReader<T>(
@@ -153,7 +254,7 @@ private func openArchiveReader<T>(
             nil
         )
         try check(status, archive, "\(name) is not a pack archive")
-        return try body(ArchiveReader(archive: archive, path: name))
+        return try body(ArchiveReader(backend: .libarchive(archive), path: name))
     } catch {
         if let cause = stream.error { throw cause }
         throw error

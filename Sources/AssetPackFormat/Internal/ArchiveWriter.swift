@@ -12,7 +12,7 @@ import SystemPackage
 /// are written with `O_DIRECT` where the file system takes it: straight to the disk, once, rather than
 /// copied into fresh page cache and flushed again by the `fsync` that ends the build. (1 GiB: the writes
 /// took 1.8 s of the build's 2 s through the page cache; the whole build now takes about 1.1 s.)
-private final class ArchiveSink: @unchecked Sendable {
+final class ArchiveSink: @unchecked Sendable {
     private typealias Buffer = UnsafeMutableRawBufferPointer
     private static let bufferSize = 1 << 20
     private static let directAlignment = 4096
@@ -258,6 +258,7 @@ private func openArchiveWriter<T>(
     case .xz: try check(archive_write_add_filter_xz(archive), archive, "xz is not available in libarchive")
     case .lz4: try check(archive_write_add_filter_lz4(archive), archive, "lz4 is not available in libarchive")
     case .none: break
+    case .lzfse, .lzma, .zlib: try options.validate()  // Apple Archive only: says so
     }
     let filter = options.compression.rawValue
     if let level = options.effectiveLevel {

@@ -20,6 +20,8 @@ enum ArchiveFileType {
     static let regular = UInt32(BA_AE_IFREG)
     static let directory = UInt32(BA_AE_IFDIR)
     static let symlink = UInt32(BA_AE_IFLNK)
+    /// Anything else (a device, FIFO or socket), as Apple Archive entries report them.
+    static let special = UInt32(BA_AE_IFMT)
 }
 
 /// The libarchive error of `archive`, as a status value to attach to an ``AssetPackFormatError``.

@@ -1,0 +1,127 @@
+import Foundation
+import SystemPackage
+
+/// What an Apple Archive pack carries besides its files, and the index made from its entries.
+///
+/// An `.aar` has no `Index.json`: its index is its entries (each file's path, size and SHA-256, checked
+/// against the archive's `SH2` field where it has one). Its ID, policy and platforms come from the packaging
+/// manifest it carries (a JSON entry at the archive's root, outside `Contents/`: where `ba-package` puts it is
+/// unconfirmed, so any root JSON entry that is a packaging manifest is read), else from the caller (a
+/// download manifest's entry, or a name).
+enum AppleArchivePack {
+    /// The largest root JSON entry read as a packaging manifest.
+    static let maximumManifestSize = 1 << 20
+
+    /// Whether an entry may be the carried packaging manifest: a regular file at the archive's root whose
+    /// name ends in `.json`.
+    static func isManifestCandidate(_ header: ArchiveEntryHeader) -> Bool {
+        header.type == ArchiveFileType.regular && !header.name.utf8.contains(UInt8(ascii: "/"))
+            && header.name.hasSuffix(".json")
+    }
+
+    /// Reads a root JSON entry: the packaging manifest it is, or why it is not one (it is then ignored, as
+    /// files outside `Contents/` are not installed, and the reason given if the pack ends up without a name).
+    static func readManifest(_ reader: ArchiveReader, header: ArchiveEntryHeader) throws -> Result<
+        PackagingManifest, AssetPackFormatError
+    > {
+        var bytes: [UInt8] = []
+        var tooLarge = header.size > Int64(maximumManifestSize)
+        try reader.readData { block in
+            if block.count > maximumManifestSize - bytes.count { tooLarge = true }
+            if !tooLarge { bytes.append(contentsOf: block) }
+        }
+        let file = "\(header.name) in \(reader.path)"
+        guard !tooLarge else {
+            return .failure(AssetPackFormatError(code: .invalidManifest, message: "\(file) is larger than 1 MiB"))
+        }
+        do {
+            return .success(try PackagingManifest.parse(bytes, file: file).manifest)
+        } catch let error as AssetPackFormatError {
+            return .failure(error)
+        } catch {
+            return .failure(AssetPackFormatError(code: .invalidManifest, message: "\(file): \(error)"))
+        }
+    }
+
+    /// The index of an Apple Archive: its files, sorted by the bytes of their paths, described by the
+    /// manifest it carries or else by `fallback`.
+    static func index(
+        _ rows: [PackIndex.File],
+        described manifest: PackagingManifest?,
+        fallback: PackIndex?,
+        unreadable: AssetPackFormatError?,
+        archive: String
+    ) throws -> PackIndex {
+        let files = rows.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        let total = files.reduce(Int64(0)) { $0 + $1.size }  // each size was counted as it was read
+        let index: PackIndex
+        if let manifest {
+            index = PackIndex(
+                formatVersion: PackIndex.currentFormatVersion,
+                assetPackID: manifest.assetPackID,
+                downloadPolicy: manifest.downloadPolicy,
+                platforms: manifest.platforms,
+                language: manifest.language,
+                installSize: total,
+                fileCount: files.count,
+                files: files
+            )
+        } else if let fallback {
+            index = PackIndex(
+                formatVersion: PackIndex.currentFormatVersion,
+                assetPackID: fallback.assetPackID,
+                downloadPolicy: fallback.downloadPolicy,
+                platforms: fallback.platforms,
+                language: fallback.language,
+                installSize: total,
+                fileCount: files.count,
+                files: files
+            )
+        } else {
+            throw AssetPackFormatError(
+                code: .corruptPack,
+                message:
+                    "Apple Archive \(archive) carries no packaging manifest"
+                    + (unreadable.map { " that reads (\($0.message))" } ?? " (\(PackBuilder.appleArchiveManifestName))")
+                    + ", so its ID and policy are unknown. Fix: package it with its manifest, or name the pack where "
+                    + "it is used"
+            )
+        }
+        if let problem = index.consistencyProblem {
+            throw AssetPackFormatError(code: .corruptPack, message: "Apple Archive \(archive) \(problem)")
+        }
+        return index
+    }
+
+    /// Writes the index an install keeps (a new file), as a tar pack's `Index.json` would be kept.
+    static func writeCopy(_ index: PackIndex, to copy: FilePath) throws {
+        let json = try index.encoded()
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(
+                copy,
+                .writeOnly,
+                options: [.create, .exclusiveCreate, .closeOnExec],
+                permissions: [.ownerReadWrite, .groupRead, .otherRead]
+            )
+        } catch let errno as Errno {
+            throw AssetPackFormatError.io("create", copy, errno)
+        }
+        try fd.closeAfter {
+            do {
+                _ = try json.withUnsafeBytes { try fd.writeAll($0) }
+            } catch let errno as Errno {
+                throw AssetPackFormatError.io("write", copy, errno)
+            }
+        }
+    }
+}
+
+extension PackIndex {
+    /// The index without its rows (what an extraction that kept a copy of them returns).
+    var withoutRows: PackIndex {
+        var index = self
+        index.files = []
+        return index
+    }
+}
