@@ -133,7 +133,8 @@ struct PackInstaller: Sendable {
                                 archive,
                                 into: staging,
                                 limit: pack.installSize,
-                                indexCopy: Self.indexCopy(of: staging)
+                                indexCopy: Self.indexCopy(of: staging),
+                                describedAs: Self.described(pack)
                             ), []
                         )
                     }
@@ -175,6 +176,7 @@ struct PackInstaller: Sendable {
                                 into: staging,
                                 limit: pack.installSize,
                                 indexCopy: Self.indexCopy(of: staging),
+                                describedAs: Self.described(pack),
                                 reading: reader.next
                             ), []
                         )
@@ -186,6 +188,21 @@ struct PackInstaller: Sendable {
             await consumer.stop()
             _ = try? await BlockingIO.run { Self.removeStaging(consumer.destination) }
         }
+    }
+
+    /// What the manifest entry says of a pack, for an archive that does not describe itself (an Apple Archive
+    /// without its Manifest.json).
+    static func described(_ pack: AssetPack) -> PackIndex {
+        PackIndex(
+            formatVersion: PackIndex.currentFormatVersion,
+            assetPackID: pack.id,
+            downloadPolicy: pack.downloadPolicy,
+            platforms: pack.platforms ?? [],
+            language: pack.language,
+            installSize: 0,
+            fileCount: 0,
+            files: []
+        )
     }
 
     /// Where an extraction into `staging` keeps the verified index's bytes (beside the folder, so that no

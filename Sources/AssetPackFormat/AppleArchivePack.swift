@@ -125,3 +125,91 @@ extension PackIndex {
         return index
     }
 }
+
+/// One entry of a pack archive, as `ba-mock inspect` lists it.
+public struct PackArchiveEntry: Sendable, Hashable, Codable {
+    /// `file`, `folder`, `symlink` or `special`.
+    public var type: String
+    /// The name as stored.
+    public var path: String
+    /// The data's size in bytes.
+    public var size: Int64
+    /// The SHA-256 the archive carries for it (Apple Archive's `SH2`), lower-case hex, if any.
+    public var sha256: String?
+}
+
+/// What a pack archive holds, entry by entry, without checking any digest.
+public struct PackArchiveListing: Sendable, Codable {
+    /// The container.
+    public var format: PackFormat
+    /// The compression of an Apple Archive (`nil` for a tar, whose filter libarchive finds by itself).
+    public var compression: PackCompression?
+    /// The packaging manifest an Apple Archive carries, if it carries one that reads.
+    public var manifest: PackagingManifestSummary?
+    /// Why a root JSON entry was not read as the packaging manifest, if one was not.
+    public var manifestProblem: String?
+    /// Every entry, in the archive's order.
+    public var entries: [PackArchiveEntry]
+}
+
+/// The fields of a packaging manifest that describe a pack.
+public struct PackagingManifestSummary: Sendable, Hashable, Codable {
+    public var assetPackID: String
+    public var downloadPolicy: DownloadPolicy
+    public var platforms: [String]
+    public var language: String?
+
+    public init(assetPackID: String, downloadPolicy: DownloadPolicy, platforms: [String], language: String?) {
+        self.assetPackID = assetPackID
+        self.downloadPolicy = downloadPolicy
+        self.platforms = platforms
+        self.language = language
+    }
+}
+
+extension PackReader {
+    /// Lists an archive's entries (folders and the carried manifest included), reading the archive once and
+    /// checking no digest: ``verify(at:describedAs:)`` does that.
+    /// - Throws: ``AssetPackFormatError`` for an archive that does not read.
+    public static func list(at archive: FilePath) throws -> PackArchiveListing {
+        try withArchiveReader(at: archive) { reader in
+            var listing = PackArchiveListing(
+                format: reader.format,
+                compression: reader.appleCompression,
+                manifest: nil,
+                manifestProblem: nil,
+                entries: []
+            )
+            while let header = try reader.next() {
+                let type =
+                    switch header.type {
+                    case ArchiveFileType.regular: "file"
+                    case ArchiveFileType.directory: "folder"
+                    case ArchiveFileType.symlink: "symlink"
+                    default: "special"
+                    }
+                listing.entries.append(
+                    PackArchiveEntry(
+                        type: type,
+                        path: header.name,
+                        size: max(header.size, 0),
+                        sha256: header.sha256?.hexString
+                    )
+                )
+                if reader.format == .aar, AppleArchivePack.isManifestCandidate(header) {
+                    switch try AppleArchivePack.readManifest(reader, header: header) {
+                    case .success(let manifest):
+                        listing.manifest = PackagingManifestSummary(
+                            assetPackID: manifest.assetPackID,
+                            downloadPolicy: manifest.downloadPolicy,
+                            platforms: manifest.platforms,
+                            language: manifest.language
+                        )
+                    case .failure(let problem): listing.manifestProblem = problem.message
+                    }
+                }
+            }
+            return listing
+        }
+    }
+}

@@ -50,6 +50,7 @@ public struct PackSource: Sendable, Hashable {
         var hasher = SHA256()
         func add(_ text: String) { hasher.update(data: Array(text.utf8) + [0]) }
         add("v1 \(options.compression.rawValue) \(options.effectiveLevel.map(String.init) ?? "-")")
+        if options.format != .tar { add(options.format.rawValue) }  // a tar's fingerprint as it always was
         add(manifest.assetPackID)
         add(manifest.downloadPolicy.name)
         add(manifest.downloadPolicy.installationEventTypes.map(\.rawValue).joined(separator: ","))

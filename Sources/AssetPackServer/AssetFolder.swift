@@ -22,9 +22,14 @@ public struct AssetFolder: Sendable {
     /// The folder.
     public var root: FilePath
 
+    /// Whether a folder without manifests is fine (the private folder of `serve A.aar`, which serves archives
+    /// only).
+    public var mayBeEmpty = false
+
     /// Creates a handle on a folder (nothing is read yet).
-    public init(root: FilePath) {
+    public init(root: FilePath, mayBeEmpty: Bool = false) {
         self.root = root
+        self.mayBeEmpty = mayBeEmpty
     }
 
     /// Where `ba-mock` keeps its state: built packs, versions, TLS files.
@@ -46,7 +51,7 @@ public struct AssetFolder: Sendable {
         }
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root.string)) ?? []
         let manifests = names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
-        guard !manifests.isEmpty else {
+        guard !manifests.isEmpty || mayBeEmpty else {
             throw AssetPackServerError(
                 code: .noAssetFolder,
                 message:

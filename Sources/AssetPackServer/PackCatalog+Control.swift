@@ -7,7 +7,7 @@ extension PackCatalog {
     /// counterpart of `--pack-version`), so update flows can be scripted without touching files.
     /// - Throws: ``AssetPackServerError`` with code `.packNotFound` for an unknown pack.
     public func setVersion(_ version: Int, forPackWithID id: String) throws {
-        guard state.packs[id] != nil else { throw unknownPack(id) }
+        guard state.packs[id] != nil || archives.contains(where: { $0.id == id }) else { throw unknownPack(id) }
         runtimeVersions[id] = version
         publish()
     }
@@ -16,7 +16,7 @@ extension PackCatalog {
     /// pin, or at the version its content has, again.
     /// - Throws: ``AssetPackServerError`` with code `.packNotFound` for an unknown pack.
     public func clearVersion(forPackWithID id: String) throws {
-        guard state.packs[id] != nil else { throw unknownPack(id) }
+        guard state.packs[id] != nil || archives.contains(where: { $0.id == id }) else { throw unknownPack(id) }
         runtimeVersions[id] = nil
         publish()
     }
@@ -52,12 +52,12 @@ extension PackCatalog {
     }
 
     /// The IDs of the packs built so far (published or not).
-    public var knownPackIDs: Set<String> { Set(state.packs.keys) }
+    public var knownPackIDs: Set<String> { Set(state.packs.keys).union(archives.map(\.id)) }
 
     /// Marks a pack obsolete (no longer published) or publishes it again.
     /// - Throws: ``AssetPackServerError`` with code `.packNotFound` for an unknown pack.
     public func setObsolete(_ obsolete: Bool, packWithID id: String) throws {
-        guard state.packs[id] != nil else { throw unknownPack(id) }
+        guard state.packs[id] != nil || archives.contains(where: { $0.id == id }) else { throw unknownPack(id) }
         if obsolete { hidden.insert(id) } else { hidden.remove(id) }
         publish()
     }

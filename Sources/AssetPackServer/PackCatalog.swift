@@ -40,6 +40,8 @@ public actor PackCatalog {
     private let archivesKept: Int
     /// The deltas to each published version, and the indexes of the versions they start from.
     private let deltaStore: DeltaStore
+    /// Pack archives served as they are (`serve A.aar`), beside the folder's packs.
+    let archives: [ServedPack]
     private let log: @Sendable (String) -> Void
     var state: MockState
     /// Archives no longer published, per pack, oldest first.
@@ -78,6 +80,7 @@ public actor PackCatalog {
     ///   - archivesKept: How many archives of each pack stay on disk, the published one included (a download
     ///     under way keeps reading its file even once it is deleted: older archives are kept for a look only).
     ///   - deltaDepth: How many earlier versions of a pack get a delta archive to the published one (0: none).
+    ///   - archives: Pack archives to serve as they are, beside the folder's (see ``ServedPack/archive(at:version:)``).
     ///   - log: Receives a line for each build.
     /// - Throws: ``AssetPackServerError`` with code `.state` when the state file cannot be read.
     public init(
@@ -86,9 +89,11 @@ public actor PackCatalog {
         pinnedVersions: [String: Int] = [:],
         archivesKept: Int = 2,
         deltaDepth: Int = 3,
+        archives: [ServedPack] = [],
         log: @escaping @Sendable (String) -> Void = { _ in }
     ) throws {
         self.folder = folder
+        self.archives = archives
         self.options = options
         self.pinnedVersions = pinnedVersions
         self.archivesKept = max(1, archivesKept)
@@ -280,6 +285,14 @@ public actor PackCatalog {
             )
         }
         let ids = Set(scan.sources.map(\.manifest.assetPackID))
+        if let twice = archives.first(where: { ids.contains($0.id) }) {
+            throw AssetPackServerError(
+                code: .invalidAssetFolder,
+                message:
+                    "\(twice.archive) is pack \(twice.id), which a manifest of \(folder.root) also builds. Fix: serve one "
+                    + "of them"
+            )
+        }
         // What was built before is published at once; the packs with no archive yet are announced as being
         // built (503 with Retry-After, not 404), and the manifest waits for them.
         let (packsFolder, state) = (self.packsFolder, self.state)
@@ -295,7 +308,7 @@ public actor PackCatalog {
         building = unbuilt
         incomplete = !unbuilt.isEmpty
         publish()
-        return (scan.warnings, ids)
+        return (scan.warnings, ids.union(archives.map(\.id)))
     }
 
     /// The first refresh of a command: builds every pack, and fails when any manifest is invalid, so that
@@ -422,7 +435,7 @@ public actor PackCatalog {
     }
 
     func publish() {
-        let packs = state.packs.filter { !$0.value.removed && !hidden.contains($0.key) }.map { id, record in
+        let built = state.packs.filter { !$0.value.removed && !hidden.contains($0.key) }.map { id, record in
             ServedPack(
                 id: id,
                 version: published(record, id: id),
@@ -448,7 +461,13 @@ public actor PackCatalog {
                     )
                 }
             )
-        }.sorted { $0.id < $1.id }
+        }
+        let asTheyAre = archives.filter { !hidden.contains($0.id) }.map { archive in
+            var pack = archive
+            pack.version = pin(of: archive.id) ?? archive.version
+            return pack
+        }
+        let packs = (built + asTheyAre).sorted { $0.id < $1.id }
         let before = current.withLock { $0 }
         for pack in packs {
             if let old = before.pack(withID: pack.id), old.version != pack.version || old.sha256 != pack.sha256 {

@@ -136,3 +136,56 @@ public struct CatalogSnapshot: Sendable, Hashable {
         )
     }
 }
+
+extension ServedPack {
+    /// A pack archive served as it is, byte for byte (`ba-mock serve A.aar`, as `ba-serve A.aar`): read whole
+    /// once, every file checked against the digests it carries, its manifest fields taken from what it
+    /// carries, else its ID from the file name.
+    /// - Parameters:
+    ///   - path: An Apple Archive (or a tar pack of ba-mock's own).
+    ///   - version: The version to publish it at.
+    /// - Returns: The pack, and a warning when its ID was taken from the file name.
+    /// - Throws: ``AssetPackFormatError`` for an archive that does not read or does not verify.
+    public static func archive(at path: FilePath, version: Int) throws -> (pack: ServedPack, warning: String?) {
+        let listing = try PackReader.list(at: path)
+        var fallback: PackIndex?
+        var warning: String?
+        if listing.format == .aar, listing.manifest == nil {
+            let id = path.stem.flatMap { AssetPackID.problem(with: $0) == nil ? $0 : nil } ?? "pack"
+            warning =
+                "\(path) carries no packaging manifest"
+                + (listing.manifestProblem.map { " that reads (\($0))" } ?? " (Manifest.json at its root)")
+                + "; it is served as pack \(id) (from its file name), onDemand, for every platform"
+            fallback = PackIndex(
+                formatVersion: PackIndex.currentFormatVersion,
+                assetPackID: id,
+                downloadPolicy: .onDemand,
+                platforms: [],
+                language: nil,
+                installSize: 0,
+                fileCount: 0,
+                files: []
+            )
+        }
+        let index = try PackReader.verify(at: path, describedAs: fallback)
+        let sha256 = try FileDigest.sha256(of: path)
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path.string)
+        let size = (attributes?[.size] as? NSNumber)?.int64Value ?? 0
+        let modified = attributes?[.modificationDate] as? Date
+        let pack = ServedPack(
+            id: index.assetPackID,
+            version: version,
+            downloadPolicy: index.downloadPolicy,
+            archive: path,
+            sha256: sha256,
+            downloadSize: size,
+            installSize: index.installSize,
+            fileCount: index.fileCount,
+            compression: listing.compression ?? .zstd,
+            lastModified: Date(timeIntervalSince1970: (modified ?? Date()).timeIntervalSince1970.rounded(.down)),
+            platforms: index.platforms.isEmpty ? nil : index.platforms,
+            language: index.language
+        )
+        return (pack, warning)
+    }
+}

@@ -4,11 +4,25 @@ import Foundation
 import SystemPackage
 
 extension PackCompression: ExpressibleByArgument {}
+extension PackFormat: ExpressibleByArgument {}
 
-/// Compression options shared by the commands that build packs.
+/// Format and compression options shared by the commands that build packs.
 struct BuildOptions: ParsableArguments {
-    @Option(help: "Compression filter.")
-    var compression: PackCompression = .zstd
+    @Option(
+        help: ArgumentHelp(
+            "Archive format: tar (pax tar with an Index.json, ba-mock's own) or aar (Apple Archive, what ba-package writes and App Store Connect takes). (default: tar, or aar for an output name ending in .aar)",
+            valueName: "tar|aar"
+        )
+    )
+    var format: PackFormat?
+
+    @Option(
+        help: ArgumentHelp(
+            "Compression: zstd, gzip, xz, lz4 or none for tar (default zstd); lzfse, lzma, zlib, lz4 or none for aar (default lzfse).",
+            valueName: "name"
+        )
+    )
+    var compression: PackCompression?
 
     @Option(
         help: "Compression level (zstd 1-19, default 3; gzip 1-9, default 6; xz 0-9, default 6; lz4 1-9, default 1)."
@@ -22,10 +36,34 @@ struct BuildOptions: ParsableArguments {
     var threads: Int?
 
     var packOptions: PackBuildOptions {
-        PackBuildOptions(compression: compression, level: level, threads: threads)
+        PackBuildOptions(format: format ?? .tar, compression: compression, level: level, threads: threads)
+    }
+
+    /// The options for writing `output`: a name ending in `.aar` means Apple Archive, and any other format
+    /// given with such a name is refused (a tar under an `.aar` name would be uploaded by mistake).
+    func packOptions(writing output: FilePath) throws -> PackBuildOptions {
+        let named = PackFormat.named(by: output.string)
+        if let named, let format, format != named {
+            throw ValidationError(
+                "\(output) names an Apple Archive (.aar), but --format \(format.rawValue) was given. Fix: drop "
+                    + "--format, or name the output .pack"
+            )
+        }
+        var options = packOptions
+        if format == nil, let named {
+            options = PackBuildOptions(format: named, compression: compression, level: level, threads: threads)
+        }
+        do {
+            try options.validate()
+        } catch let error as AssetPackFormatError {
+            throw ValidationError(error.message)
+        }
+        return options
     }
 
     func validate() throws {
+        // With no --format a compression may yet go with the format an output name picks: checked there.
+        guard format != nil || compression.map(PackFormat.tar.compressions.contains) != false else { return }
         do {
             try packOptions.validate()
         } catch let error as AssetPackFormatError {

@@ -7,19 +7,98 @@ import SystemPackage
 
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show what a pack archive holds, from its index; --verify re-hashes every file against it."
+        abstract: "Show what a pack archive holds; --verify re-hashes every file.",
+        discussion: """
+            A tar pack (ba-mock's own) is shown from its Index.json. An Apple Archive (.aar, from ba-package, \
+            `ba-mock package --format aar` or any tool that writes them; told apart by its bytes, not its name) \
+            is shown entry by entry, folders included, with the SHA-256 each file carries (its SH2 field; "-" \
+            where it carries none), and its ID, policy and platforms from the Manifest.json it carries (else its \
+            ID is taken from the file name, with a warning). --verify then hashes every file and checks it \
+            against its SH2.
+            """
     )
 
-    @Argument(help: "A pack archive (from `ba-mock package`, `export`, or downloaded from /assets/<id>).")
+    @Argument(help: "A pack archive: .aar, or a tar pack (from `ba-mock package`, `export`, or /assets/<id>).")
     var archive: FilePath
 
-    @Flag(help: "Read every entry and check sizes and SHA-256 digests against the index.")
+    @Flag(help: "Read every entry and check sizes and SHA-256 digests against the index (the SH2 fields of an .aar).")
     var verify = false
 
-    @Flag(help: "Print the index as JSON.")
+    @Flag(help: "Print JSON: the index of a tar pack; format, compression, manifest and entries of an .aar.")
     var json = false
 
     func run() throws {
+        let listing = try PackReader.list(at: archive)
+        guard listing.format == .aar else { return try showTar() }
+        var fallback: PackIndex?
+        if listing.manifest == nil {
+            let id = archive.stem ?? "pack"
+            Console.err(
+                "warning: \(archive) carries no packaging manifest"
+                    + (listing.manifestProblem.map { " that reads (\($0))" } ?? " (Manifest.json at its root)")
+                    + "; its ID is taken from the file name (\(id)) and its policy shown as onDemand"
+            )
+            fallback = PackIndex(
+                formatVersion: PackIndex.currentFormatVersion,
+                assetPackID: id,
+                downloadPolicy: .onDemand,
+                platforms: [],
+                language: nil,
+                installSize: 0,
+                fileCount: 0,
+                files: []
+            )
+        }
+        let index = verify ? try PackReader.verify(at: archive, describedAs: fallback) : nil
+        let summary =
+            listing.manifest
+            ?? PackagingManifestSummary(
+                assetPackID: fallback?.assetPackID ?? "",
+                downloadPolicy: .onDemand,
+                platforms: [],
+                language: nil
+            )
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+            var shown = listing
+            shown.manifest = summary
+            Console.out(
+                String(
+                    decoding: try encoder.encode(AppleArchiveReport(listing: shown, verified: verify)),
+                    as: UTF8.self
+                )
+            )
+            return
+        }
+        let files = listing.entries.filter { $0.type == "file" && $0.path.hasPrefix(PackPath.contentsPrefix) }
+        let size: Int64 = files.reduce(0) { $0 + $1.size }
+        let platforms = summary.platforms.isEmpty ? "unknown" : summary.platforms.joined(separator: ", ")
+        let language = summary.language.map { ", language \($0)" } ?? ""
+        let carried = listing.manifest == nil ? "" : ", manifest carried"
+        let compression = listing.compression?.rawValue ?? "none"
+        Console.out(
+            "\(summary.assetPackID): \(summary.downloadPolicy.name), \(ByteFormat.count(files.count, "file")), "
+                + "\(ByteFormat.string(size)), platforms \(platforms)\(language); Apple Archive, \(compression)\(carried)"
+        )
+        for entry in listing.entries {
+            let digest = entry.sha256.map { String($0.prefix(12)) } ?? String(repeating: "-", count: 12)
+            let kind = entry.type.padding(toLength: 7, withPad: " ", startingAt: 0)
+            Console.out(
+                "  \(kind) \(digest)  \(String(entry.size).leftPadded(10))  \(entry.path.isEmpty ? "." : entry.path)"
+            )
+        }
+        if let index {
+            let carried = files.filter { $0.sha256 != nil }.count
+            Console.out(
+                "verified: \(ByteFormat.count(index.fileCount, "file")) read whole; \(carried) checked against the "
+                    + "SHA-256 the archive carries"
+                    + (carried < index.fileCount ? ", \(index.fileCount - carried) carry none" : "")
+            )
+        }
+    }
+
+    private func showTar() throws {
         let index = verify ? try PackReader.verify(at: archive) : try PackReader.readIndex(at: archive)
         if json {
             let encoder = JSONEncoder()
@@ -37,6 +116,20 @@ struct Inspect: ParsableCommand {
         }
         if verify { Console.out("verified: every file matches the index") }
     }
+}
+
+/// What `inspect --json` prints for an Apple Archive.
+private struct AppleArchiveReport: Encodable {
+    var listing: PackArchiveListing
+    var verified: Bool
+
+    func encode(to encoder: any Encoder) throws {
+        try listing.encode(to: encoder)
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(verified, forKey: .verified)
+    }
+
+    private enum Key: String, CodingKey { case verified }
 }
 
 extension String {

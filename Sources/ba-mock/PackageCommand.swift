@@ -11,15 +11,21 @@ struct PackageCommand: ParsableCommand {
         abstract: "Build one pack archive from a packaging manifest, like `ba-package Manifest.json -o Pack.aar`.",
         discussion: """
             Selector paths are resolved against --root (default: the current folder), as ba-package resolves \
-            them against the folder it runs in. The archive is pax tar with Contents/<path> entries and an \
-            Index.json listing every file's size and SHA-256; the same input always gives the same bytes.
+            them against the folder it runs in. With --format aar, or an output name ending in .aar, the archive \
+            is an Apple Archive as ba-package writes one: LZFSE-compressed 4 MiB blocks, the manifest at its root \
+            as Manifest.json and every file under Contents/ with its SHA-256. Otherwise it is pax tar with \
+            Contents/<path> entries and an Index.json listing every file's size and SHA-256. Either way the same \
+            input always gives the same bytes.
             """
     )
 
     @Argument(help: "The packaging manifest (JSON; // comments allowed).")
     var manifest: FilePath
 
-    @Option(name: [.short, .customLong("output")], help: "Where to write the pack archive.")
+    @Option(
+        name: [.short, .customLong("output"), .customLong("output-path")],
+        help: "Where to write the pack archive (--output-path is ba-package's name for it)."
+    )
     var output: FilePath
 
     @Option(help: "The folder selector paths are relative to (the current folder by default).")
@@ -31,13 +37,14 @@ struct PackageCommand: ParsableCommand {
     var json = false
 
     func run() throws {
+        let options = try build.packOptions(writing: output)
         let parsed = try PackagingManifest.load(from: manifest)
         let source = try PackSource.resolve(parsed, root: root)
         for warning in source.warnings { Console.err("warning: \(warning)") }
         let total = source.installSize
         var lastShown = -1
         let showProgress = Console.stderrIsTerminal && total > 64 << 20
-        let built = try PackBuilder.build(source, to: output, options: build.packOptions) { done in
+        let built = try PackBuilder.build(source, to: output, options: options) { done in
             guard showProgress else { return }
             let percent = Int(done * 100 / max(total, 1))
             if percent != lastShown {
@@ -53,7 +60,8 @@ struct PackageCommand: ParsableCommand {
         } else {
             Console.out(
                 "\(output): \(built.assetPackID), \(ByteFormat.count(built.fileCount, "file")), \(ByteFormat.string(built.installSize)) "
-                    + "-> \(ByteFormat.string(built.downloadSize)) \(built.compression.rawValue), sha256 \(built.sha256)"
+                    + "-> \(ByteFormat.string(built.downloadSize)) \(built.format.rawValue) \(built.compression.rawValue), "
+                    + "sha256 \(built.sha256)"
             )
         }
     }

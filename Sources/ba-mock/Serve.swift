@@ -10,18 +10,61 @@ import SystemPackage
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Serve an asset folder's packs over HTTP or HTTPS (the default command).",
+        abstract:
+            "Serve an asset folder's packs, and pack archives (.aar) as they are, over HTTP or HTTPS (the default command).",
         discussion: """
             Routes: GET /manifest (the download manifest) and GET/HEAD /assets/<id> (a pack, with ranges, \
             ETag and Last-Modified). The first line on stdout is the URL; then a table of packs; then one line \
             per request. Files edited under the folder are picked up without a restart, and the pack's \
             version goes up by one. State (built packs, versions) lives in FOLDER/.ba-mock/, which no \
             manifest can select; --tls-self-signed keeps its CA outside the folder (--tls-dir).
+
+            Pack archives given as files (`ba-mock serve Tutorial.aar Levels.aar`, as `ba-serve` takes them; \
+            with or without a folder) are served byte for byte: each is read once at start and every file \
+            checked against the SHA-256 it carries; its ID, policy and platforms come from the Manifest.json it \
+            carries (else its ID from the file name, with a warning), its version from --asset-pack-versions \
+            (by position, as ba-serve takes them; default 1). An archive is not re-read while serving.
             """
     )
 
-    @Argument(help: "The asset folder: packaging manifests (*.json) at its top level.")
-    var folder: FilePath = "Assets"
+    @Argument(
+        help: ArgumentHelp(
+            "An asset folder (packaging manifests at its top level; at most one) and pack archives to serve as they are (.aar from ba-package, or ba-mock's own). (default: Assets)",
+            valueName: "folder-or-archive"
+        )
+    )
+    var inputs: [FilePath] = []
+
+    @Option(
+        parsing: .upToNextOption,
+        help: ArgumentHelp(
+            "The versions of the archives given, in their order, as ba-serve takes them (default: 1 each).",
+            valueName: "n"
+        )
+    )
+    var assetPackVersions: [Int] = []
+
+    /// The folder to serve and the archives, told apart by what is on disk.
+    private func splitInputs() throws -> (folder: FilePath?, archives: [FilePath]) {
+        var folder: FilePath?
+        var archives: [FilePath] = []
+        for input in inputs {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: input.string, isDirectory: &isFolder) else {
+                throw ValidationError("\(input) does not exist; give an asset folder or a pack archive (.aar)")
+            }
+            if isFolder.boolValue {
+                if let folder {
+                    throw ValidationError("\(folder) and \(input) are both folders; serve one asset folder at a time")
+                }
+                folder = input
+            } else {
+                archives.append(input)
+            }
+        }
+        if inputs.isEmpty { folder = "Assets" }
+        return (folder, archives)
+    }
 
     @Option(help: "Address or host name to listen on; also the name in a --tls-self-signed certificate.")
     var host: String = "127.0.0.1"
@@ -114,6 +157,16 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var deltas: DeltaOptions
 
     func validate() throws {
+        let archives = try splitInputs().archives
+        if assetPackVersions.count > archives.count {
+            throw ValidationError(
+                "--asset-pack-versions gives \(assetPackVersions.count) versions for \(archives.count) archive(s); give "
+                    + "one per archive, in their order"
+            )
+        }
+        if let bad = assetPackVersions.first(where: { $0 < 0 }) {
+            throw ValidationError("--asset-pack-versions \(bad): a version is 0 or more")
+        }
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("--tls-cert and --tls-key go together: give both, or use --tls-self-signed")
         }
@@ -154,15 +207,33 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         ProcessTuning.limitAllocatorRetention()
-        let assetFolder = AssetFolder(root: folder)
+        let (given, archivePaths) = try splitInputs()
+        // With archives only, the catalog keeps its state in a folder of its own, removed at the end.
+        let scratchFolder = given == nil ? try Self.makeEmptyFolder() : nil
+        defer { if let scratchFolder { try? FileManager.default.removeItem(atPath: scratchFolder.string) } }
+        let folder = given ?? scratchFolder ?? "Assets"
+        let assetFolder = AssetFolder(root: folder, mayBeEmpty: given == nil)
         let events = OutputQueue(.standardError, what: "messages")
         defer { events.flush() }  // what was queued is written before an error (or the end) is printed
+        let versions = assetPackVersions
+        let archives = try await BlockingIO.runOnThreadOfItsOwn {
+            try archivePaths.enumerated().map { number, path in
+                try ServedPack.archive(at: path, version: number < versions.count ? versions[number] : 1)
+            }
+        }
+        for warning in archives.compactMap(\.warning) { events.writeLine("warning: \(warning)") }
+        if let twice = Dictionary(grouping: archives.map(\.pack), by: \.id).first(where: { $0.value.count > 1 }) {
+            throw ValidationError(
+                "\(twice.value.map(\.archive.string).joined(separator: " and ")) are both pack \(twice.key); serve one"
+            )
+        }
         let catalog = try PackCatalog(
             folder: assetFolder,
             options: build.packOptions,
             pinnedVersions: try PackVersionPins.parse(packVersions),
             archivesKept: keepArchives,
             deltaDepth: deltas.deltaDepth,
+            archives: archives.map(\.pack),
             log: { events.writeLine($0) }
         )
         // Manifests are checked before listening; packs are built once the server listens, each served as
@@ -236,7 +307,9 @@ struct Serve: AsyncParsableCommand {
                         "TLS: trust the CA in \(ca): curl --cacert \(ca) \(url)/manifest, or ba-sync --ca-cert \(ca)"
                     )
                 }
-                events.writeLine("serving \(folder) at \(url); Ctrl-C stops")
+                let served =
+                    ((given.map { [$0.string] } ?? []) + archivePaths.map(\.string)).joined(separator: ", ")
+                events.writeLine("serving \(served) at \(url); Ctrl-C stops")
             }
         )
         let (host, publicName) = (self.host, tlsName.first)
@@ -269,6 +342,15 @@ struct Serve: AsyncParsableCommand {
 }
 
 extension Serve {
+    /// A new, empty, private folder under the temporary folder.
+    static func makeEmptyFolder() throws -> FilePath {
+        var template = Array((NSTemporaryDirectory() + "/ba-mock-serve-XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ $0.baseAddress.flatMap(mkdtemp) }) else {
+            throw AssetPackServerError(code: .state, message: "cannot create a folder in \(NSTemporaryDirectory())")
+        }
+        return FilePath(String(cString: made))
+    }
+
     /// Pack IDs named by --pack-version and --fault must be packs of the folder: a typo would pin or break
     /// nothing, silently.
     static func checkPackIDs(pins: [String], faults: [String], known: Set<String>) throws {

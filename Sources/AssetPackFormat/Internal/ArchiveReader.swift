@@ -28,6 +28,12 @@ struct ArchiveReader {
     /// The archive's path or URL, for messages.
     let path: String
 
+    /// An Apple Archive's compression (`none` for a plain one); `nil` for a tar.
+    var appleCompression: PackCompression? {
+        if case .apple(let stream) = backend { return stream.compression }
+        return nil
+    }
+
     /// The container read.
     var format: PackFormat {
         if case .apple = backend { return .aar }
