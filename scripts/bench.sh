@@ -8,14 +8,16 @@
 # reference alternately (who goes first alternates too), --rounds times (default 3); the table shows
 # medians and ratios ours / reference and is written to OUT/results.md and OUT/results.json (default
 # OUT: bench/). --smoke: tiny data, one round, short durations (make test runs it so the script cannot rot).
-# --only: a comma-separated subset of pack,serve,ensure,reads,update,scaling (reads need ensure, which it
-# implies). update: a pack where 1% of the files changed, ensure --latest through a delta, and without one,
+# --only: a comma-separated subset of pack,serve,ensure,aar,codec,reads,update,scaling (reads need ensure,
+# which it implies). aar: ensure of the big and mixed sets as Apple Archives (LZFSE) against the same content
+# as tar.zst packs, both from nginx; codec: LZFSE decode and encode against Apple's reference implementation
+# (scripts/codec-bench.py). update: a pack where 1% of the files changed, ensure --latest through a delta, and without one,
 # vs rsync of the extracted folder from an rsync daemon on 127.0.0.1.
 set -euo pipefail
 
 smoke=0
 rounds=3
-only=pack,serve,ensure,reads,update,scaling
+only=pack,serve,ensure,aar,codec,reads,update,scaling
 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -298,6 +300,34 @@ if want ensure; then
     log "ensure $set"
     ensure_step "$set"
   done
+fi
+
+# --- Apple Archive ---------------------------------------------------------------------------------------
+# ensure of the same content as an Apple Archive (ours) and as a tar.zst pack (the reference), both from nginx.
+if want aar; then
+  for set in big mixed; do
+    log "ensure $set: Apple Archive (LZFSE) vs tar.zst"
+    "$mock" export "$work/sets/$set" --format aar --out "$work/www/$set-aar" --base-url "$nginx_url/$set-aar" \
+      >/dev/null 2>"$work/export.err" || { cat "$work/export.err" >&2; exit 1; }
+    for r in $(seq 1 "$rounds"); do
+      for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
+        dir="$work/client-aar-$who-$r"
+        server=$([ "$who" = ours ] && echo "$nginx_url/$set-aar" || echo "$nginx_url/$set")
+        warm "$work/www/$set-aar/assets"
+        warm "$work/www/$set/assets"
+        timed seconds rss "$sync" --server "$server" --app-group "$dir" ensure "$set"
+        record "ensure-aar" "$set" "$who" "$seconds" "s" "$rss"
+        rm -rf "$dir"
+      done
+    done
+    record "aar-size" "$set" "ours" "$(stat -c %s "$work/www/$set-aar/assets/$set")" "B"
+    record "aar-size" "$set" "ref" "$(stat -c %s "$work/www/$set/assets/$set")" "B"
+    rm -rf "$work/www/$set-aar"
+  done
+fi
+if want codec; then
+  log "LZFSE: ours vs Apple's reference implementation"
+  python3 "$here/scripts/codec-bench.py" --rounds "$rounds" $( [ "$smoke" = 1 ] && echo --smoke ) >>"$records"
 fi
 
 # --- reads -----------------------------------------------------------------------------------------------

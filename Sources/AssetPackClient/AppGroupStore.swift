@@ -28,6 +28,9 @@ public struct InstalledPack: Sendable, Hashable, Codable {
     public var installedAt: Date
     /// The language of a localized pack, or `nil`.
     public var language: String? = nil
+    /// For a pack installed from an Apple Archive: how many of its files carried their SHA-256 (`SH2`) and
+    /// were checked against it. `nil` for a tar pack, every file of which was checked against its index.
+    public var fileDigestsCarried: Int? = nil
 }
 
 /// The app group's persistent state: what is installed, what is obsolete, the latest versions seen.

@@ -428,7 +428,8 @@ struct PackInstaller: Sendable {
             installSize: index.installSize,
             fileCount: index.fileCount,
             installedAt: Date(),
-            language: pack.language ?? index.language
+            language: pack.language ?? index.language,
+            fileDigestsCarried: index.fileDigestsCarried
         )
         let previous = try store.update { state in
             let previous = state.installed[pack.id]

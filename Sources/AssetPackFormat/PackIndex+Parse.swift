@@ -15,6 +15,7 @@ struct IndexParser {
         var language: String?
         var installSize: Int64?
         var fileCount: Int?
+        var fileDigestsCarried: Int?
         var sawFiles = false
     }
 
@@ -83,6 +84,7 @@ struct IndexParser {
                     }
                 case "installSize": header.installSize = try integer(key)
                 case "fileCount": header.fileCount = Int(try integer(key))
+                case "fileDigestsCarried": header.fileDigestsCarried = Int(try integer(key))
                 case "files":
                     header.sawFiles = true
                     try rows(row)

@@ -36,6 +36,10 @@ public struct PackIndex: Sendable, Hashable, Codable {
     public var fileCount: Int
     /// Every file, sorted by path.
     public var files: [File]
+    /// For an Apple Archive, whose index is made from its entries: how many files carried their SHA-256 in
+    /// the archive (`SH2`) and were checked against it; the others were hashed with nothing to check them
+    /// against but the whole archive's digest. `nil` for a tar pack, whose `Index.json` lists every file.
+    public var fileDigestsCarried: Int? = nil
 
     /// The layout version this code writes.
     public static let currentFormatVersion = 1
@@ -121,6 +125,7 @@ extension PackIndex {
             fileCount: try required(header.fileCount, "fileCount"),
             files: header.sawFiles ? files : try required(nil, "files")
         )
+        fileDigestsCarried = header.fileDigestsCarried
     }
 
     /// What makes the index contradict itself, if anything: its totals against its rows, a language that is

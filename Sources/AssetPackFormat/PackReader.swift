@@ -184,6 +184,7 @@ public enum PackReader {
         var carried: PackagingManifest?  // an Apple Archive's own description
         var unreadable: AssetPackFormatError?  // a root JSON entry that is not one
         var appleRows: [PackIndex.File] = []  // an Apple Archive's index, made from its entries
+        var digestsCarried = 0  // of its files, those whose SH2 was checked
         let root = destination.map { $0.lexicallyNormalized() }
         let partial = delta != nil
         var bound = delta == nil
@@ -297,6 +298,7 @@ public enum PackReader {
                     try consume { _ in }
                 }
                 let digest = hasher.finalize()
+                if header.sha256 != nil { digestsCarried += 1 }
                 if let carriedDigest = header.sha256, !digest.elementsEqual(carriedDigest) {
                     throw corrupt(
                         archive,
@@ -309,13 +311,14 @@ public enum PackReader {
             }
         }
         if apple {
-            let index = try AppleArchivePack.index(
+            var index = try AppleArchivePack.index(
                 appleRows,
                 described: carried,
                 fallback: fallback,
                 unreadable: unreadable,
                 archive: archive
             )
+            index.fileDigestsCarried = digestsCarried
             if let indexCopy { try AppleArchivePack.writeCopy(index, to: indexCopy) }
             return (indexCopy == nil ? index : index.withoutRows, [])
         }

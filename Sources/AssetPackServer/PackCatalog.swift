@@ -385,7 +385,7 @@ public actor PackCatalog {
         log("building \(id): \(ByteFormat.count(source.files.count, "file")), \(ByteFormat.string(source.installSize))")
         let (built, index, name) = try await BlockingIO.run {
             let (built, index) = try PackBuilder.buildIndexed(source, to: building, options: options)
-            let name = "\(id)-\(built.sha256.prefix(16)).pack"
+            let name = "\(id)-\(built.sha256.prefix(16)).\(built.format == .aar ? "aar" : "pack")"
             if rename(building.string, packsFolder.appending(name).string) != 0 {
                 throw AssetPackFormatError(
                     code: .io,

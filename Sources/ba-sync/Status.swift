@@ -50,6 +50,8 @@ struct Status: AsyncParsableCommand {
                         // not checked; every file was, against the pack's index.
                         row["sha256"] = installed.sha256 ?? NSNull()
                         row["archiveDigestVerified"] = installed.sha256 != nil
+                        // From an Apple Archive: how many files were checked against the SHA-256 they carry.
+                        row["fileDigestsCarried"] = installed.fileDigestsCarried ?? NSNull()
                     }
                     if let folder = entry.folder { row["path"] = folder.string }
                     return row
@@ -64,10 +66,23 @@ struct Status: AsyncParsableCommand {
             [["PACK", "VERSION", "LANGUAGE", "FILES", "INSTALL", "ARCHIVE DIGEST", "STATUS", "PATH"]]
                 + report.entries.map(Self.row)
         )
-        if report.entries.contains(where: { $0.installed != nil && $0.installed?.sha256 == nil }) {
+        if report.entries.contains(where: { $0.installed?.sha256 == nil && $0.installed?.fileDigestsCarried == nil }) {
             Console.err(
                 "archive digest not available: the manifest gave none (as Apple's tools write it); sizes and every "
                     + "file were checked against the pack's index"
+            )
+        }
+        for entry in report.entries {
+            guard let installed = entry.installed, let carried = installed.fileDigestsCarried,
+                carried < installed.fileCount
+            else { continue }
+            let unchecked = installed.fileCount - carried
+            Console.err(
+                "note: \(entry.id) came as an Apple Archive that carries no SHA-256 (SH2) for \(unchecked) of its "
+                    + "\(installed.fileCount) files: "
+                    + (installed.sha256 == nil
+                        ? "with no archive digest in the manifest either, their bytes were checked against nothing"
+                        : "they were checked only through the whole archive's digest")
             )
         }
     }

@@ -10,12 +10,18 @@ import Testing
 struct DiskFullTests {
     /// A resumable download fills the disk with the archive first, or later with the extraction; a streamed
     /// one (the default) writes only the extraction.
-    @Test(arguments: [
-        ("320k", true, "while downloading"), ("1200k", true, "while installing"), ("320k", false, "while installing"),
-    ])
-    func diskFullGivesAClearErrorAndKeepsThePreviousVersion(_ size: String, _ resumable: Bool, _ phase: String)
-        async throws
-    {
+    @Test(
+        arguments: [
+            ("320k", true, "while downloading"), ("1200k", true, "while installing"),
+            ("320k", false, "while installing"),
+        ],
+        PackFormat.allCases
+    )
+    func diskFullGivesAClearErrorAndKeepsThePreviousVersion(
+        _ disk: (size: String, resumable: Bool, phase: String),
+        format: PackFormat
+    ) async throws {
+        let (size, resumable, phase) = disk
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
         try scratch.write("Textures/big.bin", Scratch.noise(600_000, seed: 5))
@@ -28,7 +34,7 @@ struct DiskFullTests {
             ).status == 0
         )
         defer { _ = try? runTool(URL(fileURLWithPath: "/bin/umount"), ["-l", appGroup.string]) }
-        try await LiveServer.with(folder: scratch.root) { server in
+        try await LiveServer.with(folder: scratch.root, format: format) { server in
             let manager = try AssetPackManager(
                 server: URL(string: server.url)!,
                 appGroup: appGroup,

@@ -16,6 +16,7 @@ struct ResilienceTests {
     func withFaults<T: Sendable>(
         _ rules: [String],
         retries: Int = 5,
+        format: PackFormat = .tar,
         _ body: @Sendable (LiveServer, AssetPackManager, Scratch) async throws -> T
     ) async throws -> T {
         let scratch = try Scratch()
@@ -24,7 +25,7 @@ struct ResilienceTests {
         let plan = FaultPlan(rules: try rules.map(FaultRule.init(parsing:)), seed: 3)
         let client = AssetPackManager.makeHTTPClient(connectTimeout: .seconds(2), readTimeout: .seconds(5))
         do {
-            let result = try await run(scratch, plan, client, retries, body)
+            let result = try await run(scratch, plan, client, retries, format, body)
             try await client.shutdown()
             return result
         } catch {
@@ -38,9 +39,10 @@ struct ResilienceTests {
         _ plan: FaultPlan,
         _ client: HTTPClient,
         _ retries: Int,
+        _ format: PackFormat,
         _ body: @Sendable (LiveServer, AssetPackManager, Scratch) async throws -> T
     ) async throws -> T {
-        try await LiveServer.with(folder: scratch.root, faults: plan) { server in
+        try await LiveServer.with(folder: scratch.root, faults: plan, format: format) { server in
             let manager = try AssetPackManager(
                 server: URL(string: server.url)!,
                 appGroup: scratch.root.appending("AppGroup"),
@@ -67,16 +69,23 @@ struct ResilienceTests {
 
     /// Each transient fault, and the requests the client must make to get past it: how many, and which of
     /// them resume with a range.
-    @Test(arguments: [
-        ("reset-after=50000,pack=Textures,times=2", 3, [false, true, true]),
-        ("truncate,pack=Textures,times=1", 2, [false, true]),
-        ("stall=5,pack=Textures,times=1", 2, [false, true]),
-        ("status=500,pack=Textures,times=2", 3, [false, false, false]),
-        ("status=429,pack=Textures,times=1", 2, [false, false]),
-        ("no-ranges,pack=Textures", 1, [false]),
-    ])
-    func transientFaultsAreRetriedAndTheResultIsExact(_ rule: String, _ count: Int, _ ranged: [Bool]) async throws {
-        try await withFaults([rule]) { server, manager, scratch in
+    @Test(
+        arguments: [
+            ("reset-after=50000,pack=Textures,times=2", 3, [false, true, true]),
+            ("truncate,pack=Textures,times=1", 2, [false, true]),
+            ("stall=5,pack=Textures,times=1", 2, [false, true]),
+            ("status=500,pack=Textures,times=2", 3, [false, false, false]),
+            ("status=429,pack=Textures,times=1", 2, [false, false]),
+            ("no-ranges,pack=Textures", 1, [false]),
+        ],
+        PackFormat.allCases
+    )
+    func transientFaultsAreRetriedAndTheResultIsExact(
+        _ fault: (rule: String, count: Int, ranged: [Bool]),
+        format: PackFormat
+    ) async throws {
+        let (rule, count, ranged) = fault
+        try await withFaults([rule], format: format) { server, manager, scratch in
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Textures"))
             #expect(
                 try manager.contents(at: "Textures/big.bin") == scratch.read(scratch.root.appending("Textures/big.bin"))
@@ -103,8 +112,9 @@ struct ResilienceTests {
         }
     }
 
-    @Test func aCorruptDownloadIsDiscardedAndFetchedAgain() async throws {
-        try await withFaults(["corrupt=1000,pack=Textures,times=1"]) { server, manager, _ in
+    @Test(arguments: PackFormat.allCases)
+    func aCorruptDownloadIsDiscardedAndFetchedAgain(_ format: PackFormat) async throws {
+        try await withFaults(["corrupt=1000,pack=Textures,times=1"], format: format) { server, manager, _ in
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Textures"))
             #expect(try manager.verify() == 2)
             let requests = try await lines(server, "/assets/Textures", atLeast: 2)

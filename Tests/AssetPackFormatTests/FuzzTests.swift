@@ -150,6 +150,16 @@ struct FuzzTests {
             )
             seeds.append([UInt8](try scratch.read(path)))
         }
+        // Apple Archives: every block algorithm, and plain.
+        for compression in PackFormat.aar.compressions {
+            let path = scratch.root.appending("seed-aar-\(compression.rawValue).pack")
+            _ = try PackBuilder.build(
+                try PackSource.resolve(parsed, root: scratch.root),
+                to: path,
+                options: PackBuildOptions(format: .aar, compression: compression)
+            )
+            seeds.append([UInt8](try scratch.read(path)))
+        }
         var random = SplitMix64(seed: 0xA4C)
         let archive = scratch.root.appending("fuzz.pack")
         let iterations = max(20, self.iterations / 10)  // each case extracts: a tenth of the manifest count
@@ -170,7 +180,8 @@ struct FuzzTests {
         #expect(
             left == [
                 "Levels", "Levels.json", "Textures", "Textures.json", "Tutorial.json", "Videos", "fuzz.pack", "out",
-                "seed-gzip.pack", "seed-none.pack", "seed-zstd.pack",
+                "seed-aar-lz4.pack", "seed-aar-lzfse.pack", "seed-aar-lzma.pack", "seed-aar-none.pack",
+                "seed-aar-zlib.pack", "seed-gzip.pack", "seed-none.pack", "seed-zstd.pack",
             ]
         )
     }

@@ -220,7 +220,8 @@ struct TortureTests {
             tally.add(rule, runs: runs, recovered: recovered, failedCleanly: failed, corrupted: corrupted)
         }
         // SIGKILL at random moments of download, extraction, swap and state write; every other kill lands in an
-        // update through a delta (v1 installed, a texture changed: the delta carries it, the rest is copied).
+        // update through a delta (v1 installed, a texture changed: the delta carries it, the rest is copied), and
+        // every other pair of kills is of packs served as Apple Archives.
         var (recovered, failed, corrupted) = (0, 0, 0)
         var deltaKills = 0
         let kills = runs * 4
@@ -230,9 +231,12 @@ struct TortureTests {
             let folder = try scratch.copySampleAssets()
             let appGroup = scratch.root.appending("AppGroup")
             var sources = [try snapshot(folder)]
+            // Every other pair of kills is served as Apple Archives: the same kills, the other reader.
+            let format = (kill / 2) % 2 == 1 ? ["--format", "aar"] : []
             let server = try RunningTool(
                 mock,
                 ["serve", folder.string, "--port", "0", "--fault", "throttle=2000000", "--watch-interval", "0.2"]
+                    + format
             )
             defer { server.interrupt() }
             let url = try #require(server.waitForFirstLine())

@@ -33,11 +33,12 @@ public struct LiveServer: Sendable {
         requestHeadTimeout: TimeAmount = .seconds(10),
         controlBodyTimeout: TimeAmount = .seconds(10),
         deltaDepth: Int = 3,
+        format: PackFormat = .tar,
         _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
         let catalog = try PackCatalog(
             folder: AssetFolder(root: folder),
-            options: PackBuildOptions(threads: 1),
+            options: PackBuildOptions(format: format, threads: 1),
             pinnedVersions: pinnedVersions,
             archivesKept: 1,
             deltaDepth: deltaDepth
