@@ -41,7 +41,7 @@ static inline void store_le64(uint8_t *p, uint64_t v) {
     for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static inline uint32_t hash4(uint32_t x) { return (x * 2654435761u) >> (32 - LZFSE_ENC_HASH_BITS); }
+static inline uint32_t hash4(uint32_t x, uint32_t bits) { return (x * 2654435761u) >> (32 - bits); }
 
 // log2(x) in 1/256ths, for x >= 1: integer part from the top bit, fraction by repeated squaring.
 static uint32_t log2_q8(uint32_t x) {
@@ -457,7 +457,7 @@ typedef struct {
 static inline match_t find_and_insert(lzfse_enc_state *st, const uint8_t *src, size_t n, size_t pos) {
     match_t best = {0, 0};
     uint32_t x = load_u32(src + pos);
-    lzfse_enc_bucket *b = &st->table[hash4(x)];
+    lzfse_enc_bucket *b = &st->table[hash4(x, st->hash_bits)];
     int32_t rel = (int32_t)(pos - st->base);
     size_t max = n - pos;
     for (int w = 0; w < LZFSE_ENC_HASH_WAYS; w++) {
@@ -471,17 +471,6 @@ static inline match_t find_and_insert(lzfse_enc_state *st, const uint8_t *src, s
             best.ref = ref;
         }
     }
-    if (best.len == 0) {
-        // A 3-byte match with the latest candidate that has one, if near enough to be cheap to code.
-        for (int w = 0; w < LZFSE_ENC_HASH_WAYS; w++) {
-            if ((b->val[w] ^ x) & 0xffffffu) continue;
-            uint32_t dist = (uint32_t)(rel - b->pos[w]);
-            if (dist - 1 >= 4096) continue;
-            best.len = 3;
-            best.ref = pos - dist;
-            break;
-        }
-    }
     for (int w = LZFSE_ENC_HASH_WAYS - 1; w > 0; w--) {
         b->pos[w] = b->pos[w - 1];
         b->val[w] = b->val[w - 1];
@@ -493,7 +482,7 @@ static inline match_t find_and_insert(lzfse_enc_state *st, const uint8_t *src, s
 
 static inline void insert_only(lzfse_enc_state *st, const uint8_t *src, size_t pos) {
     uint32_t x = load_u32(src + pos);
-    lzfse_enc_bucket *b = &st->table[hash4(x)];
+    lzfse_enc_bucket *b = &st->table[hash4(x, st->hash_bits)];
     for (int w = LZFSE_ENC_HASH_WAYS - 1; w > 0; w--) {
         b->pos[w] = b->pos[w - 1];
         b->val[w] = b->val[w - 1];
@@ -505,7 +494,7 @@ static inline void insert_only(lzfse_enc_state *st, const uint8_t *src, size_t p
 // Keeps table positions within int32 on inputs over 1 GiB: moves the base forward and forgets what falls
 // out of range (all far beyond the maximum distance anyway).
 static void rebase(lzfse_enc_state *st, size_t shift) {
-    for (size_t i = 0; i < (1u << LZFSE_ENC_HASH_BITS); i++)
+    for (size_t i = 0; i < ((size_t)1 << st->hash_bits); i++)
         for (int w = 0; w < LZFSE_ENC_HASH_WAYS; w++) {
             int64_t p = (int64_t)st->table[i].pos[w] - (int64_t)shift;
             st->table[i].pos[w] = p < (int64_t)LZFSE_ENC_NO_POS ? LZFSE_ENC_NO_POS : (int32_t)p;
@@ -531,7 +520,10 @@ ptrdiff_t ac_lzfse_encode(uint8_t *dst, size_t dst_capacity, const uint8_t *src,
     if (src_size < 16) return store_raw(dst, dst_capacity, src, src_size);
 
     lzfse_enc_state *st = scratch;
-    for (size_t i = 0; i < (1u << LZFSE_ENC_HASH_BITS); i++)
+    // About one bucket per 8 input bytes, within bounds: a 64 KiB block clears 256 KiB of table, not 2 MiB.
+    st->hash_bits = LZFSE_ENC_HASH_BITS_MIN;
+    while (st->hash_bits < LZFSE_ENC_HASH_BITS && ((size_t)8 << st->hash_bits) < src_size) st->hash_bits++;
+    for (size_t i = 0; i < ((size_t)1 << st->hash_bits); i++)
         for (int w = 0; w < LZFSE_ENC_HASH_WAYS; w++) {
             st->table[i].pos[w] = LZFSE_ENC_NO_POS;
             st->table[i].val[w] = 0;
@@ -584,9 +576,10 @@ ptrdiff_t ac_lzfse_encode(uint8_t *dst, size_t dst_capacity, const uint8_t *src,
         }
         if ((r = push_match(st, src + lit, start - lit, len, (uint32_t)(start - ref))) < 0) return r;
         size_t end = start + len;
-        // Remember the positions inside the match (the latest ones matter most for what follows).
+        // Remember the positions inside the match: later matches start anywhere in it (worth 0.5% on text
+        // against keeping only its last few). Inside a very long match (runs, copies) only the end matters.
         size_t ins = done;
-        if (end > ins + 64) ins = end - 64;
+        if (end > ins + 8192) ins = end - 512;
         for (; ins < end && ins < last; ins++) insert_only(st, src, ins);
         pos = lit = end;
     }
