@@ -547,7 +547,7 @@ ptrdiff_t ac_lzfse_encode(uint8_t *dst, size_t dst_capacity, const uint8_t *src,
     size_t pos = 0, lit = 0;
     int r;
     while (pos < last) {
-        if (pos - st->base >= ((size_t)1 << 30)) rebase(st, (size_t)1 << 29);
+        if (pos - st->base >= LZFSE_ENC_REBASE_AT) rebase(st, LZFSE_ENC_REBASE_AT / 2);
         match_t m = find_and_insert(st, src, n, pos);
         if (m.len == 0) {
             // The longer the run without a match, the bigger the step (up to 16): incompressible data is

@@ -39,6 +39,12 @@
 #define LZFSE_ENC_HASH_WAYS 4
 // A match at least this long is taken at once, without looking one byte further for a longer one.
 #define LZFSE_ENC_GOOD_MATCH 40
+// Positions in the table are int32 relative to a base; when they reach this, the base moves forward by half of
+// it (forgetting only entries far beyond the maximum distance). Tests build with a small value (it must stay
+// above 2 * LZFSE_ENC_MAX_D to lose no candidate) to run this path on small inputs.
+#ifndef LZFSE_ENC_REBASE_AT
+#define LZFSE_ENC_REBASE_AT ((size_t)1 << 30)
+#endif
 // An empty bucket slot: far enough below any position that its distance is always out of range.
 #define LZFSE_ENC_NO_POS (INT32_MIN / 2)
 

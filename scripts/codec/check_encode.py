@@ -8,7 +8,7 @@ LZFSE with `lzfse.decompress` (Apple's reference code), LZ4 by walking Apple's b
 decoding each block with `lz4.block.decompress` (the output so far as its dictionary: blocks are chained),
 LZMA with `lzma.decompress` (xz), zlib with `zlib.decompressobj(-15)` (raw DEFLATE).
 
-  python3 scripts/codec/check_encode.py [--asan] [--quick]
+  python3 scripts/codec/check_encode.py [--asan] [--quick] [--small-rebase]
 """
 import argparse
 import lzma
@@ -29,10 +29,13 @@ SRC = os.path.join(ROOT, 'Sources', 'CAppleCompression')
 MAX_D = 262139
 
 
-def build(asan):
-    exe = os.path.join(tempfile.gettempdir(), 'ac-test-encode' + ('-asan' if asan else ''))
+def build(asan, small_rebase=False):
+    exe = os.path.join(tempfile.gettempdir(), 'ac-test-encode' + ('-asan' if asan else '') + ('-rebase' if small_rebase else ''))
     srcs = [os.path.join(SRC, f) for f in sorted(os.listdir(SRC)) if f.endswith('.c')]
     flags = ['-O1', '-g', '-fsanitize=address,undefined', '-fno-sanitize-recover=undefined'] if asan else ['-O2']
+    if small_rebase:
+        # Move the LZFSE match finder's position base every 1 MiB instead of every 1 GiB.
+        flags.append('-DLZFSE_ENC_REBASE_AT=((size_t)1<<20)')
     subprocess.check_call(['gcc', *flags, '-Wall', '-Wextra', '-I', os.path.join(SRC, 'include'), *srcs,
                            os.path.join(HERE, 'test_encode.c'), '-o', exe, '-llz4', '-llzma', '-lz'])
     return exe
@@ -125,8 +128,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--asan', action='store_true')
     ap.add_argument('--quick', action='store_true', help='skip the 8 MiB inputs')
+    ap.add_argument('--small-rebase', action='store_true',
+                    help='build with the LZFSE position rebase every 1 MiB (normally 1 GiB) to test it')
     args = ap.parse_args()
-    exe = build(args.asan)
+    exe = build(args.asan, args.small_rebase)
     failed = 0
     total = 0
     with tempfile.TemporaryDirectory() as tmp:
