@@ -41,6 +41,8 @@ static inline void store_le64(uint8_t *p, uint64_t v) {
     for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
+// The hash of 4 source bytes as loaded in host order: the output is the same on every little-endian host
+// (all the platforms this project builds for); a big-endian one would pick other (equally valid) matches.
 static inline uint32_t hash4(uint32_t x, uint32_t bits) { return (x * 2654435761u) >> (32 - bits); }
 
 // log2(x) in 1/256ths, for x >= 1: integer part from the top bit, fraction by repeated squaring.
@@ -441,7 +443,12 @@ static inline size_t match_length(const uint8_t *a, const uint8_t *b, size_t max
     size_t n = 0;
     while (n + 8 <= max) {
         uint64_t x = load_u64(a + n) ^ load_u64(b + n);
+        // The first differing byte is the lowest one in memory order.
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        if (x) return n + ((size_t)__builtin_clzll(x) >> 3);
+#else
         if (x) return n + ((size_t)__builtin_ctzll(x) >> 3);
+#endif
         n += 8;
     }
     while (n < max && a[n] == b[n]) n++;
