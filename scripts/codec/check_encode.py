@@ -11,6 +11,7 @@ LZMA with `lzma.decompress` (xz), zlib with `zlib.decompressobj(-15)` (raw DEFLA
   python3 scripts/codec/check_encode.py [--asan] [--quick] [--small-rebase]
 """
 import argparse
+import ctypes
 import lzma
 import os
 import random
@@ -116,6 +117,19 @@ def decode_raw_deflate(b):
     return out
 
 
+# The same reference decoder, called directly with a destination of exactly the decoded size, as a pbz reader
+# does (the block header gives the size): the decoder's careful end-of-buffer path must give it all back.
+_REF = ctypes.CDLL(lzfse.__file__)
+_REF.lzfse_decode_buffer.restype = ctypes.c_size_t
+_REF.lzfse_decode_buffer.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_void_p]
+
+
+def decode_lzfse_exact(b, size):
+    dst = ctypes.create_string_buffer(size + 1)
+    n = _REF.lzfse_decode_buffer(dst, size, b, len(b), None)
+    return dst.raw[:n]
+
+
 DECODERS = {
     'lzfse': lzfse.decompress,
     'lz4': decode_apple_lz4,
@@ -155,6 +169,9 @@ def main():
                         ok = enc == lzfse.compress(b'')
                     else:
                         ok = dec(enc) == data
+                        if ext == 'lzfse' and decode_lzfse_exact(enc, len(data)) != data:
+                            ok = False
+                            print(f'FAIL {name}.lzfse: exact-size decode')
                 except Exception as e:  # noqa: BLE001 - any decoder error is a failure to report
                     ok = False
                     print(f'FAIL {name}.{ext}: {e}')
