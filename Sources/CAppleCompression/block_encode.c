@@ -20,15 +20,15 @@
 // - LZ4: Apple's documentation of COMPRESSION_LZ4 describes the frame: a sequence of blocks, "bv41" +
 //   uint32 LE decoded size + uint32 LE encoded size + a raw LZ4 block; "bv4-" + uint32 LE size + the bytes
 //   themselves (stored); "bv4$" ends the stream; all little-endian. (An older revision of that page said a
-//   bv4- header carries two sizes; the current page says one, and third-party readers of Apple's output —
-//   e.g. mac_apt-style Spotlight readers and LZ4CompressorX — read one.) The same page says "a compressed
-//   block may refer to data from the previous block", so blocks are chained, not independent. The block
-//   size is NOT documented: a third-party decoder of Procreate's Apple-LZ4 tiles rejects blocks over
-//   65536 decoded bytes and keeps a shared 64 KiB history between them, which suggests Apple's encoder cuts
-//   at 64 KiB. We cut at 64 KiB, chain the blocks through liblz4's streaming API (a match may reach up
-//   to 64 KiB back, into the blocks before), and store a block as bv4- when LZ4 does not make it smaller.
-//   A reader must therefore decode each bv41 block with the output before it as its dictionary (as
-//   Apple's decoder does).
+//   bv4- header carries two sizes; the current page says one, and the third-party readers of Apple's output
+//   we found — a Spotlight-store parser, LZ4CompressorX, a Procreate tile decoder — read one.) The same
+//   page says "a compressed block may refer to data from the previous block", so blocks are chained, not
+//   independent. The block size is NOT documented: a third-party decoder of Procreate's Apple-LZ4 tiles
+//   rejects blocks over 65536 decoded bytes and keeps a shared 64 KiB history between them, which suggests
+//   Apple's encoder cuts at 64 KiB. We cut at 64 KiB, chain the blocks through liblz4's streaming API (a
+//   match may reach up to 64 KiB back, into the blocks before), and store a block as bv4- when LZ4 does
+//   not make it smaller. A reader must therefore decode each bv41 block with the output before it as its
+//   dictionary (as Apple's decoder does).
 #include "apple_compression.h"
 
 #include <lz4.h>
