@@ -5,8 +5,3 @@ ptrdiff_t ac_block_decode(uint32_t algorithm, uint8_t *dst, size_t dst_capacity,
     if (algorithm == AC_ALGORITHM_LZFSE) return ac_lzfse_decode(dst, dst_capacity, src, src_size);
     return AC_ERROR_UNSUPPORTED;
 }
-
-ptrdiff_t ac_block_encode(uint32_t algorithm, uint8_t *dst, size_t dst_capacity, const uint8_t *src, size_t src_size) {
-    (void)algorithm; (void)dst; (void)dst_capacity; (void)src; (void)src_size;
-    return AC_ERROR_UNSUPPORTED;
-}
