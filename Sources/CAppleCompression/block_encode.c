@@ -111,10 +111,13 @@ static ptrdiff_t encode_lzma(uint8_t *dst, size_t cap, const uint8_t *src, size_
 
 // MARK: - zlib
 
-static ptrdiff_t encode_zlib(uint8_t *dst, size_t cap, const uint8_t *src, size_t n) {
+// window_bits -15: raw DEFLATE (the Compression library's COMPRESSION_ZLIB); 15: an RFC 1950 zlib stream with its
+// 2-byte header and Adler-32, which AppleArchive's own zlib (AA_COMPRESSION_ALGORITHM_ZLIB, 0x505) writes:
+// AADefs.h, "ZLIB level 5 (RFC1950 zlib format, includes 2 bytes header before raw deflate)".
+static ptrdiff_t encode_zlib(uint8_t *dst, size_t cap, const uint8_t *src, size_t n, int window_bits) {
     z_stream z;
     memset(&z, 0, sizeof z);
-    int r = deflateInit2(&z, 5, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
+    int r = deflateInit2(&z, 5, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY);
     if (r == Z_MEM_ERROR) return AC_ERROR_NO_MEMORY;
     if (r != Z_OK) return AC_ERROR_UNSUPPORTED;
     // zlib counts in uInt: feed and drain in pieces so buffers over 4 GiB work too.
@@ -164,7 +167,9 @@ ptrdiff_t ac_block_encode(uint32_t algorithm, uint8_t *dst, size_t dst_capacity,
     case AC_ALGORITHM_LZMA:
         return encode_lzma(dst, dst_capacity, src, src_size);
     case AC_ALGORITHM_ZLIB:
-        return encode_zlib(dst, dst_capacity, src, src_size);
+        return encode_zlib(dst, dst_capacity, src, src_size, -15);
+    case AC_ALGORITHM_AA_ZLIB:
+        return encode_zlib(dst, dst_capacity, src, src_size, 15);
     default:
         return AC_ERROR_UNSUPPORTED;
     }

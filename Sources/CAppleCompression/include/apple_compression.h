@@ -17,6 +17,9 @@ extern "C" {
 enum {
     AC_ALGORITHM_LZ4 = 0x100,
     AC_ALGORITHM_ZLIB = 0x205,
+    /// AppleArchive's zlib (`AA_COMPRESSION_ALGORITHM_ZLIB`): an RFC 1950 stream (header, DEFLATE, Adler-32),
+    /// what pbz `z` blocks hold. Decoding takes either form under either number.
+    AC_ALGORITHM_AA_ZLIB = 0x505,
     AC_ALGORITHM_LZMA = 0x306,
     AC_ALGORITHM_LZBITMAP = 0x702,
     AC_ALGORITHM_LZFSE = 0x801,
