@@ -159,7 +159,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AssetPackFormatTests",
-            dependencies: ["AssetPackFormat", "CLibArchive", "TestSupport"],
+            dependencies: ["AssetPackFormat", "CAppleCompression", "CLibArchive", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
