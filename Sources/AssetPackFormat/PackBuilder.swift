@@ -29,14 +29,19 @@ public struct PackBuildOptions: Sendable, Hashable {
     ///     files 3.0 s and 2.4-3.0 s).
     public init(
         format: PackFormat = .tar,
-        compression: PackCompression? = nil,
+        compression: PackCompression,
         level: Int? = nil,
         threads: Int? = nil
     ) {
         self.format = format
-        self.compression = compression ?? format.defaultCompression
+        self.compression = compression
         self.level = level
         self.threads = threads ?? 1
+    }
+
+    /// Creates options with the format's default compression (zstd for tar, LZFSE for Apple Archive).
+    public init(format: PackFormat = .tar, level: Int? = nil, threads: Int? = nil) {
+        self.init(format: format, compression: format.defaultCompression, level: level, threads: threads)
     }
 
     /// The level that will be used.

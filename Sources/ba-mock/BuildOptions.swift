@@ -36,7 +36,13 @@ struct BuildOptions: ParsableArguments {
     var threads: Int?
 
     var packOptions: PackBuildOptions {
-        PackBuildOptions(format: format ?? .tar, compression: compression, level: level, threads: threads)
+        let format = self.format ?? .tar
+        return PackBuildOptions(
+            format: format,
+            compression: compression ?? format.defaultCompression,
+            level: level,
+            threads: threads
+        )
     }
 
     /// The options for writing `output`: a name ending in `.aar` means Apple Archive, and any other format
@@ -51,7 +57,12 @@ struct BuildOptions: ParsableArguments {
         }
         var options = packOptions
         if format == nil, let named {
-            options = PackBuildOptions(format: named, compression: compression, level: level, threads: threads)
+            options = PackBuildOptions(
+                format: named,
+                compression: compression ?? named.defaultCompression,
+                level: level,
+                threads: threads
+            )
         }
         do {
             try options.validate()

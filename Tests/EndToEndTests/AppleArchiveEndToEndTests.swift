@@ -71,8 +71,13 @@ struct AppleArchiveEndToEndTests {
         #expect(ensured.status == 0, "\(ensured.stderr)")
         #expect(ensured.stdout.contains("Levels: installed version 7"), "\(ensured.stdout)")
         for path in ["Über/日本語 🎮.json", "Videos/big.bin", "Levels/map.txt", "empty.bin"] {
-            let installed = appGroup.appending("AssetPacks/Levels/\(path)")
-            #expect(try scratch.read(installed) == scratch.read(scratch.root.appending("content/\(path)")), "\(path)")
+            let out = scratch.root.appending("cat.out")
+            let cat = try runTool(
+                URL(fileURLWithPath: "/bin/sh"),
+                ["-c", "\"$0\" cat \"$1\" --app-group \"$2\" > \"$3\"", sync.path, path, appGroup.string, out.string]
+            )
+            #expect(cat.status == 0, "\(path): \(cat.stderr)")
+            #expect(try scratch.read(out) == scratch.read(scratch.root.appending("content/\(path)")), "\(path)")
         }
         let verified = try runTool(sync, ["verify", "--app-group", appGroup.string])
         #expect(verified.status == 0, "\(verified.stderr)")
