@@ -197,8 +197,9 @@ AC_INLINE void match_wide(uint8_t *d, size_t dist, size_t n) {
     // the first (period - dist) bytes one by one, then copy 8 at a time from `period` (>= 8) bytes back.
     size_t period = dist;
     while (period < 8) period += dist;
+    const uint8_t *from = d - dist; // (never d[i - dist]: an unsigned index that wraps is not a pointer step back)
     size_t i = 0;
-    for (; i < period - dist && i < n; i++) d[i] = d[i - dist];
+    for (; i < period - dist && i < n; i++) d[i] = from[i];
     for (; i < n; i += 8) copy8(d + i, d + i - period);
 }
 
@@ -330,7 +331,8 @@ static int decode_literals(const ac_fse_header *h, ac_fse_block *t, const uint8_
 static void execute_slow(uint8_t *d, const uint8_t *lit, size_t L, size_t M, size_t D) {
     for (size_t i = 0; i < L; i++) d[i] = lit[i];
     d += L;
-    for (size_t i = 0; i < M; i++) d[i] = d[i - D];
+    const uint8_t *from = d - D;
+    for (size_t i = 0; i < M; i++) d[i] = from[i];
 }
 
 // The L, M, D payload [start, end), executed into `out` up to `block_end` (checked to lie within the buffer).

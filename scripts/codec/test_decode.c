@@ -86,7 +86,9 @@ static void check_valid(const char *name, uint32_t algorithm, const uint8_t *enc
     for (size_t cut = 0; cut < n; cut += step) {
         uint8_t *out = malloc(size ? size : 1);
         ptrdiff_t t = decode(algorithm, out, size, enc, cut);
-        CHECK(t < 0, "%s: truncated at %zu of %zu gave %td", name, cut, n, t);
+        // A bare LZ4 block has no end marker: a prefix ending on a sequence boundary is a valid, shorter block.
+        const int frameless = strncmp(name, "lz4raw_", 7) == 0;
+        CHECK(t < 0 || (frameless && t <= (ptrdiff_t)size), "%s: truncated at %zu of %zu gave %td", name, cut, n, t);
         free(out);
     }
     // Bit flips (and byte smashes), anywhere in small streams, mostly in headers in large ones.
@@ -131,7 +133,6 @@ int main(int argc, char **argv) {
             ptrdiff_t r = decode(algorithm, dst, cap, enc, n);
             free(dst);
             CHECK(r == want, "%s: gave %td, want %ld", name, r, want);
-            if (!quick) check_valid(name, algorithm, enc, n, NULL, 0, 0), (void)0;
         }
         free(enc);
         count++;
