@@ -124,8 +124,8 @@ typedef struct {
 // `extra` (-7..0 in the stream's header) says how many bits of the last byte are padding: the stream ends on
 // 64 + extra valid bits (56 when extra is 0, from seven bytes, so that the accumulator never holds 64 bits).
 // A valid stream's loads may take up to 7 bytes from before its first byte (bits never used: the accumulator
-// never holds more than 63 bits beyond those consumed, and the reference decoder reads them too); every payload has at least its 32-byte block header before it, so
-// `start` - 7 is still inside the input.
+// never holds more than 63 bits beyond those consumed, and the reference decoder reads them too). Every payload
+// has at least its 32-byte block header before it, so `start` - 7 is still inside the input.
 static int bits_init(ac_bits *b, int32_t extra, const uint8_t *start, const uint8_t *end) {
     b->start = start - 7;
     if (extra < -7 || extra > 0) return -1;
