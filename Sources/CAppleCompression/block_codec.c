@@ -148,11 +148,23 @@ static ptrdiff_t lzma_decode(uint8_t *dst, size_t cap, const uint8_t *src, size_
     s.avail_out = cap;
     do ret = lzma_code(&s, LZMA_FINISH); // LZMA_OK means progress; LZMA_BUF_ERROR, none was possible
     while (ret == LZMA_OK);
+    const size_t produced = cap - s.avail_out;
+    if (ret == LZMA_BUF_ERROR && s.avail_out == 0) {
+        // Stuck with the buffer full: either more output is due, or only the stream's end (index, footer) is
+        // left, or the input is cut short. One spare byte of room tells them apart.
+        uint8_t probe;
+        s.next_out = &probe;
+        s.avail_out = 1;
+        do ret = lzma_code(&s, LZMA_FINISH);
+        while (ret == LZMA_OK && s.avail_out == 1);
+        if (s.avail_out == 0) ret = LZMA_BUF_ERROR; // it wrote a byte: the output does not fit
+        else if (ret == LZMA_BUF_ERROR) ret = LZMA_DATA_ERROR; // no byte and no end: cut short
+    }
     ptrdiff_t result;
-    if (ret == LZMA_STREAM_END) result = s.avail_in == 0 ? (ptrdiff_t)(cap - s.avail_out) : AC_ERROR_CORRUPT;
-    else if (ret == LZMA_BUF_ERROR && s.avail_out == 0) result = AC_ERROR_OUTPUT_FULL; // more to come, no room
+    if (ret == LZMA_STREAM_END) result = s.avail_in == 0 ? (ptrdiff_t)produced : AC_ERROR_CORRUPT;
+    else if (ret == LZMA_BUF_ERROR) result = s.avail_out == 0 ? AC_ERROR_OUTPUT_FULL : AC_ERROR_CORRUPT;
     else if (ret == LZMA_MEM_ERROR) result = AC_ERROR_NO_MEMORY;
-    else result = AC_ERROR_CORRUPT; // data, format, options or memlimit errors, or cut short
+    else result = AC_ERROR_CORRUPT; // data, format, options or memlimit errors
     lzma_end(&s);
     return result;
 }

@@ -123,11 +123,14 @@ typedef struct {
 
 // `extra` (-7..0 in the stream's header) says how many bits of the last byte are padding: the stream ends on
 // 64 + extra valid bits (56 when extra is 0, from seven bytes, so that the accumulator never holds 64 bits).
+// A valid stream's loads may take up to 7 bytes from before its first byte (bits never used: the accumulator
+// never holds more than 63 bits beyond those consumed, and the reference decoder reads them too). Every payload
+// has at least its 32-byte block header before it, so `start` - 7 is still inside the input.
 static int bits_init(ac_bits *b, int32_t extra, const uint8_t *start, const uint8_t *end) {
-    b->start = start;
+    b->start = start - 7;
     if (extra < -7 || extra > 0) return -1;
     const size_t take = extra == 0 ? 7 : 8;
-    if ((size_t)(end - start) < take) return -1;
+    if ((size_t)(end - b->start) < take) return -1; // a short payload's first load also reaches before it
     b->pos = end - take;
     b->accum = 0;
     memcpy(&b->accum, b->pos, take);
@@ -183,8 +186,9 @@ AC_INLINE void copy_wide(uint8_t *d, const uint8_t *s, size_t n) {
 }
 
 // An LZ match: d[i] = d[i - dist] in increasing i (it may overlap itself). The caller checked that dist bytes
-// precede d and that 16 bytes of slack follow d + n.
+// precede d and that 16 bytes of slack follow d + n. A zero distance is only allowed with n == 0.
 AC_INLINE void match_wide(uint8_t *d, size_t dist, size_t n) {
+    if (n == 0) return; // also keeps dist == 0 (a literal-only LZVN opcode) away from the loop below
     if (AC_LIKELY(dist >= 16)) {
         copy_wide(d, d - dist, n);
         return;
@@ -193,8 +197,9 @@ AC_INLINE void match_wide(uint8_t *d, size_t dist, size_t n) {
     // the first (period - dist) bytes one by one, then copy 8 at a time from `period` (>= 8) bytes back.
     size_t period = dist;
     while (period < 8) period += dist;
+    const uint8_t *from = d - dist; // (never d[i - dist]: an unsigned index that wraps is not a pointer step back)
     size_t i = 0;
-    for (; i < period - dist && i < n; i++) d[i] = d[i - dist];
+    for (; i < period - dist && i < n; i++) d[i] = from[i];
     for (; i < n; i += 8) copy8(d + i, d + i - period);
 }
 
@@ -326,7 +331,8 @@ static int decode_literals(const ac_fse_header *h, ac_fse_block *t, const uint8_
 static void execute_slow(uint8_t *d, const uint8_t *lit, size_t L, size_t M, size_t D) {
     for (size_t i = 0; i < L; i++) d[i] = lit[i];
     d += L;
-    for (size_t i = 0; i < M; i++) d[i] = d[i - D];
+    const uint8_t *from = d - D;
+    for (size_t i = 0; i < M; i++) d[i] = from[i];
 }
 
 // The L, M, D payload [start, end), executed into `out` up to `block_end` (checked to lie within the buffer).
@@ -471,7 +477,7 @@ static int lzvn_payload(const uint8_t *p, const uint8_t *end, ac_out *out, uint8
         if (AC_LIKELY((size_t)(cap_end - dst) >= op.L + op.M + AC_COPY_SLACK)) {
             if (op.L <= 16 && (size_t)(end - p) >= 16) copy16(dst, p);
             else memcpy(dst, p, op.L);
-            match_wide(dst + op.L, D, op.M);
+            if (op.M != 0) match_wide(dst + op.L, D, op.M);
         } else {
             execute_slow(dst, p, op.L, op.M, D);
         }

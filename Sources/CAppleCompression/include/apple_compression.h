@@ -38,6 +38,9 @@ enum {
 };
 
 /// Decodes one complete LZFSE stream (blocks `bvx2`, `bvx1`, `bvxn`, `bvx-`, ending with `bvx$`).
+/// Bytes after `bvx$`, or a stream without it, are `AC_ERROR_CORRUPT`. Bytes of `dst` past the returned length
+/// (up to `dst_capacity`) may be overwritten by wide copies; on an error, `dst` holds nothing meaningful. Uses
+/// about 48 KiB of stack (one block's FSE tables and literals) and allocates nothing.
 /// @return The bytes written to `dst` (at most `dst_capacity`), or an `AC_ERROR_*` value.
 ptrdiff_t ac_lzfse_decode(uint8_t *dst, size_t dst_capacity, const uint8_t *src, size_t src_size);
 
@@ -50,7 +53,8 @@ size_t ac_lzfse_encode_scratch_size(void);
 /// @return The bytes written to `dst`, or `AC_ERROR_OUTPUT_FULL` when they do not fit.
 ptrdiff_t ac_lzfse_encode(uint8_t *dst, size_t dst_capacity, const uint8_t *src, size_t src_size, void *scratch);
 
-/// Decodes one block of `algorithm` (an `AC_ALGORITHM_*`) into `dst`.
+/// Decodes one block of `algorithm` (an `AC_ALGORITHM_*`) into `dst`: the whole of `src` must be one stream
+/// (trailing bytes are `AC_ERROR_CORRUPT`). LZBITMAP and unknown numbers are `AC_ERROR_UNSUPPORTED`.
 /// @return The bytes written, or an `AC_ERROR_*` value.
 ptrdiff_t ac_block_decode(uint32_t algorithm, uint8_t *dst, size_t dst_capacity, const uint8_t *src, size_t src_size);
 
