@@ -69,7 +69,7 @@ struct AppleArchiveEndToEndTests {
         let appGroup = scratch.root.appending("AppGroup")
         let ensured = try runTool(sync, ["ensure", "Levels", "--server", url, "--app-group", appGroup.string])
         #expect(ensured.status == 0, "\(ensured.stderr)")
-        #expect(ensured.stdout.contains("Levels: installed version 7"), "\(ensured.stdout)")
+        #expect(ensured.stderr.contains("Levels: installed version 7"), "\(ensured.stderr)")
         for path in ["Über/日本語 🎮.json", "Videos/big.bin", "Levels/map.txt", "empty.bin"] {
             let out = scratch.root.appending("cat.out")
             let cat = try runTool(
@@ -194,9 +194,12 @@ struct AppleArchiveEndToEndTests {
             Thread.sleep(forTimeInterval: 0.2)
         }
         #expect(manifest.contains("\"deltas\""), "\(manifest)")
-        let updated = try runTool(sync, ["sync", "--json", "--server", url, "--app-group", appGroup.string])
+        let updated = try runTool(
+            sync,
+            ["ensure", "--latest", "Levels", "--json", "--server", url, "--app-group", appGroup.string]
+        )
         #expect(updated.status == 0, "\(updated.stderr)")
-        #expect(updated.stdout.contains("\"delta\""), "\(updated.stdout) \(updated.stderr)")
+        #expect(updated.stdout.contains("\"deltaFrom\":1"), "\(updated.stdout) \(updated.stderr)")
         let cat = try runTool(sync, ["cat", "Levels/README.txt", "--app-group", appGroup.string])
         #expect(cat.stdout == "changed for version 2\n")
     }
