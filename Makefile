@@ -29,7 +29,8 @@ help:
 	@echo "make torture  every fault rule, random SIGKILLs of ba-sync, the attack-run cases; $(TORTURE_RUNS) runs each (minutes)"
 	@echo "make bench    release build, then ours side by side with bsdtar, nginx, curl, wrk, rsync, C and sha256sum;"
 	@echo "              writes bench/results.md and puts its table into README.md (~6-13 min)"
-	@echo "make fuzz     manifest, archive, index-row, fault-rule and glob fuzzing on $(FUZZ_ITERATIONS) inputs each"
+	@echo "make fuzz     manifest, archive (.aar too), index-row, fault-rule, glob and LZFSE fuzzing on $(FUZZ_ITERATIONS) inputs each,"
+	@echo "              then libFuzzer on the C decoders for $(FUZZ_SECONDS) s"
 	@echo "make serve    serve $(ASSETS)/ on http://127.0.0.1:$(PORT) until Ctrl-C"
 	@echo "make build    build (CONFIG=debug|release)"
 	@echo "make lint     swift format lint --strict;  make format  rewrite in place"
@@ -64,10 +65,14 @@ torture: deps
 	BA_TORTURE_RUNS=$(TORTURE_RUNS) $(SWIFT) test --no-parallel \
 	  --filter 'TortureTests|PlantedSymlinkTests|StalledPeerEndToEndTests|ManyPacksEndToEndTests'
 
-# The fuzz run includes the fault-rule parser, the glob matcher (against a reference) and hostile delta rows.
+# The fuzz run includes the fault-rule parser, the glob matcher (against a reference), hostile delta rows,
+# Apple Archives (mutated .aar packs of every algorithm, and LZFSE streams); then libFuzzer, with ASan and UBSan,
+# on the C decoders for FUZZ_SECONDS (seeded from Apple's reference encoder: scripts/codec/README.md).
+FUZZ_SECONDS ?= 60
 fuzz: deps
 	BA_FUZZ_ITERATIONS=$(FUZZ_ITERATIONS) $(SWIFT) test \
-	  --filter 'FuzzTests|fuzzedRulesParseOrAreRefused|randomPatternsMatchAsTheReferenceDoes|PackDeltaHostileRowTests'
+	  --filter 'FuzzTests|fuzzedRulesParseOrAreRefused|randomPatternsMatchAsTheReferenceDoes|PackDeltaHostileRowTests|AppleArchiveTests|LZFSEDecoderTests'
+	bash scripts/codec/fuzz.sh $(FUZZ_SECONDS)
 
 # Release binaries against the reference tools; writes bench/results.md and bench/results.json, and puts
 # that table into the README.

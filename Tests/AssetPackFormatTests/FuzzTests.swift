@@ -1,4 +1,5 @@
 import AssetPackFormat
+import CAppleCompression
 import Foundation
 import SystemPackage
 import TestSupport
@@ -184,6 +185,46 @@ struct FuzzTests {
                 "seed-aar-zlib.pack", "seed-gzip.pack", "seed-none.pack", "seed-zstd.pack",
             ]
         )
+    }
+
+    /// LZFSE streams from a peer: ours, mutated, decode into the capacity given or fail with an error value;
+    /// never a crash, a hang or a write past the buffer (ASan's job in `scripts/codec`; here, the canary after
+    /// it). Unmutated, every stream decodes to exactly what was encoded.
+    @Test func lzfseDecoderNeverCrashesAndRoundTrips() throws {
+        var random = SplitMix64(seed: 0x12F5E)
+        let scratch = UnsafeMutableRawPointer.allocate(byteCount: ac_lzfse_encode_scratch_size(), alignment: 64)
+        defer { scratch.deallocate() }
+        let text = Array(String(repeating: "the level's enemies: 3, the boss: 🎮; ", count: 8000).utf8)
+        var seeds: [(plain: [UInt8], stream: [UInt8])] = []
+        for size in [0, 1, 7, 100, 4095, 4096, 5000, 70_000, 300_000] {
+            for kind in 0..<3 {
+                let plain: [UInt8] =
+                    kind == 0
+                    ? Array(text.prefix(size))
+                    : kind == 1
+                        ? (0..<size).map { _ in UInt8.random(in: 0...255, using: &random) }
+                        : Array(repeating: 7, count: size)
+                var stream = [UInt8](repeating: 0, count: size + size / 8 + 4096)
+                let count = ac_lzfse_encode(&stream, stream.count, plain, plain.count, scratch)
+                try #require(count > 0, "size \(size) kind \(kind)")
+                stream.removeLast(stream.count - count)
+                var back = [UInt8](repeating: 0, count: max(size, 1))
+                let decoded = ac_lzfse_decode(&back, plain.count, stream, stream.count)
+                #expect(decoded == plain.count, "size \(size) kind \(kind)")
+                let same = Array(back.prefix(plain.count)) == plain
+                #expect(same, "size \(size) kind \(kind): decoded bytes differ")
+                seeds.append((plain, stream))
+            }
+        }
+        for _ in 0..<iterations {
+            guard let seed = seeds.randomElement(using: &random) else { break }
+            let input = Self.mutate(seed.stream, &random)
+            let capacity = seed.plain.count + Int.random(in: 0...64, using: &random)
+            var output = [UInt8](repeating: 0xA5, count: capacity + 64)
+            let result = ac_lzfse_decode(&output, capacity, input, input.count)
+            #expect(result <= capacity)
+            #expect(output[capacity...].allSatisfy { $0 == 0xA5 }, "wrote past the capacity")
+        }
     }
 
     /// A delta's index rows are paths from a peer, never seen as entries when the delta leaves the file with
