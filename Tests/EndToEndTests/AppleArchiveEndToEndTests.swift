@@ -184,6 +184,41 @@ struct AppleArchiveEndToEndTests {
         #expect(cat.stdout == #"{"level": "🎮", "enemies": 3}"#)
     }
 
+    /// ba-serve's form mixed with an asset folder: both published in one manifest; an archive that is a pack
+    /// the folder also builds, or two archives of one pack, are refused with the reason.
+    @Test func archivesAndAFolderAreServedTogether() throws {
+        let scratch = try Scratch()
+        _ = try content(scratch)
+        try scratch.write(
+            "Bonus.json",
+            #"{"assetPackID": "Bonus", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "content"}], "platforms": ["iOS"]}"#
+        )
+        let folder = try scratch.copySampleAssets()
+        for (manifest, archive) in [("Bonus.json", "Bonus.aar"), ("Manifest.json", "Levels.aar")] {
+            let packed = try runTool(mock, ["package", manifest, "-o", archive], directory: scratch.root.string)
+            #expect(packed.status == 0, "\(packed.stderr)")
+        }
+        let bonus = scratch.root.appending("Bonus.aar").string
+        let levels = scratch.root.appending("Levels.aar").string
+        let server = try RunningTool(mock, ["serve", folder.string, bonus, "--port", "0"])
+        defer { server.interrupt() }
+        let url = try #require(server.waitForFirstLine(), "\(server.stderr)")
+        let manifest = try runTool(URL(fileURLWithPath: "/usr/bin/curl"), ["-sf", url + "/manifest"]).stdout
+        for id in ["Bonus", "Levels", "Tutorial"] {
+            #expect(manifest.contains("\"id\" : \"\(id)\""), "\(manifest)")
+        }
+        // Levels.aar is pack Levels (its Manifest.json says so), which the folder builds too.
+        let clash = try runTool(mock, ["serve", folder.string, levels, "--port", "0"])
+        #expect(clash.status != 0)
+        #expect(clash.stderr.contains("which a manifest of"), "\(clash.stderr)")
+        let twice = try runTool(mock, ["serve", bonus, bonus, "--port", "0"])
+        #expect(twice.status == 64)
+        #expect(twice.stderr.contains("are both pack Bonus"), "\(twice.stderr)")
+        let versions = try runTool(mock, ["serve", bonus, "--asset-pack-versions", "1", "2", "--port", "0"])
+        #expect(versions.status == 64)
+        #expect(versions.stderr.contains("gives 2 versions for 1 archive(s)"), "\(versions.stderr)")
+    }
+
     /// A folder served as Apple Archives: installed, then updated through a delta between two .aar versions.
     @Test func aFolderServedAsAppleArchivesUpdatesThroughADelta() throws {
         let scratch = try Scratch()
