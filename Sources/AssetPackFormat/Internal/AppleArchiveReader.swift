@@ -41,6 +41,18 @@ final class ChunkCursor {
         return filled
     }
 
+    /// The next run of at most `limit` bytes, without copying it: valid until the next call on this cursor;
+    /// empty at the end.
+    func nextRun(upTo limit: Int) throws -> UnsafeRawBufferPointer {
+        guard limit > 0, try hasMore(), let base = chunk.baseAddress else {
+            return UnsafeRawBufferPointer(start: nil, count: 0)
+        }
+        let count = min(limit, chunk.count - offset)
+        offset += count
+        position += Int64(count)
+        return UnsafeRawBufferPointer(start: base + offset - count, count: count)
+    }
+
     /// Hands the next `count` bytes to `body` in runs, without copying them.
     /// - Returns: The bytes handed out (fewer than `count` only at the end).
     @discardableResult
@@ -86,6 +98,9 @@ final class PBZDecoder {
     private var stored: UnsafeMutableRawBufferPointer
     private var raw: UnsafeMutableRawBufferPointer
     private var blocks = 0
+    /// The bytes left of a stored block, handed on as they arrive rather than gathered first (a stored block is
+    /// its own raw bytes: gathering it cost a copy, and held the extraction up until the whole block was in).
+    private var storedLeft = 0
 
     /// Reads the stream's header.
     /// - Throws: ``AssetPackFormatError`` `.corruptPack`, or `.archive` for an algorithm this code cannot read.
@@ -134,8 +149,17 @@ final class PBZDecoder {
         raw.deallocate()
     }
 
-    /// The next block's archive bytes, valid until the next call; empty at the end of the stream.
+    /// The next run of archive bytes (a decoded block, or part of a stored one), valid until the next call;
+    /// empty at the end of the stream.
     func next() throws -> UnsafeRawBufferPointer {
+        if storedLeft > 0 {
+            let run = try input.nextRun(upTo: storedLeft)
+            guard !run.isEmpty else {
+                throw AppleArchiveError.corrupt(name, "ends inside block \(blocks - 1) (\(storedLeft) bytes short)")
+            }
+            storedLeft -= run.count
+            return run
+        }
         var sizes = [UInt8](repeating: 0, count: 16)
         let count = try sizes.withUnsafeMutableBytes { try input.read(into: $0) }
         if count == 0 { return UnsafeRawBufferPointer(start: nil, count: 0) }
@@ -152,13 +176,17 @@ final class PBZDecoder {
         }
         let rawCount = Int(rawSize)
         let storedCount = Int(storedSize)
+        if storedCount == rawCount {
+            blocks += 1
+            storedLeft = rawCount
+            return try next()
+        }
         if stored.count < storedCount { Self.grow(&stored, to: storedCount) }
         let read = try input.read(into: UnsafeMutableRawBufferPointer(rebasing: stored[0..<storedCount]))
         guard read == storedCount else {
             throw AppleArchiveError.corrupt(name, "ends inside block \(blocks) (\(read) of \(storedCount) bytes)")
         }
         blocks += 1
-        if storedCount == rawCount { return UnsafeRawBufferPointer(rebasing: stored[0..<storedCount]) }
         if raw.count < rawCount { Self.grow(&raw, to: rawCount) }
         let decoded = ac_block_decode(
             algorithm,
