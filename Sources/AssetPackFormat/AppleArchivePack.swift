@@ -140,6 +140,31 @@ public struct PackArchiveEntry: Sendable, Hashable, Codable {
 
 /// What a pack archive holds, entry by entry, without checking any digest.
 public struct PackArchiveListing: Sendable, Codable {
+    /// For an Apple Archive that carries no packaging manifest: a description named after its file (onDemand,
+    /// no platforms), to read it with, and the warning that says so; `nil` when it describes itself.
+    /// - Parameters:
+    ///   - path: The archive.
+    ///   - doing: What is done with it, for the warning ("it is served as", "it is shown as").
+    public func fallbackDescription(of path: FilePath, doing: String) -> (index: PackIndex, warning: String)? {
+        guard format == .aar, manifest == nil else { return nil }
+        let id = path.stem.flatMap { AssetPackID.problem(with: $0) == nil ? $0 : nil } ?? "pack"
+        let warning =
+            "\(path) carries no packaging manifest"
+            + (manifestProblem.map { " that reads (\($0))" } ?? " (Manifest.json at its root)")
+            + "; \(doing) pack \(id) (from its file name), onDemand, for every platform"
+        let index = PackIndex(
+            formatVersion: PackIndex.currentFormatVersion,
+            assetPackID: id,
+            downloadPolicy: .onDemand,
+            platforms: [],
+            language: nil,
+            installSize: 0,
+            fileCount: 0,
+            files: []
+        )
+        return (index, warning)
+    }
+
     /// The container.
     public var format: PackFormat
     /// The compression of an Apple Archive (`nil` for a tar, whose filter libarchive finds by itself).

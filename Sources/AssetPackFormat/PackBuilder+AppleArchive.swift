@@ -66,18 +66,7 @@ extension PackBuilder {
             compression: options.compression,
             format: .aar
         )
-        guard keepIndex else { return (built, nil) }
-        let index = PackIndex(
-            formatVersion: PackIndex.currentFormatVersion,
-            assetPackID: source.manifest.assetPackID,
-            downloadPolicy: source.manifest.downloadPolicy,
-            platforms: source.manifest.platforms,
-            language: source.manifest.language,
-            installSize: source.installSize,
-            fileCount: rows.count,
-            files: rows
-        )
-        return (built, index)
+        return (built, keepIndex ? header(source, files: rows) : nil)
     }
 
     /// The manifest file's bytes, as the pack was resolved from it.

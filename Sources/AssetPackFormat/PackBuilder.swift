@@ -207,7 +207,7 @@ public enum PackBuilder {
     }
 
     /// The index's fields other than its files.
-    private static func header(_ source: PackSource, files: [PackIndex.File]) -> PackIndex {
+    static func header(_ source: PackSource, files: [PackIndex.File]) -> PackIndex {
         PackIndex(
             formatVersion: PackIndex.currentFormatVersion,
             assetPackID: source.manifest.assetPackID,

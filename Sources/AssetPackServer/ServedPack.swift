@@ -148,26 +148,8 @@ extension ServedPack {
     /// - Throws: ``AssetPackFormatError`` for an archive that does not read or does not verify.
     public static func archive(at path: FilePath, version: Int) throws -> (pack: ServedPack, warning: String?) {
         let listing = try PackReader.list(at: path)
-        var fallback: PackIndex?
-        var warning: String?
-        if listing.format == .aar, listing.manifest == nil {
-            let id = path.stem.flatMap { AssetPackID.problem(with: $0) == nil ? $0 : nil } ?? "pack"
-            warning =
-                "\(path) carries no packaging manifest"
-                + (listing.manifestProblem.map { " that reads (\($0))" } ?? " (Manifest.json at its root)")
-                + "; it is served as pack \(id) (from its file name), onDemand, for every platform"
-            fallback = PackIndex(
-                formatVersion: PackIndex.currentFormatVersion,
-                assetPackID: id,
-                downloadPolicy: .onDemand,
-                platforms: [],
-                language: nil,
-                installSize: 0,
-                fileCount: 0,
-                files: []
-            )
-        }
-        let index = try PackReader.verify(at: path, describedAs: fallback)
+        let fallback = listing.fallbackDescription(of: path, doing: "it is served as")
+        let index = try PackReader.verify(at: path, describedAs: fallback?.index)
         let sha256 = try FileDigest.sha256(of: path)
         let attributes = try? FileManager.default.attributesOfItem(atPath: path.string)
         let size = (attributes?[.size] as? NSNumber)?.int64Value ?? 0
@@ -186,6 +168,6 @@ extension ServedPack {
             platforms: index.platforms.isEmpty ? nil : index.platforms,
             language: index.language
         )
-        return (pack, warning)
+        return (pack, fallback?.warning)
     }
 }

@@ -30,30 +30,13 @@ struct Inspect: ParsableCommand {
     func run() throws {
         let listing = try PackReader.list(at: archive)
         guard listing.format == .aar else { return try showTar() }
-        var fallback: PackIndex?
-        if listing.manifest == nil {
-            let id = archive.stem ?? "pack"
-            Console.err(
-                "warning: \(archive) carries no packaging manifest"
-                    + (listing.manifestProblem.map { " that reads (\($0))" } ?? " (Manifest.json at its root)")
-                    + "; its ID is taken from the file name (\(id)) and its policy shown as onDemand"
-            )
-            fallback = PackIndex(
-                formatVersion: PackIndex.currentFormatVersion,
-                assetPackID: id,
-                downloadPolicy: .onDemand,
-                platforms: [],
-                language: nil,
-                installSize: 0,
-                fileCount: 0,
-                files: []
-            )
-        }
-        let index = verify ? try PackReader.verify(at: archive, describedAs: fallback) : nil
+        let fallback = listing.fallbackDescription(of: archive, doing: "it is shown as")
+        if let fallback { Console.err("warning: \(fallback.warning)") }
+        let index = verify ? try PackReader.verify(at: archive, describedAs: fallback?.index) : nil
         let summary =
             listing.manifest
             ?? PackagingManifestSummary(
-                assetPackID: fallback?.assetPackID ?? "",
+                assetPackID: fallback?.index.assetPackID ?? "",
                 downloadPolicy: .onDemand,
                 platforms: [],
                 language: nil

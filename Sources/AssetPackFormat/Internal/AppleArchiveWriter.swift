@@ -86,19 +86,13 @@ final class AppleArchiveWriter {
         var remaining = size
         let result = try produce { bytes in
             guard Int64(bytes.count) <= remaining else {
-                throw AssetPackFormatError(
-                    code: .changedWhilePacking,
-                    message: "\(name) grew while it was being packed. Fix: pack again when nothing writes to it"
-                )
+                throw AssetPackFormatError.changedWhilePacking(name, "grew")
             }
             try append(bytes)
             remaining -= Int64(bytes.count)
         }
         guard remaining == 0 else {
-            throw AssetPackFormatError(
-                code: .changedWhilePacking,
-                message: "\(name) shrank while it was being packed. Fix: pack again when nothing writes to it"
-            )
+            throw AssetPackFormatError.changedWhilePacking(name, "shrank")
         }
         return result
     }

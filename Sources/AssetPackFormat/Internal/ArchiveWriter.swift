@@ -176,10 +176,7 @@ struct ArchiveWriter {
         var remaining = size
         let result = try produce { bytes in
             guard Int64(bytes.count) <= remaining else {
-                throw AssetPackFormatError(
-                    code: .changedWhilePacking,
-                    message: "\(name) grew while it was being packed. Fix: pack again when nothing writes to it"
-                )
+                throw AssetPackFormatError.changedWhilePacking(name, "grew")
             }
             var offset = 0
             while offset < bytes.count {
@@ -192,13 +189,20 @@ struct ArchiveWriter {
             remaining -= Int64(bytes.count)
         }
         guard remaining == 0 else {
-            throw AssetPackFormatError(
-                code: .changedWhilePacking,
-                message: "\(name) shrank while it was being packed. Fix: pack again when nothing writes to it"
-            )
+            throw AssetPackFormatError.changedWhilePacking(name, "shrank")
         }
         try checkWrite(Int(archive_write_finish_entry(archive)), archive, "cannot finish \(name)", code: .archive)
         return result
+    }
+}
+
+extension AssetPackFormatError {
+    /// A file that grew or shrank (`how`) between being listed and being packed.
+    static func changedWhilePacking(_ name: String, _ how: String) -> AssetPackFormatError {
+        AssetPackFormatError(
+            code: .changedWhilePacking,
+            message: "\(name) \(how) while it was being packed. Fix: pack again when nothing writes to it"
+        )
     }
 }
 
