@@ -236,6 +236,17 @@ struct AppleArchiveTests {
         try refused(Array(garbage[0..<(28 + 4000)]), saying: "block (0)")
     }
 
+    @Test func aFileNamedAARThatIsNotOneSaysWhatItStartsWith() throws {
+        let scratch = try Scratch()
+        let archive = try write(scratch, "Notes.aar", Array("hello, world\n".utf8))
+        do {
+            _ = try PackReader.verify(at: archive)
+            Issue.record("read")
+        } catch let error as AssetPackFormatError {
+            #expect(error.message.contains("is not an Apple Archive (it starts with \"hell\", not pbz or AA01)"))
+        }
+    }
+
     @Test func anArchiveThatDeclaresMoreThanItsInstallSizeIsRefused() throws {
         let scratch = try Scratch()
         let archive = try write(scratch, "Tutorial.aar", Self.samplePack())

@@ -123,7 +123,8 @@ private func openArchiveReader<T>(at path: FilePath, _ body: (ArchiveReader) thr
         throw AssetPackFormatError.io("open", path, errno)
     }
     return try fd.closeAfter {
-        if try isAppleArchive(fd) {
+        let head = try firstBytes(fd)
+        if AppleArchiveMagic.matches(head) {
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
             defer { buffer.deallocate() }
             let stream = try AppleArchiveStream(
@@ -139,16 +140,24 @@ private func openArchiveReader<T>(at path: FilePath, _ body: (ArchiveReader) thr
             )
             return try body(ArchiveReader(backend: .apple(stream), path: path.string))
         }
-        try check(archive_read_open_fd(archive, fd.rawValue, 1 << 20), archive, "\(path) is not a pack archive")
+        do {
+            try check(archive_read_open_fd(archive, fd.rawValue, 1 << 20), archive, "\(path) is not a pack archive")
+        } catch var error as AssetPackFormatError where path.extension == "aar" {
+            // Named as an Apple Archive but not one: say what it starts with, not only what libarchive missed.
+            let shown = head.map { $0 >= 0x20 && $0 < 0x7F ? String(UnicodeScalar($0)) : "." }.joined()
+            error.message =
+                "\(path) is not an Apple Archive (it starts with \"\(shown)\", not pbz or AA01) nor a tar pack"
+            throw error
+        }
         return try body(ArchiveReader(backend: .libarchive(archive), path: path.string))
     }
 }
 
-/// Whether the file starts as an Apple Archive does (read at offset 0; the file position is not moved).
-private func isAppleArchive(_ fd: FileDescriptor) throws -> Bool {
+/// The file's first four bytes (read at offset 0; the file position is not moved).
+private func firstBytes(_ fd: FileDescriptor) throws -> [UInt8] {
     var head = [UInt8](repeating: 0, count: 4)
     let count = try head.withUnsafeMutableBytes { try fd.read(fromAbsoluteOffset: 0, into: $0, retryOnInterrupt: true) }
-    return AppleArchiveMagic.matches(head[0..<count])
+    return Array(head[0..<count])
 }
 
 /// A byte source that hands out bytes read ahead (to tell the format) before the rest of its source.
