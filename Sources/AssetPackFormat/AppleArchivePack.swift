@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import SystemPackage
 
@@ -31,6 +32,14 @@ enum AppleArchivePack {
             if !tooLarge { bytes.append(contentsOf: block) }
         }
         let file = "\(header.name) in \(reader.path)"
+        // Its SH2, where it has one, is checked like any file's: a manifest that is not what the archive says
+        // is damage, not a description to trust.
+        if !tooLarge, let carried = header.sha256, !SHA256.hash(data: bytes).elementsEqual(carried) {
+            throw AssetPackFormatError(
+                code: .corruptPack,
+                message: "Apple Archive \(reader.path) holds \(header.name) whose SHA-256 is not the one its SH2 says"
+            )
+        }
         guard !tooLarge else {
             return .failure(AssetPackFormatError(code: .invalidManifest, message: "\(file) is larger than 1 MiB"))
         }

@@ -200,7 +200,18 @@ public enum PackReader {
                 if apple {
                     // Folders come from their files' paths; an Apple Archive lists them (its root too, with an
                     // empty name), and they create nothing here.
-                    if header.type == ArchiveFileType.directory { continue }
+                    if header.type == ArchiveFileType.directory {
+                        // Held to the rule for names, though nothing is made of it: a folder named
+                        // `Contents/../..` is refused as a file of that name would be.
+                        guard header.name.isEmpty || PackPath.normalize(header.name) == header.name else {
+                            throw rule(
+                                archive,
+                                "holds a folder named \"\(AssetPackID.printable(header.name))\", with '..', '.', '//' "
+                                    + "or an absolute path; refused"
+                            )
+                        }
+                        continue
+                    }
                     if AppleArchivePack.isManifestCandidate(header) {
                         switch try AppleArchivePack.readManifest(reader, header: header) {
                         case .success(let manifest):

@@ -68,7 +68,7 @@ struct Inspect: ParsableCommand {
             let digest = entry.sha256.map { String($0.prefix(12)) } ?? String(repeating: "-", count: 12)
             let kind = entry.type.padding(toLength: 7, withPad: " ", startingAt: 0)
             Console.out(
-                "  \(kind) \(digest)  \(String(entry.size).leftPadded(10))  \(entry.path.isEmpty ? "." : entry.path)"
+                "  \(kind) \(digest)  \(String(entry.size).leftPadded(10))  \(entry.path.isEmpty ? "." : AssetPackID.printable(entry.path))"
             )
         }
         if let index {

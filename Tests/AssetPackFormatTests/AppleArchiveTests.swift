@@ -153,6 +153,37 @@ struct AppleArchiveTests {
                 "twice"
             ),
             ("no TYP", [Entry(fields: [.string("PAT", Array("Contents/a".utf8))])], "TYP"),
+            ("a folder named with ..", [Entry.folder("Contents/../../x")], "folder named"),
+            (
+                "a folder that carries data",
+                [
+                    Entry(
+                        fields: [.uint("TYP", 0x44), .string("PAT", Array("Contents/d".utf8)), .blob("DAT", 3)],
+                        blobs: [1, 2, 3]
+                    )
+                ],
+                "carries data"
+            ),
+            (
+                "a DAT that is an integer",
+                [Entry(fields: [.uint("TYP", 0x46), .string("PAT", Array("Contents/a".utf8)), .uint("DAT", 1)])],
+                "not a blob"
+            ),
+            (
+                "a TYP that is a string",
+                [Entry(fields: [.string("TYP", [0x46]), .string("PAT", Array("Contents/a".utf8))])], "not an integer"
+            ),
+            (
+                "a Manifest.json whose SH2 is wrong",
+                [
+                    Entry.file(
+                        "Manifest.json",
+                        AppleArchiveFixture.manifest(id: "Other"),
+                        sha256: Array(repeating: 0, count: 32)
+                    )
+                ],
+                "SH2"
+            ),
             (
                 "an unknown subtype", [Entry(fields: [.uint("TYP", 0x46), AppleArchiveFixture.Field("ZZZ", "q", [])])],
                 "subtype"
@@ -229,7 +260,9 @@ struct AppleArchiveTests {
         try refused(big, saying: "outside its block size")
         var stored = AppleArchiveFixture.pbzStored(plain, blockSize: 4096)
         stored.replaceSubrange(20..<28, with: AppleArchiveFixture.bigEndian(5000))
-        try refused(stored, saying: "outside its block size")
+        try refused(stored, saying: "more than the 4096 it holds")
+        // A stream that ends after its pbz header holds no pack at all, not an empty one.
+        try refused(AppleArchiveFixture.pbzStored([], blockSize: 4096), saying: "holds no entries")
         // Compressed bytes that are not LZFSE.
         var garbage = AppleArchiveFixture.pbzStored(plain, blockSize: 4096)
         garbage.replaceSubrange(20..<28, with: AppleArchiveFixture.bigEndian(4000))

@@ -167,11 +167,18 @@ final class PBZDecoder {
         let rawSize = sizes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let storedSize = sizes[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         // Compared as UInt64 before any conversion: a size near 2^64 cannot overflow or allocate.
-        guard rawSize > 0, rawSize <= UInt64(blockSize), storedSize > 0, storedSize <= rawSize else {
+        guard rawSize > 0, rawSize <= UInt64(blockSize), storedSize > 0 else {
             throw AppleArchiveError.corrupt(
                 name,
                 "has a block (\(blocks)) of \(rawSize) bytes stored in \(storedSize), outside its block size of "
                     + "\(blockSize) bytes"
+            )
+        }
+        guard storedSize <= rawSize else {
+            throw AppleArchiveError.corrupt(
+                name,
+                "has a block (\(blocks)) stored in \(storedSize) bytes, more than the \(rawSize) it holds (a block "
+                    + "that does not shrink is stored raw)"
             )
         }
         let rawCount = Int(rawSize)
@@ -281,7 +288,11 @@ final class AppleArchiveEntries {
         while true {
             try skip(before + dataLeft + after)
             (before, dataLeft, after) = (0, 0, 0)
-            guard let header = try readHeader() else { return nil }
+            guard let header = try readHeader() else {
+                // A stream cut right after its pbz header, or that holds no entry at all, is not an empty pack.
+                guard entries > 0 else { throw AppleArchiveError.corrupt(name, "holds no entries") }
+                return nil
+            }
             current = header
             var blobsBefore: UInt64 = 0
             var blobsAfter: UInt64 = 0
@@ -296,7 +307,10 @@ final class AppleArchiveEntries {
             let dataSize = header.dataBlob.map { header.blobs[$0] } ?? 0
             (before, dataLeft, after) = (blobsBefore, dataSize, blobsAfter)
             guard let type = header.type else {
-                throw AppleArchiveError.corrupt(name, "has an entry (\(entries)) without a TYP field")
+                throw AppleArchiveError.corrupt(name, "has an entry (\(entries - 1)) without a TYP field")
+            }
+            if type == EntryType.directory.rawValue, dataSize > 0 || header.dataBlob != nil {
+                throw AppleArchiveError.corrupt(name, "has a folder entry (\(entries - 1)) that carries data")
             }
             if type == EntryType.metadata.rawValue { continue }
             guard dataSize <= UInt64(Int64.max) else {
@@ -342,7 +356,7 @@ final class AppleArchiveEntries {
     private func adding(_ a: UInt64, _ b: UInt64) throws -> UInt64 {
         let (sum, overflow) = a.addingReportingOverflow(b)
         guard !overflow, sum <= UInt64(Int64.max) else {
-            throw AppleArchiveError.corrupt(name, "has an entry (\(entries)) whose blobs add up past 2^63 bytes")
+            throw AppleArchiveError.corrupt(name, "has an entry (\(entries - 1)) whose blobs add up past 2^63 bytes")
         }
         return sum
     }
@@ -415,8 +429,22 @@ final class AppleArchiveEntries {
         }
         while at < fields.count {
             let tag = try bytes(4)
-            let key = String(decoding: tag[0..<3], as: UTF8.self)
+            let key = AssetPackID.printable(String(decoding: tag[0..<3], as: UTF8.self))
             let subtype = tag[3]
+            // The fields this reader acts on must have the kind of value they are defined with.
+            let integer = (UInt8(ascii: "1")...UInt8(ascii: "8")).contains(subtype)
+            let blob = (UInt8(ascii: "A")...UInt8(ascii: "C")).contains(subtype)
+            let expected: (ok: Bool, kind: String)? =
+                switch key {
+                case "TYP", "HLC": (integer, "an integer")
+                case "PAT", "LNK": (subtype == UInt8(ascii: "P"), "a string")
+                case "DAT": (blob, "a blob")
+                case "SH2": (subtype == UInt8(ascii: "H"), "a SHA-256 hash")
+                default: nil
+                }
+            if let expected, !expected.ok {
+                throw bad("a \(key) field that is not \(expected.kind) (subtype 0x\(String(subtype, radix: 16)))")
+            }
             let code = UInt32(tag[0]) << 16 | UInt32(tag[1]) << 8 | UInt32(tag[2])
             guard seen.insert(code).inserted else { throw bad("the field \(key) twice") }
             switch subtype {
