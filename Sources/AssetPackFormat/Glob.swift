@@ -6,7 +6,9 @@
 /// backslash makes the next character literal. Paths are relative to the source root, components are
 /// separated by `/`, and characters are Unicode scalars (no normalization, as everywhere else).
 public struct Glob: Sendable, Hashable, CustomStringConvertible {
-    private enum Token: Sendable, Hashable {
+    // Token, Component and components are internal, not private, so that the tests' reference matcher reads the
+    // same parse and checks only the matching.
+    enum Token: Sendable, Hashable {
         case literal(Unicode.Scalar)
         case one
         case star
@@ -23,14 +25,14 @@ public struct Glob: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    private enum Component: Sendable, Hashable {
+    enum Component: Sendable, Hashable {
         case anyDepth
         case segment([Token])
     }
 
     /// The pattern as written.
     public let pattern: String
-    private let components: [Component]
+    let components: [Component]
 
     /// Parses a pattern.
     /// - Throws: A phrase that completes "the pattern ..." (for a manifest error): empty, absolute, with a

@@ -67,38 +67,16 @@ struct GlobTests {
 }
 
 /// The recursive matcher `Glob` used before it was made linear, as the reference for small inputs: exponential
-/// on hostile patterns, exact on the rest.
+/// on hostile patterns, exact on the rest. It matches `Glob`'s own parse of the pattern: what is compared is the
+/// matching alone.
 private struct ReferenceGlob {
-    private enum Token: Hashable {
-        case literal(Unicode.Scalar)
-        case one
-        case star
-        case set(ranges: [ClosedRange<UInt32>], negated: Bool)
-    }
-
-    private enum Component: Hashable {
-        case anyDepth
-        case segment([Token])
-    }
+    private typealias Token = Glob.Token
+    private typealias Component = Glob.Component
 
     private let components: [Component]
 
     init(_ pattern: String) throws(GlobError) {
-        guard !pattern.isEmpty else { throw GlobError("is empty") }
-        guard pattern.utf8.first != UInt8(ascii: "/") else { throw GlobError("is absolute") }
-        var components: [Component] = []
-        for part in Substring(pattern).utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
-            let text = String(Substring(part))
-            if text == "**" {
-                if components.last != .anyDepth { components.append(.anyDepth) }
-                continue
-            }
-            if text == ".." { throw GlobError("climbs out of the source root with '..'") }
-            if text == "." { continue }
-            components.append(.segment(try Self.tokens(text)))
-        }
-        guard !components.isEmpty else { throw GlobError("matches nothing but the source root") }
-        self.components = components
+        components = try Glob(pattern).components
     }
 
     func matches(_ path: String) -> Bool {
@@ -148,52 +126,5 @@ private struct ReferenceGlob {
             let inSet = ranges.contains { $0.contains(scalar.value) }
             return inSet != negated && match(tokens.dropFirst(), text.dropFirst())
         }
-    }
-
-    private static func tokens(_ text: String) throws(GlobError) -> [Token] {
-        let scalars = Array(text.unicodeScalars)
-        var tokens: [Token] = []
-        var index = 0
-        while index < scalars.count {
-            let scalar = scalars[index]
-            index += 1
-            switch scalar {
-            case "*":
-                if tokens.last != .star { tokens.append(.star) }
-            case "?":
-                tokens.append(.one)
-            case "\\":
-                guard index < scalars.count else { throw GlobError("ends with a backslash") }
-                tokens.append(.literal(scalars[index]))
-                index += 1
-            case "[":
-                var negated = false
-                if index < scalars.count, scalars[index] == "!" || scalars[index] == "^" {
-                    negated = true
-                    index += 1
-                }
-                var ranges: [ClosedRange<UInt32>] = []
-                var first = true
-                while index < scalars.count, scalars[index] != "]" || first {
-                    first = false
-                    let low = scalars[index].value
-                    if index + 2 < scalars.count, scalars[index + 1] == "-", scalars[index + 2] != "]" {
-                        let high = scalars[index + 2].value
-                        guard low <= high else { throw GlobError("has a reversed range in [...]") }
-                        ranges.append(low...high)
-                        index += 3
-                    } else {
-                        ranges.append(low...low)
-                        index += 1
-                    }
-                }
-                guard index < scalars.count else { throw GlobError("has a '[' that is never closed") }
-                index += 1  // the "]"
-                tokens.append(.set(ranges: ranges, negated: negated))
-            default:
-                tokens.append(.literal(scalar))
-            }
-        }
-        return tokens
     }
 }

@@ -55,13 +55,22 @@ final class AppleArchiveWriter {
 
     private func addFolder(_ path: String) throws {
         folders.insert(path)
+        try append(Self.header(.directory, path, mode: 0o755).bytes())
+    }
+
+    /// The fields every entry has: its type and path, owner 0 and `mode`.
+    private static func header(
+        _ type: AppleArchiveEntries.EntryType,
+        _ path: String,
+        mode: UInt64
+    ) -> AppleArchiveHeader {
         var header = AppleArchiveHeader()
-        header.add(uint: "TYP", UInt64(AppleArchiveEntries.EntryType.directory.rawValue))
+        header.add(uint: "TYP", UInt64(type.rawValue))
         header.add(string: "PAT", path)
         header.add(uint: "UID", 0)
         header.add(uint: "GID", 0)
-        header.add(uint: "MOD", 0o755)
-        try append(header.bytes())
+        header.add(uint: "MOD", mode)
+        return header
     }
 
     /// Writes one regular file: its header (with `sha256` as its `SH2` field), then the bytes `produce`
@@ -74,12 +83,7 @@ final class AppleArchiveWriter {
         _ produce: ((UnsafeRawBufferPointer) throws -> Void) throws -> T
     ) throws -> T {
         try addParents(of: name)
-        var header = AppleArchiveHeader()
-        header.add(uint: "TYP", UInt64(AppleArchiveEntries.EntryType.regular.rawValue))
-        header.add(string: "PAT", name)
-        header.add(uint: "UID", 0)
-        header.add(uint: "GID", 0)
-        header.add(uint: "MOD", 0o644)
+        var header = Self.header(.regular, name, mode: 0o644)
         header.add(blob: "DAT", UInt64(size))
         header.add(hash: "SH2", sha256)
         try append(header.bytes())
