@@ -40,6 +40,9 @@ public struct AssetPackFormatError: Error, Sendable, CustomStringConvertible {
     /// For `.corruptPack`: the archive breaks a rule of packs (a link, a special file, a name outside
     /// `Contents/`), which the same bytes would break again; damage in transit would not.
     public var isRuleViolation = false
+    /// The manifest problem this error is, with its file, key, message and fix apart (for `validate`), when it
+    /// is one.
+    public var problem: ManifestProblem?
 
     /// Creates an error.
     public init(code: Code, message: String, cause: (any Error & Sendable)? = nil) {
@@ -71,8 +74,13 @@ extension AssetPackFormatError {
         .init(code: .io, message: "cannot \(what) \(path): \(errno)", cause: errno)
     }
 
-    static func manifest(_ file: String, key: String, _ problem: String, fix: String) -> Self {
-        // The same shape as a ManifestProblem's description.
-        .init(code: .invalidManifest, message: "\(file): \(key): \(problem). Fix: \(fix)")
+    static func manifest(
+        _ file: String,
+        key: String,
+        _ problem: String,
+        fix: String?,
+        code: Code = .invalidManifest
+    ) -> Self {
+        ManifestProblem.error(file, key, problem, fix: fix, code: code).asError
     }
 }

@@ -59,13 +59,16 @@ public struct ManifestProblem: Sendable, Hashable, Codable, CustomStringConverti
         error(file, key, message, fix: fix, code: code)
     }
 
-    static func warning(_ file: String, _ key: String, _ message: String, fix: String? = nil) -> Self {
+    /// A warning about `key` of `file`.
+    public static func warning(_ file: String, _ key: String, _ message: String, fix: String? = nil) -> Self {
         Self(file: file, key: key, severity: .warning, message: message, fix: fix)
     }
 
     /// The problem as an error to throw.
     var asError: AssetPackFormatError {
-        AssetPackFormatError(code: code, message: description)
+        var error = AssetPackFormatError(code: code, message: description)
+        error.problem = self
+        return error
     }
 }
 
@@ -89,6 +92,26 @@ public struct ManifestCheck: Sendable, Hashable {
     public var parsed: ParsedManifest?
     /// Every error and warning, in the order of the keys.
     public var problems: [ManifestProblem]
+    /// The pack's ID when that key is valid, whatever the others are (for duplicate IDs across manifests).
+    public var assetPackID: String?
+    /// The manifest as far as its ID, selectors and source root are valid (another key may be wrong): enough
+    /// to check the files it selects in the same run.
+    public var selection: ParsedManifest?
+    /// Where each of the selection's selectors stands in the manifest's list (some may be left out as wrong).
+    public var selectorIndices: [Int]?
+
+    /// Creates a check.
+    public init(
+        parsed: ParsedManifest?,
+        problems: [ManifestProblem],
+        assetPackID: String? = nil,
+        selection: ParsedManifest? = nil
+    ) {
+        self.parsed = parsed
+        self.problems = problems
+        self.assetPackID = assetPackID ?? parsed?.manifest.assetPackID
+        self.selection = selection ?? parsed
+    }
 }
 
 extension ManifestProblem: Error {}

@@ -66,6 +66,13 @@ public enum PackPath {
     }
 
     /// Whether `path` has a `..` component, splitting at `/` bytes.
+    /// A long path as messages show it: its first 60 and last 30 characters around "…", so that a line stays
+    /// readable; a path of at most 100 characters whole.
+    static func shortened(_ path: String) -> String {
+        guard path.count > 100 else { return path }
+        return "\(path.prefix(60))…\(path.suffix(30)) (\(path.utf8.count) bytes)"
+    }
+
     static func climbs(_ path: String) -> Bool {
         Substring(path).utf8.split(separator: slash).contains { $0.elementsEqual([dot, dot]) }
     }

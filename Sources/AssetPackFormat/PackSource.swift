@@ -38,8 +38,11 @@ public struct PackSource: Sendable, Hashable {
     public var manifestFile: String
     /// The files, sorted by path (byte order), no duplicates.
     public var files: [PackFile]
-    /// Warnings from resolving the selectors.
-    public var warnings: [String]
+    /// Warnings from the manifest and from resolving its selectors, with file, key and fix.
+    public var problems: [ManifestProblem]
+
+    /// The warnings, as lines to print.
+    public var warnings: [String] { problems.map(\.description) }
 
     /// The sum of the files' sizes: the bytes an install writes.
     public var installSize: Int64 { files.reduce(0) { $0 + $1.size } }
@@ -81,6 +84,74 @@ public struct PackSource: Sendable, Hashable {
     ///   with no files.
     public static func resolve(_ parsed: ParsedManifest, root: FilePath, boundary: FilePath? = nil) throws -> PackSource
     {
+        let checked = check(parsed, root: root, boundary: boundary)
+        if let source = checked.source { return source }
+        guard var error = checked.errors.first else {
+            throw AssetPackFormatError(code: .invalidManifest, message: "\(parsed.file): the selection is invalid")
+        }
+        if checked.errors.count > 1 {
+            error.message +=
+                " (and \(checked.errors.count - 1) more: `ba-mock validate \(parsed.file)` lists every problem)"
+        }
+        throw error
+    }
+
+    /// Resolves a manifest's selectors as ``resolve(_:root:boundary:)`` does, and finds every problem of the
+    /// selection in one pass: each selector's, and the names Apple's file systems refuse.
+    /// - Returns: The pack's files when nothing is an error, and every problem, errors and warnings.
+    /// - Parameter selectorIndices: Where each selector stands in the manifest file, when some were left out
+    ///   (``ManifestCheck/selectorIndices``), for the keys of messages.
+    public static func check(
+        _ parsed: ParsedManifest,
+        root: FilePath,
+        boundary: FilePath? = nil,
+        selectorIndices: [Int]? = nil
+    ) -> SourceCheck {
+        do {
+            return try checkSelection(parsed, root: root, boundary: boundary, selectorIndices: selectorIndices)
+        } catch let error as AssetPackFormatError {
+            return SourceCheck(
+                source: nil,
+                errors: [error],
+                problems: [problem(error, file: parsed.file, key: "sourceRoot")]
+            )
+        } catch {
+            let wrapped = AssetPackFormatError(code: .io, message: "\(parsed.file): \(error)")
+            return SourceCheck(
+                source: nil,
+                errors: [wrapped],
+                problems: [problem(wrapped, file: parsed.file, key: "sourceRoot")]
+            )
+        }
+    }
+
+    /// An error as a problem: its own when it is one, else the message under `key`.
+    static func problem(_ error: AssetPackFormatError, file: String, key: String) -> ManifestProblem {
+        if let problem = error.problem { return problem }
+        var message = error.description
+        if message.hasBytePrefix(file + ": ") { message.removeFirst(file.count + 2) }
+        var fix: String?
+        if let range = message.range(of: ". Fix: ") {
+            fix = String(message[range.upperBound...])
+            message = String(message[..<range.lowerBound])
+        }
+        return ManifestProblem.error(
+            file,
+            key,
+            message,
+            fix: fix ?? (error.code == .io ? "check that the folder is readable, then run again" : nil),
+            code: error.code
+        )
+    }
+
+    private static func checkSelection(
+        _ parsed: ParsedManifest,
+        root: FilePath,
+        boundary: FilePath?,
+        selectorIndices: [Int]?
+    ) throws
+        -> SourceCheck
+    {
         let file = parsed.file
         let manifest = parsed.manifest
         let base: FilePath
@@ -94,86 +165,120 @@ public struct PackSource: Sendable, Hashable {
         do {
             tree = try SourceTree(root: base, assetFolder: boundary ?? root)
         } catch let error as AssetPackFormatError where manifest.sourceRoot != nil && error.code == .notFound {
-            throw AssetPackFormatError(
-                code: .notFound,
-                message:
-                    "\(file): sourceRoot: \"\(manifest.sourceRoot ?? "")\" (\(base)) does not exist. Fix: give a folder "
-                    + "relative to the manifest's own folder",
-                cause: error
+            var missing = AssetPackFormatError.manifest(
+                file,
+                key: "sourceRoot",
+                "\"\(manifest.sourceRoot ?? "")\" (\(base)) does not exist",
+                fix: "give a folder relative to the manifest's own folder",
+                code: .notFound
             )
+            missing.cause = error
+            throw missing
         }
         if let boundary {
             let outer = try SourceTree.realPath(boundary, orThrow: "asset folder")
             guard tree.rootReal.hasBytePrefix(outer + "/") || tree.rootReal.utf8.elementsEqual(outer.utf8) else {
-                throw AssetPackFormatError(
-                    code: .unsafePath,
-                    message:
-                        "\(file): sourceRoot: \"\(manifest.sourceRoot ?? "")\" is \(tree.rootReal), outside the asset "
-                        + "folder \(outer); ba-mock serves nothing from outside the folder it was given. Fix: keep the "
-                        + "source inside it, or build this pack with `ba-mock package`"
+                throw AssetPackFormatError.manifest(
+                    file,
+                    key: "sourceRoot",
+                    "\"\(manifest.sourceRoot ?? "")\" is \(tree.rootReal), outside the asset folder \(outer); ba-mock "
+                        + "serves nothing from outside the folder it was given",
+                    fix: "keep the source inside it, or build this pack with `ba-mock package`",
+                    code: .unsafePath
                 )
             }
         }
         var collector = Collector(file: file)
-        var warnings = parsed.problems.map(\.description)
+        var warnings: [ManifestProblem] = []
+        var errors: [AssetPackFormatError] = []
         var exclusions: [Glob] = []
         var everything: [SourceTree.Found]?
-        for (index, selector) in manifest.fileSelectors.enumerated() {
+        for (position, selector) in manifest.fileSelectors.enumerated() {
+            let index = selectorIndices.map { $0[position] } ?? position
             let key = "fileSelectors[\(index)].\(selector.key)"
-            /// The regular file a selector names; a folder there is an error with `fix`.
-            func regularFile(_ path: String, ifFolder fix: String) throws -> SourceTree.Found {
-                let relative = PackPath.normalize(path) ?? path
-                let found = try tree.resolve(relative, file: file, key: key)
-                guard case .regular(let stat) = found.kind else {
-                    throw AssetPackFormatError.manifest(file, key: key, "\"\(path)\" is a folder", fix: fix)
+            do {
+                /// The regular file a selector names; a folder there is an error with `fix`.
+                func regularFile(_ path: String, ifFolder fix: String) throws -> SourceTree.Found {
+                    let relative = PackPath.normalize(path) ?? path
+                    let found = try tree.resolve(relative, file: file, key: key)
+                    guard case .regular(let stat) = found.kind else {
+                        throw AssetPackFormatError.manifest(file, key: key, "\"\(path)\" is a folder", fix: fix)
+                    }
+                    return .init(relative: relative, real: found.real, stat: stat)
                 }
-                return .init(relative: relative, real: found.real, stat: stat)
-            }
-            switch selector {
-            case .file(let path):
-                let item = try regularFile(path, ifFolder: "use {\"directory\": \"\(path)\"}")
-                collector.add(item.relative, from: item, key: key)
-            case .directory(let path), .directoryMapping(source: let path, destination: _):
-                let relative = PackPath.normalize(path) ?? path
-                let found = try tree.resolve(relative, file: file, key: key)
-                guard case .directory = found.kind else {
-                    throw AssetPackFormatError.manifest(
-                        file,
-                        key: key,
-                        "\"\(path)\" is a file",
-                        fix: "directory" == selector.key
-                            ? "use {\"file\": \"\(path)\"}" : "use fileSource and fileDestination"
-                    )
-                }
-                var walk = SourceTree.Walk()
-                try tree.walk(found.real, relative: relative, file: file, key: key, into: &walk)
-                if walk.files.isEmpty { warnings.append("\(file): \(key): \"\(path)\" holds no files") }
-                warnings.append(contentsOf: walk.warnings)
-                var destination: String?
-                if case .directoryMapping(_, let target) = selector { destination = PackPath.normalize(target) }
-                collector.reserve(walk.files.count)
-                for item in walk.files {
-                    let inside = String(Substring(item.relative.utf8.dropFirst(relative.utf8.count + 1)))
-                    let path = destination.map { $0 + "/" + inside } ?? item.relative
-                    collector.add(path, from: item, key: key)
-                }
-            case .fileMapping(let source, let destination):
-                let item = try regularFile(source, ifFolder: "use directorySource and directoryDestination")
-                collector.add(PackPath.normalize(destination) ?? destination, from: item, key: key)
-            case .filePattern(let glob):
-                if everything == nil {
+                switch selector {
+                case .file(let path):
+                    let item = try regularFile(path, ifFolder: "use {\"directory\": \"\(path)\"}")
+                    collector.add(item.relative, from: item, key: key)
+                case .directory(let path), .directoryMapping(source: let path, destination: _):
+                    let relative = PackPath.normalize(path) ?? path
+                    let found = try tree.resolve(relative, file: file, key: key)
+                    guard case .directory = found.kind else {
+                        throw AssetPackFormatError.manifest(
+                            file,
+                            key: key,
+                            "\"\(path)\" is a file",
+                            fix: "directory" == selector.key
+                                ? "use {\"file\": \"\(path)\"}" : "use fileSource and fileDestination"
+                        )
+                    }
                     var walk = SourceTree.Walk()
-                    try tree.walk(tree.rootReal, relative: "", file: file, key: key, into: &walk)
-                    everything = walk.files
+                    try tree.walk(found.real, relative: relative, file: file, key: key, into: &walk)
+                    if walk.files.isEmpty {
+                        warnings.append(
+                            .warning(
+                                file,
+                                key,
+                                "\"\(path)\" holds no files",
+                                fix: "put files in it, or remove the selector"
+                            )
+                        )
+                    }
+                    warnings.append(contentsOf: walk.warnings)
+                    var destination: String?
+                    if case .directoryMapping(_, let target) = selector { destination = PackPath.normalize(target) }
+                    collector.reserve(walk.files.count)
+                    for item in walk.files {
+                        let inside = String(Substring(item.relative.utf8.dropFirst(relative.utf8.count + 1)))
+                        let path = destination.map { $0 + "/" + inside } ?? item.relative
+                        collector.add(path, from: item, key: key)
+                    }
+                case .fileMapping(let source, let destination):
+                    let item = try regularFile(source, ifFolder: "use directorySource and directoryDestination")
+                    collector.add(PackPath.normalize(destination) ?? destination, from: item, key: key)
+                case .filePattern(let glob):
+                    if everything == nil {
+                        var walk = SourceTree.Walk()
+                        try tree.walk(tree.rootReal, relative: "", file: file, key: key, into: &walk)
+                        everything = walk.files
+                    }
+                    let matching = (everything ?? []).filter { glob.matches($0.relative) }
+                    if matching.isEmpty {
+                        warnings.append(
+                            .warning(
+                                file,
+                                key,
+                                "\"\(glob)\" matches no file",
+                                fix: "check the pattern against the files' paths (case matters; ** crosses folders)"
+                            )
+                        )
+                    }
+                    for item in matching { collector.add(item.relative, from: item, key: key) }
+                case .fileExclusion(let glob):
+                    exclusions.append(glob)
                 }
-                let matching = (everything ?? []).filter { glob.matches($0.relative) }
-                if matching.isEmpty { warnings.append("\(file): \(key): \"\(glob)\" matches no file") }
-                for item in matching { collector.add(item.relative, from: item, key: key) }
-            case .fileExclusion(let glob):
-                exclusions.append(glob)
+            } catch let error as AssetPackFormatError {
+                errors.append(error)
             }
         }
-        var chosen = try collector.settle()
+        // What the valid selectors chose is checked too (names, collisions): one run finds those problems as well.
+        var chosen: [Collector.Choice]
+        do {
+            chosen = try collector.settle()
+        } catch let error as AssetPackFormatError {
+            errors.append(error)
+            chosen = []
+        }
         let selected = chosen.count
         // Exclusions apply wherever they stand: to a file's path in the source root, or in the pack.
         if !exclusions.isEmpty {
@@ -181,12 +286,14 @@ public struct PackSource: Sendable, Hashable {
                 exclusions.contains { $0.matches(choice.found.relative) || $0.matches(choice.path) }
             }
         }
-        if chosen.isEmpty {
-            throw AssetPackFormatError.manifest(
-                file,
-                key: "fileSelectors",
-                selected == 0 ? "select no files" : "select no files once the exclusions are applied",
-                fix: "point the selectors at files or folders that hold files"
+        if chosen.isEmpty && errors.isEmpty {
+            errors.append(
+                .manifest(
+                    file,
+                    key: "fileSelectors",
+                    selected == 0 ? "select no files" : "select no files once the exclusions are applied",
+                    fix: "point the selectors at files or folders that hold files"
+                )
             )
         }
         // A path cannot be a file and a folder at once: no file system could install such a pack.
@@ -196,19 +303,34 @@ public struct PackSource: Sendable, Hashable {
                 folder = folder[..<slash]
                 let prefix = String(Substring(folder))
                 guard let clash = Collector.find(prefix, in: chosen) else { continue }
-                throw AssetPackFormatError.manifest(
-                    file,
-                    key: collector.keys[clash.selector],
-                    "places \(clash.found.relative) at \"\(prefix)\", a path that is also a folder of the pack (it "
-                        + "holds \"\(choice.path)\"); no file system can install both",
-                    fix: "give the file another destination, or exclude one of them"
+                errors.append(
+                    .manifest(
+                        file,
+                        key: collector.keys[clash.selector],
+                        "places \(clash.found.relative) at \"\(prefix)\", a path that is also a folder of the pack (it "
+                            + "holds \"\(choice.path)\"); no file system can install both",
+                        fix: "give the file another destination, or exclude one of them"
+                    )
                 )
             }
         }
+        for problem in nameProblems(chosen.map { ($0.path, collector.keys[$0.selector]) }, of: manifest, file: file) {
+            if problem.severity == .error { errors.append(problem.asError) } else { warnings.append(problem) }
+        }
         let files = chosen.map { PackFile(path: $0.path, found: $0.found) }
         chosen = []
-        warnings.append(contentsOf: normalizationTwins(files.map(\.path), file: file))
-        return PackSource(manifest: manifest, manifestFile: file, files: files, warnings: warnings)
+        let selection = PackSource(
+            manifest: manifest,
+            manifestFile: file,
+            files: files,
+            problems: parsed.problems + warnings
+        )
+        var check =
+            errors.isEmpty
+            ? SourceCheck(source: selection, errors: [], problems: warnings)
+            : SourceCheck(failing: errors, warnings: warnings, file: file)
+        check.selected = selection
+        return check
     }
 
     /// The files the selectors chose, in the order they chose them, settled once at the end: sorted by
@@ -281,24 +403,32 @@ public struct PackSource: Sendable, Hashable {
             return low < sorted.count && PathKey(sorted[low].path) == key ? sorted[low] : nil
         }
     }
+}
 
-    /// Warnings for names that differ only in Unicode normalization (`é` as U+00E9 and as `e` + U+0301):
-    /// Linux keeps them apart, Apple's file systems treat them as one name, so one hides the other there.
-    static func normalizationTwins(_ paths: [String], file: String) -> [String] {
-        var byCharacters: [String: [String]] = [:]  // String keys merge canonically equivalent paths
-        // Only names with a byte beyond ASCII have another spelling (a dictionary of every path of 100 000
-        // would be 15 MB for nothing).
-        for path in paths where path.utf8.contains(where: { $0 >= 0x80 }) {
-            byCharacters[path, default: []].append(path)
-        }
-        return byCharacters.values.filter { $0.count > 1 }.map { twins in
-            let shown = twins.map { "\"\($0)\" (\(utf8Hex($0)))" }.joined(separator: " and ")
-            return "\(file): \(shown) differ only in Unicode normalization: on Apple file systems they are one "
-                + "name and one file hides the other. Keep one spelling (NFC, as macOS writes new names)"
-        }.sorted()
+/// What checking a manifest's selection found.
+public struct SourceCheck: Sendable {
+    /// The pack's files, when nothing is an error.
+    public var source: PackSource?
+    /// What the valid selectors chose, errors or not (for the checks across packs); `nil` when the source root
+    /// itself is wrong.
+    public var selected: PackSource?
+    /// The errors as thrown, in the order of the selectors.
+    public var errors: [AssetPackFormatError]
+    /// Every error and warning of the selection, with file, key and fix (the manifest's own are the
+    /// manifest check's; the source's ``PackSource/problems`` has both).
+    public var problems: [ManifestProblem]
+
+    init(source: PackSource?, errors: [AssetPackFormatError], problems: [ManifestProblem]) {
+        self.source = source
+        self.errors = errors
+        self.problems = problems
     }
 
-    private static func utf8Hex(_ text: String) -> String {
-        text.utf8.map { String($0, radix: 16, uppercase: true) }.joined(separator: " ")
+    init(failing errors: [AssetPackFormatError], warnings: [ManifestProblem], file: String) {
+        self.init(
+            source: nil,
+            errors: errors,
+            problems: errors.map { PackSource.problem($0, file: file, key: "fileSelectors") } + warnings
+        )
     }
 }

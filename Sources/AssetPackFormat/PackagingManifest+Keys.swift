@@ -79,11 +79,8 @@ extension PackagingManifest {
         guard let range = detail.range(of: "around character "),
             let offset = Int(detail[range.upperBound...].prefix { $0.isNumber })
         else { return detail.trimmingCharacters(in: CharacterSet(charactersIn: ".")) }
-        let before = text.prefix(min(offset, text.count))
-        let line = before.filter { $0 == UInt8(ascii: "\n") }.count + 1
-        let column = before.count - (before.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0) + 1
         let what = detail[..<range.lowerBound].trimmingCharacters(in: .whitespaces)
-        return "line \(line), column \(column): \(what)"
+        return "\(lineAndColumn(of: offset, in: text)): \(what)"
     }
 
     static func parseID(_ value: JSONValue?, file: String, warnings: inout [ManifestProblem]) throws -> String {
@@ -125,90 +122,141 @@ extension PackagingManifest {
         return id
     }
 
-    static func parsePolicy(_ value: JSONValue?, file: String) throws -> DownloadPolicy {
+    /// The download policy, or `nil` with every problem it has: unknown keys nested inside it are problems too
+    /// (a misspelt key would be dropped and the pack built with another policy than meant).
+    static func parsePolicy(_ value: JSONValue?, file: String, problems: inout [ManifestProblem]) -> DownloadPolicy? {
+        let policies = ["essential", "onDemand", "prefetch"]
         let fix =
             "write exactly one of {\"essential\": {\"installationEventTypes\": [\"firstInstallation\"]}}, "
             + "{\"prefetch\": {...}} or {\"onDemand\": {}}"
         guard let value else {
-            throw ManifestProblem.error(file, key: "downloadPolicy", "is missing", fix: fix)
+            problems.append(.error(file, key: "downloadPolicy", "is missing", fix: fix))
+            return nil
         }
         guard case .object(let object) = value else {
-            throw ManifestProblem.error(
-                file,
-                key: "downloadPolicy",
-                "is \(value.typeName), not an object",
-                fix: fix
-            )
+            problems.append(.error(file, key: "downloadPolicy", "is \(value.typeName), not an object", fix: fix))
+            return nil
         }
         guard object.count == 1, let (key, body) = object.first else {
             let keys = object.keys.sorted().joined(separator: ", ")
-            throw ManifestProblem.error(
-                file,
-                key: "downloadPolicy",
-                object.isEmpty ? "has no policy" : "has \(object.count) policies (\(keys)); a pack has exactly one",
-                fix: fix
-            )
-        }
-        switch key {
-        case "onDemand":
-            guard case .object(let inner) = body, inner.isEmpty else {
-                throw ManifestProblem.error(
+            problems.append(
+                .error(
                     file,
-                    key: "downloadPolicy.onDemand",
-                    "must be an empty object",
-                    fix: "write \"onDemand\": {}"
+                    key: "downloadPolicy",
+                    object.isEmpty ? "has no policy" : "has \(object.count) policies (\(keys)); a pack has exactly one",
+                    fix: fix
                 )
-            }
-            return .onDemand
-        case "essential", "prefetch":
-            let path = "downloadPolicy.\(key).installationEventTypes"
-            let eventsFix =
-                "write \"\(key)\": {\"installationEventTypes\": [\"firstInstallation\"]} "
-                + "(or [\"firstInstallation\", \"subsequentUpdate\"])"
-            guard case .object(let inner) = body else {
-                throw ManifestProblem.error(
+            )
+            return nil
+        }
+        guard policies.contains(key) else {
+            problems.append(
+                .error(
+                    file,
+                    key: "downloadPolicy.\(key)",
+                    "is not a download policy",
+                    fix: nearMiss(key, in: policies).map { "did you mean \"\($0)\"?" } ?? fix
+                )
+            )
+            return nil
+        }
+        let inner: [String: JSONValue]
+        switch body {
+        case .object(let object): inner = object
+        default:
+            problems.append(
+                .error(
                     file,
                     key: "downloadPolicy.\(key)",
                     "is \(body.typeName), not an object",
-                    fix: eventsFix
+                    fix: key == "onDemand"
+                        ? "write \"onDemand\": {}"
+                        : "write \"\(key)\": {\"installationEventTypes\": [\"firstInstallation\"]}"
                 )
-            }
-            guard let events = inner["installationEventTypes"] else {
-                throw ManifestProblem.error(file, key: path, "is missing", fix: eventsFix)
-            }
-            guard case .array(let items) = events, !items.isEmpty else {
-                throw ManifestProblem.error(
-                    file,
-                    key: path,
-                    "must be a non-empty array",
-                    fix: eventsFix
-                )
-            }
-            var types: [InstallationEventType] = []
-            for item in items {
-                guard case .string(let name) = item, let type = InstallationEventType(rawValue: name) else {
-                    throw ManifestProblem.error(
-                        file,
-                        key: path,
-                        "has \(Self.show(item)), which is not an installation event type",
-                        fix: "use \"firstInstallation\" and/or \"subsequentUpdate\""
-                    )
-                }
-                if !types.contains(type) { types.append(type) }
-            }
-            return key == "essential"
-                ? .essential(installationEventTypes: types) : .prefetch(installationEventTypes: types)
-        default:
-            throw ManifestProblem.error(
-                file,
-                key: "downloadPolicy.\(key)",
-                "is not a download policy",
-                fix: fix
             )
+            return nil
         }
+        let known = key == "onDemand" ? [] : ["installationEventTypes"]
+        var wrong = false
+        var misspelt = false
+        for name in inner.keys.sorted() where !known.contains(name) {
+            let near = nearMiss(name, in: known)
+            misspelt = misspelt || near != nil
+            problems.append(
+                .error(
+                    file,
+                    key: "downloadPolicy.\(key).\(name)",
+                    key == "onDemand"
+                        ? "is not a key of the onDemand policy, which has none"
+                        : "is not a key of the \(key) policy; a key that is ignored gives another policy than meant",
+                    fix: near.map { "did you mean \"\($0)\"?" }
+                        ?? (key == "onDemand" ? "write \"onDemand\": {}" : "remove it (keys: installationEventTypes)")
+                )
+            )
+            wrong = true
+        }
+        if key == "onDemand" { return wrong ? nil : .onDemand }
+        let path = "downloadPolicy.\(key).installationEventTypes"
+        let eventsFix =
+            "write \"\(key)\": {\"installationEventTypes\": [\"firstInstallation\"]} "
+            + "(or [\"firstInstallation\", \"subsequentUpdate\"])"
+        guard let events = inner["installationEventTypes"] else {
+            // A misspelling of it is already said, with the fix; "is missing" would say it twice.
+            if !misspelt { problems.append(.error(file, key: path, "is missing", fix: eventsFix)) }
+            return nil
+        }
+        guard case .array(let items) = events, !items.isEmpty else {
+            problems.append(.error(file, key: path, "must be a non-empty array", fix: eventsFix))
+            return nil
+        }
+        var types: [InstallationEventType] = []
+        for (index, item) in items.enumerated() {
+            guard case .string(let name) = item, let type = InstallationEventType(rawValue: name) else {
+                let near: String? =
+                    if case .string(let name) = item {
+                        nearMiss(name, in: InstallationEventType.allCases.map(\.rawValue))
+                    } else { nil }
+                problems.append(
+                    .error(
+                        file,
+                        key: "\(path)[\(index)]",
+                        "is \(Self.show(item)), which is not an installation event type",
+                        fix: near.map { "did you mean \"\($0)\"?" }
+                            ?? "use \"firstInstallation\" and/or \"subsequentUpdate\""
+                    )
+                )
+                wrong = true
+                continue
+            }
+            if !types.contains(type) { types.append(type) }
+        }
+        if wrong { return nil }
+        return key == "essential"
+            ? .essential(installationEventTypes: types) : .prefetch(installationEventTypes: types)
     }
 
-    static func parseSelectors(_ value: JSONValue?, file: String) throws -> [FileSelector] {
+    /// The selectors that are valid, each with where it stands in the list, and a problem for each wrong one;
+    /// `nil` when the list itself is missing or wrong.
+    static func parseSelectors(
+        _ value: JSONValue?,
+        file: String,
+        problems: inout [ManifestProblem]
+    ) -> [(index: Int, selector: FileSelector)]? {
+        do {
+            return try parseSelectors(value, file: file, each: &problems)
+        } catch let problem as ManifestProblem {
+            problems.append(problem)
+        } catch {
+            problems.append(.error(file, "fileSelectors", "\(error)", fix: nil))
+        }
+        return nil
+    }
+
+    private static func parseSelectors(
+        _ value: JSONValue?,
+        file: String,
+        each problems: inout [ManifestProblem]
+    ) throws -> [(index: Int, selector: FileSelector)] {
         let fix =
             "list what goes in the pack, e.g. \"fileSelectors\": [{\"file\": \"Videos/Intro.m4v\"}, "
             + "{\"directory\": \"Levels\"}]"
@@ -222,134 +270,160 @@ extension PackagingManifest {
             "{\"file\": PATH}, {\"directory\": PATH}, {\"filePattern\": GLOB}, {\"fileExclusion\": GLOB}, "
             + "{\"fileSource\": PATH, \"fileDestination\": PATH} or {\"directorySource\": PATH, "
             + "\"directoryDestination\": PATH}"
-        var selectors: [FileSelector] = []
+        var selectors: [(index: Int, selector: FileSelector)] = []
         for (index, item) in items.enumerated() {
-            let key = "fileSelectors[\(index)]"
-            guard case .object(let object) = item else {
-                throw ManifestProblem.error(
-                    file,
-                    key,
-                    "is \(item.typeName), not an object",
-                    fix: "write one of \(shapes)"
+            do {
+                selectors.append(
+                    (index, try parseSelector(item, key: "fileSelectors[\(index)]", file: file, shapes: shapes))
                 )
+            } catch let problem as ManifestProblem {
+                problems.append(problem)
             }
-            func path(_ name: String, what: String) throws -> String {
-                guard case .string(let path) = object[name] ?? .null, !path.isEmpty else {
-                    throw ManifestProblem.error(
-                        file,
-                        "\(key).\(name)",
-                        "must be a non-empty string",
-                        fix: "give \(what)"
-                    )
-                }
-                try PackPath.checkSelector(path, file: file, key: "\(key).\(name)")
-                return path
-            }
-            func glob(_ name: String) throws -> Glob {
-                guard case .string(let pattern) = object[name] ?? .null else {
-                    throw ManifestProblem.error(
-                        file,
-                        "\(key).\(name)",
-                        "must be a string",
-                        fix: "write e.g. \"Levels/**/*.json\""
-                    )
-                }
-                do {
-                    return try Glob(pattern)
-                } catch {
-                    throw ManifestProblem.error(
-                        file,
-                        "\(key).\(name)",
-                        "the pattern \"\(pattern)\" \(error)",
-                        fix: "write a pattern relative to the source root, e.g. \"Levels/**/*.json\" (* ? [a-z] **)",
-                        code: .unsafePath
-                    )
-                }
-            }
-            let keys = Set(object.keys)
-            let selector: FileSelector
-            switch keys {
-            case ["file"]: selector = .file(try path("file", what: "a file's path relative to the source root"))
-            case ["directory"]:
-                selector = .directory(try path("directory", what: "a folder's path relative to the source root"))
-            case ["filePattern"]: selector = .filePattern(try glob("filePattern"))
-            case ["fileExclusion"]: selector = .fileExclusion(try glob("fileExclusion"))
-            case ["fileSource", "fileDestination"]:
-                selector = .fileMapping(
-                    source: try path("fileSource", what: "the file's path relative to the source root"),
-                    destination: try path("fileDestination", what: "the path the file has in the pack")
-                )
-            case ["directorySource", "directoryDestination"]:
-                selector = .directoryMapping(
-                    source: try path("directorySource", what: "the folder's path relative to the source root"),
-                    destination: try path("directoryDestination", what: "the folder its contents go to in the pack")
-                )
-            default:
-                let given = keys.sorted().joined(separator: ", ")
-                let lonely: [String: String] = [
-                    "fileSource": "fileDestination", "fileDestination": "fileSource",
-                    "directorySource": "directoryDestination", "directoryDestination": "directorySource",
-                ]
-                if keys.count == 1, let only = keys.first, let partner = lonely[only] {
-                    throw ManifestProblem.error(
-                        file,
-                        "\(key).\(only)",
-                        "needs \"\(partner)\" beside it",
-                        fix: "write both, e.g. {\"\(only)\": ..., \"\(partner)\": ...}"
-                    )
-                }
-                let unknown = keys.filter {
-                    !["file", "directory", "filePattern", "fileExclusion"].contains($0) && lonely[$0] == nil
-                }
-                let selectorKeys = [
-                    "directory", "directoryDestination", "directorySource", "file", "fileDestination", "fileExclusion",
-                    "filePattern", "fileSource",
-                ]
-                let suggestion = unknown.sorted().first.flatMap { nearMiss($0, in: selectorKeys) }
-                throw ManifestProblem.error(
-                    file,
-                    keys.count == 1 ? "\(key).\(given)" : key,
-                    keys.isEmpty ? "is empty" : "has \(given), which is not a selector",
-                    fix: suggestion.map { "did you mean \"\($0)\"?" } ?? "write one of \(shapes)"
-                )
-            }
-            selectors.append(selector)
         }
         return selectors
     }
 
-    static func parsePlatforms(_ value: JSONValue?, file: String) throws -> [String] {
+    private static func parseSelector(_ item: JSONValue, key: String, file: String, shapes: String) throws
+        -> FileSelector
+    {
+        guard case .object(let object) = item else {
+            throw ManifestProblem.error(
+                file,
+                key,
+                "is \(item.typeName), not an object",
+                fix: "write one of \(shapes)"
+            )
+        }
+        func path(_ name: String, what: String) throws -> String {
+            guard case .string(let path) = object[name] ?? .null, !path.isEmpty else {
+                throw ManifestProblem.error(
+                    file,
+                    "\(key).\(name)",
+                    "must be a non-empty string",
+                    fix: "give \(what)"
+                )
+            }
+            try PackPath.checkSelector(path, file: file, key: "\(key).\(name)")
+            return path
+        }
+        func glob(_ name: String) throws -> Glob {
+            guard case .string(let pattern) = object[name] ?? .null else {
+                throw ManifestProblem.error(
+                    file,
+                    "\(key).\(name)",
+                    "must be a string",
+                    fix: "write e.g. \"Levels/**/*.json\""
+                )
+            }
+            do {
+                return try Glob(pattern)
+            } catch {
+                throw ManifestProblem.error(
+                    file,
+                    "\(key).\(name)",
+                    "the pattern \"\(pattern)\" \(error)",
+                    fix: "write a pattern relative to the source root, e.g. \"Levels/**/*.json\" (* ? [a-z] **)",
+                    code: .unsafePath
+                )
+            }
+        }
+        let keys = Set(object.keys)
+        let selector: FileSelector
+        switch keys {
+        case ["file"]: selector = .file(try path("file", what: "a file's path relative to the source root"))
+        case ["directory"]:
+            selector = .directory(try path("directory", what: "a folder's path relative to the source root"))
+        case ["filePattern"]: selector = .filePattern(try glob("filePattern"))
+        case ["fileExclusion"]: selector = .fileExclusion(try glob("fileExclusion"))
+        case ["fileSource", "fileDestination"]:
+            selector = .fileMapping(
+                source: try path("fileSource", what: "the file's path relative to the source root"),
+                destination: try path("fileDestination", what: "the path the file has in the pack")
+            )
+        case ["directorySource", "directoryDestination"]:
+            selector = .directoryMapping(
+                source: try path("directorySource", what: "the folder's path relative to the source root"),
+                destination: try path("directoryDestination", what: "the folder its contents go to in the pack")
+            )
+        default:
+            let given = keys.sorted().joined(separator: ", ")
+            let lonely: [String: String] = [
+                "fileSource": "fileDestination", "fileDestination": "fileSource",
+                "directorySource": "directoryDestination", "directoryDestination": "directorySource",
+            ]
+            if keys.count == 1, let only = keys.first, let partner = lonely[only] {
+                throw ManifestProblem.error(
+                    file,
+                    "\(key).\(only)",
+                    "needs \"\(partner)\" beside it",
+                    fix: "write both, e.g. {\"\(only)\": ..., \"\(partner)\": ...}"
+                )
+            }
+            let unknown = keys.filter {
+                !["file", "directory", "filePattern", "fileExclusion"].contains($0) && lonely[$0] == nil
+            }
+            let selectorKeys = [
+                "directory", "directoryDestination", "directorySource", "file", "fileDestination", "fileExclusion",
+                "filePattern", "fileSource",
+            ]
+            let suggestion = unknown.sorted().first.flatMap { nearMiss($0, in: selectorKeys) }
+            throw ManifestProblem.error(
+                file,
+                keys.count == 1 ? "\(key).\(given)" : key,
+                keys.isEmpty ? "is empty" : "has \(given), which is not a selector",
+                fix: suggestion.map { "did you mean \"\($0)\"?" } ?? "write one of \(shapes)"
+            )
+        }
+        return selector
+    }
+
+    /// The platforms, or `nil` with a problem for each wrong item (`platforms[1]`), so that one run lists them
+    /// all.
+    static func parsePlatforms(_ value: JSONValue?, file: String, problems: inout [ManifestProblem]) -> [String]? {
         let fix = "write e.g. \"platforms\": [\"iOS\", \"macOS\"] (known: \(knownPlatforms.joined(separator: ", ")))"
         guard let value else {
-            throw ManifestProblem.error(file, key: "platforms", "is missing", fix: fix)
+            problems.append(.error(file, key: "platforms", "is missing", fix: fix))
+            return nil
         }
         guard case .array(let items) = value, !items.isEmpty else {
-            throw ManifestProblem.error(file, key: "platforms", "must be a non-empty array", fix: fix)
+            problems.append(.error(file, key: "platforms", "must be a non-empty array", fix: fix))
+            return nil
         }
         var platforms: [String] = []
-        for item in items {
+        var wrong = false
+        for (index, item) in items.enumerated() {
+            let key = "platforms[\(index)]"
             guard case .string(let name) = item else {
-                throw ManifestProblem.error(file, key: "platforms", "has \(show(item))", fix: fix)
+                problems.append(.error(file, key: key, "is \(item.typeName), not a platform name", fix: fix))
+                wrong = true
+                continue
             }
             if name == "iPadOS" {
-                throw ManifestProblem.error(
-                    file,
-                    key: "platforms",
-                    "lists \"iPadOS\", which ba-package rejects",
-                    fix: "list \"iOS\"; it covers iPadOS"
+                problems.append(
+                    .error(
+                        file,
+                        key: key,
+                        "is \"iPadOS\", which ba-package rejects",
+                        fix: "list \"iOS\"; it covers iPadOS"
+                    )
                 )
-            }
-            guard knownPlatforms.contains(name) else {
-                throw ManifestProblem.error(
-                    file,
-                    key: "platforms",
-                    "lists \"\(name)\", which is not a platform ba-package knows",
-                    fix: fix
+                wrong = true
+            } else if !knownPlatforms.contains(name) {
+                let near = nearMiss(name, in: knownPlatforms)
+                problems.append(
+                    .error(
+                        file,
+                        key: key,
+                        "is \"\(name)\", which is not a platform ba-package knows",
+                        fix: near.map { "did you mean \"\($0)\"?" } ?? fix
+                    )
                 )
+                wrong = true
+            } else if !platforms.contains(name) {
+                platforms.append(name)
             }
-            if !platforms.contains(name) { platforms.append(name) }
         }
-        return platforms
+        return wrong ? nil : platforms
     }
 
     static func show(_ value: JSONValue) -> String {

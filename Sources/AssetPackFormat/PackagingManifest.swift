@@ -225,8 +225,10 @@ extension PackagingManifest {
             )
         }
         var problems: [ManifestProblem] = []
+        var misspelt: Set<String> = []
         for key in object.keys.sorted() where !knownKeys.contains(key) {
             let near = nearMiss(key, in: knownKeys)
+            if let near { misspelt.insert(near) }
             problems.append(
                 .error(
                     file,
@@ -248,36 +250,106 @@ extension PackagingManifest {
             }
             return nil
         }
-        var warnings: [ManifestProblem] = []
+        var warnings: [ManifestProblem] = trailingCommas(in: text).map { place in
+            .warning(
+                file,
+                "(file)",
+                "has a comma before a closing bracket (\(place)); this tool reads it, but JSON does not allow it and "
+                    + "whether ba-package accepts it is not known",
+                fix: "remove the comma"
+            )
+        }
         let id = take { try parseID(object["assetPackID"], file: file, warnings: &warnings) }
-        let policy = take { try parsePolicy(object["downloadPolicy"], file: file) }
-        let selectors = take { try parseSelectors(object["fileSelectors"], file: file) }
-        let platforms = take { try parsePlatforms(object["platforms"], file: file) }
+        let policy = parsePolicy(object["downloadPolicy"], file: file, problems: &problems)
+        let selectors = parseSelectors(object["fileSelectors"], file: file, problems: &problems)
+        let platforms = parsePlatforms(object["platforms"], file: file, problems: &problems)
         let sourceRoot = take { try parseSourceRoot(object["sourceRoot"], file: file) }
         let language = take { try parseLanguage(object["language"], file: file) }
         let userInfo = take { try parseUserInfo(object["userInfo"], file: file) }
+        // A misspelt key is said once, with its fix: not again as the right key "is missing".
+        problems.removeAll { misspelt.contains($0.key) && $0.message == "is missing" }
         problems += warnings
+        // What its files can be checked with, even when another key is wrong: one run finds those problems too.
+        var selection: ParsedManifest?
+        if let id, let valid = selectors, !valid.isEmpty, let sourceRoot {
+            let manifest = PackagingManifest(
+                assetPackID: id,
+                downloadPolicy: policy ?? .onDemand,
+                fileSelectors: valid.map(\.selector),
+                platforms: platforms ?? [],
+                sourceRoot: sourceRoot.value,
+                language: language?.value
+            )
+            selection = ParsedManifest(manifest: manifest, file: file, problems: [])
+        }
+        let indices = selectors.map { $0.map(\.index) }
         guard let id, let policy, let selectors, let platforms, let sourceRoot, let language, let userInfo,
             !problems.contains(where: { $0.severity == .error })
-        else { return ManifestCheck(parsed: nil, problems: problems) }
+        else {
+            var check = ManifestCheck(parsed: nil, problems: problems, assetPackID: id, selection: selection)
+            check.selectorIndices = indices
+            return check
+        }
         let manifest = PackagingManifest(
             assetPackID: id,
             downloadPolicy: policy,
-            fileSelectors: selectors,
+            fileSelectors: selectors.map(\.selector),
             platforms: platforms,
             sourceRoot: sourceRoot.value,
             language: language.value,
             userInfo: userInfo.value
         )
-        return ManifestCheck(
-            parsed: ParsedManifest(manifest: manifest, file: file, problems: problems),
-            problems: problems
-        )
+        let parsed = ParsedManifest(manifest: manifest, file: file, problems: problems)
+        return ManifestCheck(parsed: parsed, problems: problems, assetPackID: id, selection: parsed)
+    }
+
+    /// Where a comma stands right before `}` or `]` (outside strings), as "line 5, column 43".
+    static func trailingCommas(in text: [UInt8]) -> [String] {
+        var places: [String] = []
+        var inString = false
+        var escaped = false
+        var pendingComma: Int?
+        for (offset, byte) in text.enumerated() {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""):
+                inString = true
+                pendingComma = nil
+            case UInt8(ascii: ","): pendingComma = offset
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                if let comma = pendingComma { places.append(lineAndColumn(of: comma, in: text)) }
+                pendingComma = nil
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): break
+            default: pendingComma = nil
+            }
+        }
+        return places
+    }
+
+    /// "line L, column C" of a byte offset.
+    static func lineAndColumn(of offset: Int, in text: [UInt8]) -> String {
+        let before = text.prefix(min(offset, text.count))
+        let line = before.filter { $0 == UInt8(ascii: "\n") }.count + 1
+        let column = before.count - (before.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0) + 1
+        return "line \(line), column \(column)"
     }
 
     /// The known key a misspelt one was meant to be: same letters in another case, or one or two edits away.
     static func nearMiss(_ key: String, in known: [String]) -> String? {
-        if let same = known.first(where: { $0.lowercased() == key.lowercased() }) { return same }
+        let lowered = key.lowercased()
+        if let same = known.first(where: { $0.lowercased() == lowered }) { return same }
+        // A name cut short ("firstInstall"): the one known name it begins.
+        let started = known.filter { lowered.count >= 4 && $0.lowercased().hasPrefix(lowered) }
+        if started.count == 1 { return started[0] }
         return known.map { ($0, editDistance($0.lowercased(), key.lowercased())) }.filter { $0.1 <= 2 }
             .min { $0.1 < $1.1 }?.0
     }

@@ -43,11 +43,12 @@ struct SourceTree {
     /// Refuses a real path inside the state folder, naming how the manifest reached it.
     private func refuseState(_ real: String, shownAs path: String, file: String, key: String) throws {
         guard isState(real) else { return }
-        throw AssetPackFormatError(
-            code: .unsafePath,
-            message:
-                "\(file): \(key): \(path) leads into \(stateShown), ba-mock's own state, which is never packed or "
-                + "served. Fix: select content folders only"
+        throw AssetPackFormatError.manifest(
+            file,
+            key: key,
+            "\(path) leads into \(stateShown), ba-mock's own state, which is never packed or served",
+            fix: "select content folders only",
+            code: .unsafePath
         )
     }
 
@@ -60,12 +61,14 @@ struct SourceTree {
     func resolve(_ relative: String, file: String, key: String) throws -> (real: String, kind: Kind) {
         let path = rootReal + "/" + relative
         guard Self.lstatInfo(path) != nil else {
-            throw AssetPackFormatError(
-                code: .notFound,
-                message:
-                    "\(file): \(key): \"\(relative)\" does not exist in \(rootReal), the folder selector paths are "
-                    + "relative to (the asset folder for `ba-mock serve` and `export`; --root, else the current "
-                    + "folder, for `ba-mock package`). Fix: check spelling and case, or the folder"
+            throw AssetPackFormatError.manifest(
+                file,
+                key: key,
+                "\"\(relative)\" does not exist in \(rootReal), the folder selector paths are relative to (the "
+                    + "asset folder for `ba-mock serve` and `export`; --root, else the current folder, for "
+                    + "`ba-mock package`)",
+                fix: "check spelling and case, or the folder",
+                code: .notFound
             )
         }
         let real = try inside(path, file: file, key: key)
@@ -76,17 +79,21 @@ struct SourceTree {
     /// The real path of `path` (every component resolved), which must be inside the asset folder.
     private func inside(_ path: String, file: String, key: String) throws -> String {
         guard let real = try? Self.realPath(FilePath(path), orThrow: "path") else {
-            throw AssetPackFormatError(
-                code: .notFound,
-                message: "\(file): \(key): \(path) is a broken symlink, or leads through one"
+            throw AssetPackFormatError.manifest(
+                file,
+                key: key,
+                "\(path) is a broken symlink, or leads through one",
+                fix: "point the link at a file inside the asset folder, or remove it",
+                code: .notFound
             )
         }
         guard real.hasBytePrefix(rootReal + "/") || real.utf8.elementsEqual(rootReal.utf8) else {
-            throw AssetPackFormatError(
-                code: .unsafePath,
-                message:
-                    "\(file): \(key): \(path) leads through a symlink to \(real), outside the asset folder "
-                    + "\(rootReal). Fix: copy the file into the asset folder instead of linking to it"
+            throw AssetPackFormatError.manifest(
+                file,
+                key: key,
+                "\(path) leads through a symlink to \(real), outside the asset folder \(rootReal)",
+                fix: "copy the file into the asset folder instead of linking to it",
+                code: .unsafePath
             )
         }
         return real
@@ -94,7 +101,13 @@ struct SourceTree {
 
     private func kind(of real: String, shownAs path: String, file: String, key: String) throws -> Kind {
         guard let info = Self.lstatInfo(real) else {
-            throw AssetPackFormatError(code: .notFound, message: "\(file): \(key): \(path) vanished")
+            throw AssetPackFormatError.manifest(
+                file,
+                key: key,
+                "\(path) vanished while it was read",
+                fix: "run again once nothing is moving files",
+                code: .notFound
+            )
         }
         switch info.st_mode & S_IFMT {
         case S_IFREG: return .regular(info)
@@ -152,7 +165,7 @@ struct SourceTree {
     /// What a walk found.
     struct Walk {
         var files: [Found] = []
-        var warnings: [String] = []
+        var warnings: [ManifestProblem] = []
     }
 
     /// Lists the files below the folder at `real` (a real path inside the asset folder), in byte order.
@@ -166,13 +179,22 @@ struct SourceTree {
             guard let info = Self.lstatInfo(path) else { continue }  // removed while listing
             if name == ".DS_Store" {
                 found.warnings.append(
-                    "\(file): \(key): \(childRelative) is a Finder file; it is packed like any other. Fix: delete it"
+                    .warning(
+                        file,
+                        key,
+                        "\(childRelative) is a Finder file; it is packed like any other",
+                        fix: "delete it"
+                    )
                 )
             }
             if name == ".git" && info.st_mode & S_IFMT == S_IFDIR {
                 found.warnings.append(
-                    "\(file): \(key): \(childRelative)/ is a git folder; all of it is packed. Fix: select the "
-                        + "content folders only"
+                    .warning(
+                        file,
+                        key,
+                        "\(childRelative)/ is a git folder; all of it is packed",
+                        fix: "select the content folders only"
+                    )
                 )
             }
             var target = path
@@ -180,11 +202,12 @@ struct SourceTree {
                 target = try inside(path, file: file, key: key)
                 try refuseState(target, shownAs: path, file: file, key: key)
                 if case .directory = try kind(of: target, shownAs: path, file: file, key: key) {
-                    throw AssetPackFormatError(
-                        code: .unsafePath,
-                        message:
-                            "\(file): \(key): \(path) is a symlink to a folder, which packs do not follow. "
-                            + "Fix: name the folder it points to in a selector instead"
+                    throw AssetPackFormatError.manifest(
+                        file,
+                        key: key,
+                        "\(path) is a symlink to a folder, which packs do not follow",
+                        fix: "name the folder it points to in a selector instead",
+                        code: .unsafePath
                     )
                 }
             }
@@ -214,21 +237,23 @@ struct SourceTree {
                 if bytes == [46] || bytes == [46, 46] { return nil }
                 guard let name = String(validating: bytes, as: UTF8.self) else {
                     let shown = String(decoding: bytes, as: UTF8.self)
-                    throw AssetPackFormatError(
-                        code: .unsafePath,
-                        message:
-                            "\(file): \(key): \(folder)/\(shown) has a name that is not UTF-8 (bytes "
-                            + "\(bytes.map { String($0, radix: 16) }.joined(separator: " "))); packs store names as "
-                            + "UTF-8. Fix: rename it"
+                    throw AssetPackFormatError.manifest(
+                        file,
+                        key: key,
+                        "\(folder)/\(shown) has a name that is not UTF-8 (bytes "
+                            + "\(bytes.map { String($0, radix: 16) }.joined(separator: " "))); packs store names as UTF-8",
+                        fix: "rename it",
+                        code: .unsafePath
                     )
                 }
                 if bytes.contains(UInt8(ascii: "\\")) {
                     // Pack readers refuse it (it reads as a Windows separator); refuse it here, not on devices.
-                    throw AssetPackFormatError(
-                        code: .unsafePath,
-                        message:
-                            "\(file): \(key): \(folder)/\(name) has a backslash in its name, which pack archives do not "
-                            + "hold. Fix: rename it"
+                    throw AssetPackFormatError.manifest(
+                        file,
+                        key: key,
+                        "\(folder)/\(name) has a backslash in its name, which pack archives do not hold",
+                        fix: "rename it",
+                        code: .unsafePath
                     )
                 }
                 return name

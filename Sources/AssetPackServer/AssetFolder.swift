@@ -59,102 +59,31 @@ public struct AssetFolder: Sendable {
                     + "`ba-mock template > \(root.appending("MyPack.json"))` and edit it"
             )
         }
-        var sources: [PackSource] = []
-        var problems: [AssetPackFormatError] = []
-        var warnings: [String] = []
-        var manifestProblems: [ManifestProblem] = []
-        var owners: [String: String] = [:]
-        for name in manifests {
-            let file = root.appending(name)
-            do {
-                let checked = try PackagingManifest.check(file: file)
-                manifestProblems += checked.problems
-                guard let parsed = checked.parsed else {
-                    problems.append(try Self.firstError(checked))
-                    continue
-                }
-                let id = parsed.manifest.assetPackID
-                if let other = owners[id] {
-                    let duplicate = ManifestProblem(
-                        file: file.string,
-                        key: "assetPackID",
-                        severity: .error,
-                        message: "\"\(id)\" is also the ID in \(other)",
-                        fix: "give every pack its own ID"
-                    )
-                    manifestProblems.append(duplicate)
-                    problems.append(AssetPackFormatError(code: .duplicatePackID, message: duplicate.description))
-                    continue
-                }
-                owners[id] = file.string
-                // A server serves nothing from outside its folder: a source root must be inside it.
-                let source = try PackSource.resolve(parsed, root: root, boundary: root)
-                manifestProblems += source.warnings.dropFirst(parsed.problems.count).map {
-                    ManifestProblem(file: file.string, key: "fileSelectors", severity: .warning, message: $0, fix: nil)
-                }
-                sources.append(source)
-            } catch let error as AssetPackFormatError {
-                problems.append(error)
-                manifestProblems.append(
-                    ManifestProblem(
-                        file: file.string,
-                        key: "fileSelectors",
-                        severity: .error,
-                        message: error.message,
-                        fix: nil
-                    )
-                )
+        let checked = ManifestSet.check(manifests.map { .init(file: root.appending($0), root: root, boundary: root) })
+        // Files that look like manifests but are not read as one: said, not skipped without a word.
+        let lookalikes = names.filter { name in
+            guard !name.hasPrefix("."), !name.hasSuffix(".json"), let dot = name.lastIndex(of: ".") else {
+                return false
             }
-        }
-        sources.sort { $0.manifest.assetPackID < $1.manifest.assetPackID }
-        for source in sources { warnings.append(contentsOf: source.warnings) }
-        let collisions = Self.collisions(sources)
-        warnings.append(contentsOf: collisions.map { "\($0). \(Self.collisionFix)" })
-        manifestProblems += collisions.map {
-            ManifestProblem(file: root.string, key: "(folder)", severity: .warning, message: $0, fix: Self.collisionFix)
+            return ["json", "jsonc", "json5"].contains(name[name.index(after: dot)...].lowercased())
+        }.sorted().map { name in
+            ManifestProblem.warning(
+                root.appending(name).string,
+                "(file)",
+                "is not read: only files named *.json at the folder's top level are packaging manifests",
+                fix:
+                    "rename it to \(name[..<(name.lastIndex(of: ".") ?? name.endIndex)]).json if it is one (// and /* */ "
+                    + "comments are allowed in .json)"
+            )
         }
         return Scan(
-            sources: sources,
-            problems: problems,
-            warnings: warnings,
+            sources: checked.sources,
+            problems: checked.errors,
+            warnings: checked.sources.flatMap(\.warnings)
+                + checked.collisions.map { "\($0.message). \(ManifestSet.collisionFix)" }
+                + lookalikes.map(\.description),
             manifestFiles: Set(manifests.map { root.appending($0).string }),
-            manifestProblems: manifestProblems
+            manifestProblems: checked.problems + lookalikes
         )
-    }
-
-    /// The first error of a manifest, as the error `load` throws.
-    private static func firstError(_ checked: ManifestCheck) throws -> AssetPackFormatError {
-        do {
-            _ = try PackagingManifest.throwingFirst(checked)
-            return AssetPackFormatError(code: .invalidManifest, message: "invalid")
-        } catch let error as AssetPackFormatError {
-            return error
-        }
-    }
-
-    static let collisionFix = "Keep each path in one pack (or in localized packs of different languages)"
-
-    /// Warnings for paths that more than one pack of one language holds: they collide in the merged
-    /// namespace. Localized packs of different languages never meet on a device, and a localized pack
-    /// overrides an unlocalized one by design: neither collides.
-    static func collisions(_ sources: [PackSource]) -> [String] {
-        // Keyed by String on purpose: two spellings of one name collide on Apple's file systems too. A pack
-        // holding both spellings is its own warning (PackSource), not a collision between packs.
-        var packsByPath: [String: [(id: String, language: String?)]] = [:]
-        for source in sources {
-            let id = source.manifest.assetPackID
-            let language = source.manifest.language.flatMap { try? LanguageTag(parsing: $0).maximized.description }
-            for file in source.files where packsByPath[file.path]?.last?.id != id {
-                packsByPath[file.path, default: []].append((id, language))
-            }
-        }
-        return packsByPath.keys.sorted().compactMap { path in
-            let holders = packsByPath[path, default: []]
-            let byLanguage = Dictionary(grouping: holders, by: \.language).values
-            guard let clash = byLanguage.filter({ $0.count > 1 }).max(by: { $0.count < $1.count }) else { return nil }
-            let packs = clash.map(\.id).joined(separator: ", ")
-            return "\(path) is in packs \(packs): it collides in the merged namespace on the device, where one "
-                + "pack's copy hides the other's"
-        }
     }
 }

@@ -7,14 +7,17 @@ import SystemPackage
 
 struct Validate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check manifests as package would, without building anything (like `ba-package evaluate`).",
+        abstract: "Check manifests as package would, without building anything (`evaluate`, as ba-package names it).",
         discussion: """
             Given a folder (default ./Assets), checks every *.json at its top level as `serve` and `export` \
-            read them: each manifest's keys and values, its selectors against the files, duplicate IDs and \
-            paths two packs share. Given manifest files, checks each, with selector paths relative to --root. \
-            Every problem is printed with its file, key, message and fix; exits 1 when any is an error. \
+            read them; given manifest files, checks each, with selector paths relative to --root. One run lists \
+            every problem: each manifest's keys and values (nested keys too), its selectors against the files, \
+            names Apple's file systems refuse (a name over 255 bytes, a path of 1024 bytes or more, two names \
+            that differ only in case or Unicode normalization), and across packs: one ID twice, one path in two \
+            packs. Each problem has its file, key, severity, message and fix; exits 1 when any is an error. \
             --json prints one document: {"ok": BOOL, "problems": [{"file", "key", "severity", "message", "fix"}]}.
-            """
+            """,
+        aliases: ["evaluate"]
     )
 
     @Argument(help: "An asset folder, or packaging manifests (*.json). (default: ./Assets)")
@@ -29,44 +32,19 @@ struct Validate: AsyncParsableCommand {
     func run() async throws {
         let targets = paths.isEmpty ? [FilePath("Assets")] : paths
         var problems: [ManifestProblem] = []
-        var manifests: [FilePath] = []
+        var manifests: [ManifestSet.Member] = []
         for target in targets {
             var isFolder: ObjCBool = false
             if FileManager.default.fileExists(atPath: target.string, isDirectory: &isFolder), isFolder.boolValue {
                 let folder = AssetFolder(root: target)
                 problems += try await BlockingIO.run { try folder.scan().manifestProblems }
             } else {
-                manifests.append(target)
+                manifests.append(.init(file: target, root: root))
             }
         }
-        let root = self.root
-        for manifest in manifests {
-            problems += try await BlockingIO.run { () -> [ManifestProblem] in
-                let checked = try PackagingManifest.check(file: manifest)
-                guard let parsed = checked.parsed else { return checked.problems }
-                do {
-                    let source = try PackSource.resolve(parsed, root: root)
-                    return source.warnings.dropFirst(parsed.problems.count).map {
-                        ManifestProblem(
-                            file: manifest.string,
-                            key: "fileSelectors",
-                            severity: .warning,
-                            message: $0,
-                            fix: nil
-                        )
-                    } + checked.problems
-                } catch let error as AssetPackFormatError {
-                    return checked.problems + [
-                        ManifestProblem(
-                            file: manifest.string,
-                            key: "fileSelectors",
-                            severity: .error,
-                            message: error.message,
-                            fix: nil
-                        )
-                    ]
-                }
-            }
+        if !manifests.isEmpty {
+            let members = manifests
+            problems += try await BlockingIO.run { ManifestSet.check(members).problems }
         }
         let errors = problems.filter { $0.severity == .error }.count
         if json {

@@ -167,3 +167,77 @@ struct StateFolderSelectionTests {
         }
     }
 }
+
+/// Names Apple's file systems refuse or merge, and every selector's problem in one check.
+@Suite("Pack names on Apple's file systems")
+struct PackNameRuleTests {
+    func check(_ scratch: Scratch, platforms: String = #"["iOS"]"#, selectors: String) throws -> SourceCheck {
+        let text = """
+            {"assetPackID": "Pack", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [\(selectors)],
+             "platforms": \(platforms)}
+            """
+        return PackSource.check(try PackagingManifest.parse(Array(text.utf8), file: "Pack.json"), root: scratch.root)
+    }
+
+    @Test func caseTwinsAreAnErrorForMacOSAndAWarningElsewhere() throws {
+        let scratch = try Scratch()
+        try scratch.write("Docs/Readme.txt", "a")
+        try scratch.write("Docs/README.txt", "b")
+        try scratch.write("Docs/Other.txt", "c")
+        let iOS = try check(scratch, selectors: #"{"directory": "Docs"}"#)
+        #expect(iOS.source?.files.count == 3)
+        #expect(iOS.problems.map(\.severity) == [.warning])
+        #expect(iOS.problems.first?.message.contains("\"Docs/README.txt\" and \"Docs/Readme.txt\"") == true)
+        let macOS = try check(scratch, platforms: #"["iOS", "macOS"]"#, selectors: #"{"directory": "Docs"}"#)
+        #expect(macOS.source == nil)
+        #expect(macOS.problems.map(\.severity) == [.error])
+        #expect(macOS.problems.first?.key == "fileSelectors[0].directory")
+        #expect(macOS.selected?.files.count == 3)
+    }
+
+    @Test func pathsNearAndOverPathMaxAndLongNames() throws {
+        let scratch = try Scratch()
+        try scratch.write("a.txt", "a")
+        let near =
+            String(repeating: "n", count: 200) + "/" + String(repeating: "m", count: 200) + "/"
+            + String(repeating: "o", count: 250) + "/" + String(repeating: "p", count: 240)  // 893 bytes
+        let over = near.dropLast(240) + String(repeating: "z", count: 240) + "/" + String(repeating: "q", count: 140)
+        let checked = try check(
+            scratch,
+            selectors: """
+                {"fileSource": "a.txt", "fileDestination": "\(near)"},
+                {"fileSource": "a.txt", "fileDestination": "\(over)"},
+                {"fileSource": "a.txt", "fileDestination": "x/\(String(repeating: "é", count: 128))"}
+                """
+        )
+        #expect(checked.source == nil)
+        #expect(
+            checked.problems.map { "\($0.severity) \($0.key)" } == [
+                "error fileSelectors[1].fileDestination", "error fileSelectors[2].fileDestination",
+                "warning fileSelectors[0].fileDestination",
+            ],
+            "\(checked.problems)"
+        )
+        #expect(checked.problems[1].message.contains("is 256 bytes; APFS holds names of at most 255 bytes"))
+    }
+
+    @Test func everySelectorProblemIsFoundAndResolveThrowsTheFirstWithACount() throws {
+        let scratch = try Scratch()
+        try scratch.write("Levels/a.json", "{}")
+        let selectors = #"{"file": "Missing.txt"}, {"directory": "Levels"}, {"directory": "Gone"}"#
+        let checked = try check(scratch, selectors: selectors)
+        #expect(checked.problems.map(\.key) == ["fileSelectors[0].file", "fileSelectors[2].directory"])
+        #expect(checked.problems.allSatisfy { $0.fix != nil && !$0.message.contains("Pack.json") })
+        #expect(checked.selected?.files.map(\.path) == ["Levels/a.json"])
+        let text = """
+            {"assetPackID": "Pack", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [\(selectors)],
+             "platforms": ["iOS"]}
+            """
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try PackSource.resolve(try PackagingManifest.parse(Array(text.utf8), file: "Pack.json"), root: scratch.root)
+        }
+        #expect(error?.code == .notFound)
+        #expect(error?.message.hasPrefix("Pack.json: fileSelectors[0].file: \"Missing.txt\" does not exist") == true)
+        #expect(error?.message.hasSuffix("(and 1 more: `ba-mock validate Pack.json` lists every problem)") == true)
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import SystemPackage
+import TestSupport
+import Testing
+
+/// `ba-mock validate` as a CI gate: one run lists every problem of every manifest and across packs.
+@Suite("ba-mock validate end to end", .serialized)
+struct ValidateEndToEndTests {
+    let tool = builtProduct("ba-mock")
+
+    struct Problem: Decodable, Hashable, CustomStringConvertible {
+        var file: String
+        var key: String
+        var severity: String
+        var message: String
+        var fix: String?
+        var description: String { "\(severity) \(file) \(key): \(message) | fix: \(fix ?? "-")" }
+    }
+
+    struct Report: Decodable {
+        var ok: Bool
+        var problems: [Problem]
+    }
+
+    /// A game's folder holding every kind of mistake people make, each once.
+    func brokenFolder(_ scratch: Scratch) throws -> FilePath {
+        try scratch.write("game/Levels/World1/map.json", "{}")
+        try scratch.write("game/Levels/World1/Readme.txt", "a")
+        try scratch.write("game/Levels/World1/README.txt", "b")
+        try scratch.write("game/Core/config.json", "{}")
+        try scratch.write("game/Core/Caf\u{E9}.txt", "nfc")
+        try scratch.write("game/Core/Cafe\u{301}.txt", "nfd")
+        try scratch.write("game/Voice/line.txt", "hello")
+        // Platforms: two wrong; a nested unknown key; a trailing comma; a missing file and a path that climbs.
+        try scratch.write(
+            "game/Core.json",
+            """
+            {
+              "assetPackID": "Core",
+              "downloadPolicy": { "prefetch": { "installationEventTypes": ["firstInstallation"], "priority": 1 } },
+              "fileSelectors": [ { "directory": "Core" }, { "file": "Missing.txt" }, { "file": "../outside.txt" } ],
+              "platforms": ["iOS", "Android", "iPadOS"],
+            }
+            """
+        )
+        // A nested typo, and a top-level one.
+        try scratch.write(
+            "game/Typo.json",
+            """
+            {
+              "assetPackID": "Typo",
+              "downloadPolicy": { "essential": { "instalationEventTypes": ["firstInstallation"] } },
+              "fileSelectors": [ { "directory": "Voice" } ],
+              "platfroms": ["iOS"]
+            }
+            """
+        )
+        // Two packs with one ID, both selecting World1: a duplicate ID (one of them also has a bad platform).
+        try scratch.write(
+            "game/World1.json",
+            """
+            {"assetPackID": "World1", "downloadPolicy": {"onDemand": {}},
+             "fileSelectors": [{"directory": "Levels/World1"}], "platforms": ["macOS"]}
+            """
+        )
+        try scratch.write(
+            "game/Dup.json",
+            """
+            {"assetPackID": "World1", "downloadPolicy": {"onDemand": {}},
+             "fileSelectors": [{"file": "Levels/World1/map.json"}], "platforms": ["watchOS"]}
+            """
+        )
+        // The same path in two packs; names too long for Apple's file systems.
+        let long = String(repeating: "n", count: 300)
+        let deep = (0..<5).map { _ in String(repeating: "d", count: 220) }.joined(separator: "/")
+        try scratch.write(
+            "game/Names.json",
+            """
+            {"assetPackID": "Names", "downloadPolicy": {"onDemand": {}}, "platforms": ["iOS"],
+             "fileSelectors": [{"file": "Levels/World1/map.json"},
+                               {"fileSource": "Core/config.json", "fileDestination": "\(long).json"},
+                               {"fileSource": "Voice/line.txt", "fileDestination": "\(deep)/line.txt"}]}
+            """
+        )
+        try scratch.write("game/Voice-en.jsonc", "{}")
+        return scratch.root.appending("game")
+    }
+
+    @Test func oneRunListsEveryProblemWithItsKeyAndFix() throws {
+        let scratch = try Scratch()
+        let folder = try brokenFolder(scratch)
+        let run = try runTool(tool, ["validate", folder.string, "--json"], timeout: 60)
+        #expect(run.status == 1, "\(run.stderr)")
+        let report = try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8))
+        #expect(!report.ok)
+        let file = { (name: String) in folder.appending(name).string }
+        let found = Set(report.problems.map { "\($0.severity) \($0.file) \($0.key)" })
+        let expected: Set<String> = [
+            "error \(file("Core.json")) downloadPolicy.prefetch.priority",
+            "warning \(file("Core.json")) (file)",  // the trailing comma
+            "error \(file("Core.json")) platforms[1]",
+            "error \(file("Core.json")) platforms[2]",
+            "error \(file("Core.json")) fileSelectors[1].file",
+            "error \(file("Core.json")) fileSelectors[2].file",
+            "warning \(file("Core.json")) fileSelectors[0].directory",  // Café twice
+            "error \(file("Typo.json")) downloadPolicy.essential.instalationEventTypes",
+            "error \(file("Typo.json")) platfroms",
+            "error \(file("Dup.json")) platforms[0]",
+            "error \(file("World1.json")) assetPackID",  // World1 is also Dup.json's ID
+            "error \(file("World1.json")) fileSelectors[0].directory",  // Readme.txt and README.txt on macOS
+            "error \(file("Names.json")) fileSelectors[1].fileDestination",  // a 305-byte name
+            "error \(file("Names.json")) fileSelectors[2].fileDestination",  // a 1 113-byte path
+            "warning \(file("Names.json")) (packs)",  // map.json in Names and World1 (Dup.json)
+            "warning \(file("Voice-en.jsonc")) (file)",
+        ]
+        #expect(found == expected, "\(report.problems.map(\.description).joined(separator: "\n"))")
+        for problem in report.problems {
+            #expect(problem.fix?.isEmpty == false, "no fix: \(problem)")
+            #expect(!problem.message.contains(problem.file), "the message repeats the file: \(problem)")
+            #expect(!problem.message.contains("Fix:"), "the fix is inside the message: \(problem)")
+        }
+        let typo = report.problems.first { $0.key == "downloadPolicy.essential.instalationEventTypes" }
+        #expect(typo?.fix == "did you mean \"installationEventTypes\"?")
+        #expect(!report.problems.contains { $0.key == "platforms" && $0.file == file("Typo.json") })
+        let text = try runTool(tool, ["validate", folder.string], timeout: 60)
+        #expect(text.status == 1)
+        #expect(text.stdout.hasSuffix("\(expected.count - 4) error(s), 4 warning(s)\n"), "\(text.stdout)")
+    }
+
+    @Test func manifestFilesAreCheckedAcrossPacksToo() throws {
+        let scratch = try Scratch()
+        let folder = try brokenFolder(scratch)
+        let run = try runTool(
+            tool,
+            ["validate", "World1.json", "Names.json", "--json"],
+            directory: folder.string,
+            timeout: 60
+        )
+        let report = try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8))
+        #expect(report.problems.contains { $0.key == "(packs)" && $0.message.contains("Levels/World1/map.json") })
+        let duplicate = try runTool(tool, ["validate", "Dup.json", "World1.json"], directory: folder.string)
+        #expect(duplicate.status == 1)
+        #expect(duplicate.stdout.contains("World1.json: assetPackID: \"World1\" is also the ID in Dup.json"))
+    }
+
+    @Test func evaluateIsValidateUnderApplesName() throws {
+        let scratch = try Scratch()
+        let folder = try brokenFolder(scratch)
+        let validate = try runTool(tool, ["validate", "Typo.json"], directory: folder.string)
+        let evaluate = try runTool(tool, ["evaluate", "Typo.json"], directory: folder.string)
+        #expect(evaluate.status == 1)
+        #expect(evaluate.stdout == validate.stdout)
+        #expect(evaluate.stdout.contains("platfroms"))
+    }
+}
