@@ -144,6 +144,10 @@ public struct DownloadManifest: Sendable, Hashable, Codable {
 
     /// The packs, sorted by ID.
     public var assetPacks: [Entry]
+    /// ba-mock's own key, there only while a packaging manifest of the folder it serves is broken: each
+    /// problem (file, key, message, fix, pack), while the pack's last good version stays listed. Apple's
+    /// manifests have no such key; clients ignore it.
+    public var mockProblems: [ManifestProblem]?
 
     /// Creates a manifest.
     public init(assetPacks: [Entry]) {

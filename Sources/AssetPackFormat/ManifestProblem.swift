@@ -16,11 +16,13 @@ public struct ManifestProblem: Sendable, Hashable, Codable, CustomStringConverti
     public var message: String
     /// What to do about it.
     public var fix: String?
+    /// The pack the manifest is for, when its ID could be read.
+    public var pack: String?
     /// The error code this problem maps to, when it is an error.
     var code: AssetPackFormatError.Code = .invalidManifest
 
     enum CodingKeys: String, CodingKey {
-        case file, key, severity, message, fix
+        case file, key, severity, message, fix, pack
     }
 
     /// Creates a problem.
@@ -30,6 +32,30 @@ public struct ManifestProblem: Sendable, Hashable, Codable, CustomStringConverti
         self.severity = severity
         self.message = message
         self.fix = fix
+    }
+
+    /// An error as a problem of `file`: its own problem when it is one, else its message under `key` (a
+    /// message that starts with the file's name and holds ". Fix: " is taken apart).
+    public init(_ error: AssetPackFormatError, file: String, key: String) {
+        if let problem = error.problem {
+            self = problem
+            return
+        }
+        var message = error.description
+        if message.hasPrefix(file + ": ") { message.removeFirst(file.count + 2) }
+        var fix: String?
+        if let range = message.range(of: ". Fix: ") {
+            fix = String(message[range.upperBound...])
+            message = String(message[..<range.lowerBound])
+        }
+        self.init(
+            file: file,
+            key: key,
+            severity: .error,
+            message: message,
+            fix: fix ?? (error.code == .io ? "check that the folder is readable, then run again" : nil)
+        )
+        code = error.code
     }
 
     /// `FILE: KEY: MESSAGE. Fix: FIX`, as every message of this tool reads.
@@ -62,6 +88,13 @@ public struct ManifestProblem: Sendable, Hashable, Codable, CustomStringConverti
     /// A warning about `key` of `file`.
     public static func warning(_ file: String, _ key: String, _ message: String, fix: String? = nil) -> Self {
         Self(file: file, key: key, severity: .warning, message: message, fix: fix)
+    }
+
+    /// The problem, said about pack `id`.
+    func about(_ id: String?) -> Self {
+        var problem = self
+        problem.pack = problem.pack ?? id
+        return problem
     }
 
     /// The problem as an error to throw.

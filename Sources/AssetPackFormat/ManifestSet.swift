@@ -61,17 +61,19 @@ public enum ManifestSet {
             } catch {
                 continue  // check(file:) throws AssetPackFormatError only
             }
-            result.problems += checked.problems
+            let pack = checked.assetPackID
+            result.problems += checked.problems.map { $0.about(pack) }
             var buildable = checked.parsed != nil
             if let id = checked.assetPackID {
                 if let other = owners[id] {
-                    let duplicate = ManifestProblem.error(
+                    var duplicate = ManifestProblem.error(
                         file,
                         "assetPackID",
                         "\"\(id)\" is also the ID in \(other)",
                         fix: "give every pack its own ID",
                         code: .duplicatePackID
                     )
+                    duplicate.pack = id
                     result.problems.append(duplicate)
                     if buildable { result.errors.append(duplicate.asError) }
                     buildable = false
@@ -87,7 +89,7 @@ public enum ManifestSet {
                 boundary: member.boundary,
                 selectorIndices: checked.selectorIndices
             )
-            result.problems += resolved.problems
+            result.problems += resolved.problems.map { $0.about(pack) }
             if buildable, checked.parsed != nil, let first = resolved.errors.first {
                 var error = first
                 if resolved.errors.count > 1 {

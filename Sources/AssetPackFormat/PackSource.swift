@@ -17,12 +17,24 @@ public struct PackFile: Sendable, Hashable {
     public var source: FilePath { FilePath(sourceFolder + "/" + sourceName) }
     /// The source's folder and name: the files of one folder share its string (at 100 000 files, a whole
     /// path per file was 7 MB).
-    var sourceFolder: String
+    public internal(set) var sourceFolder: String
     var sourceName: String
     /// The size in bytes when the file was listed.
     public var size: Int64
     /// Modification time in nanoseconds since 1970, for change detection.
     public var modified: Int64
+    /// The later of its modification and change times (nanoseconds since 1970): when it last changed in any
+    /// way, a rename or a permission included.
+    public var lastChange: Int64 { max(modified, changed) }
+
+    /// The later of the modification and change times of what is at `path` (not following a symlink), or
+    /// `nil` when nothing is there.
+    public static func lastChange(at path: String) -> Int64? {
+        guard let info = SourceTree.lstatInfo(path) else { return nil }
+        let modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        let changed = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+        return max(modified, changed)
+    }
     /// Device, inode and change time, for change detection (a replaced file with the same size and mtime),
     /// and to check that the file opened when packing is the one listed.
     var device: UInt64
@@ -127,21 +139,7 @@ public struct PackSource: Sendable, Hashable {
 
     /// An error as a problem: its own when it is one, else the message under `key`.
     static func problem(_ error: AssetPackFormatError, file: String, key: String) -> ManifestProblem {
-        if let problem = error.problem { return problem }
-        var message = error.description
-        if message.hasBytePrefix(file + ": ") { message.removeFirst(file.count + 2) }
-        var fix: String?
-        if let range = message.range(of: ". Fix: ") {
-            fix = String(message[range.upperBound...])
-            message = String(message[..<range.lowerBound])
-        }
-        return ManifestProblem.error(
-            file,
-            key,
-            message,
-            fix: fix ?? (error.code == .io ? "check that the folder is readable, then run again" : nil),
-            code: error.code
-        )
+        ManifestProblem(error, file: file, key: key)
     }
 
     private static func checkSelection(

@@ -24,6 +24,8 @@ public struct ServerConfiguration: Sendable {
     public var jsonLog: Bool
     /// How often the folder is checked for changes; `nil` turns live updates off.
     public var watchInterval: Duration?
+    /// How long the folder must have been quiet before a change is built (see ``PackCatalog/refresh(settle:)``).
+    public var settle: Duration = .zero
     /// Receives one line per request once its response is over; `nil` (the default) logs nothing and costs
     /// nothing per request. It is called on the connection's event loop: it must not block (a command hands
     /// the line to a queue).
@@ -176,6 +178,7 @@ public func buildApplication(
             CatalogWatcher(
                 catalog: catalog,
                 interval: configuration.watchInterval,
+                settle: configuration.settle,
                 log: configuration.eventLog,
                 firstBuild: configuration.onFirstBuild.map { ($0, listening) }
             )
@@ -220,6 +223,7 @@ private func connectionHandlers(
 struct CatalogWatcher: Service {
     let catalog: PackCatalog
     let interval: Duration?
+    let settle: Duration
     let log: @Sendable (String) -> Void
     /// Told how the first build went, and what says the server listens.
     let firstBuild: (report: @Sendable (Result<CatalogReport, any Error>) -> Void, listening: AsyncStream<Void>)?
@@ -242,7 +246,7 @@ struct CatalogWatcher: Service {
             return
         }
         await cancelWhenGracefulShutdown {
-            await catalog.watch(every: interval) { report in
+            await catalog.watch(every: interval, settle: settle) { report in
                 for change in report.changes {
                     if let from = change.from {
                         log("updated \(change.id): version \(from) -> \(change.to)")
@@ -253,7 +257,10 @@ struct CatalogWatcher: Service {
                 for id in report.removed {
                     log("removed \(id): no manifest names it any more; clients will see it as obsolete")
                 }
-                for problem in report.problems { log("error: \(problem) (the last good version stays published)") }
+                for problem in report.problems {
+                    log("error: \(problem) (the last good version stays published; GET /_mock/packs lists it)")
+                }
+                for file in report.fixed { log("fixed: \(file) has no error any more") }
                 for warning in report.warnings { log("warning: \(warning)") }
             }
         }

@@ -17,6 +17,9 @@ public struct AssetFolder: Sendable {
         public var manifestFiles: Set<String> = []
         /// Every problem of every manifest, errors and warnings, with file, key and fix (for `validate`).
         public var manifestProblems: [ManifestProblem] = []
+        /// When anything the packs are made of last changed (nanoseconds since 1970): a manifest, a selected
+        /// file, a folder holding one (a file added, removed or renamed there), or the folder itself.
+        public var lastChange: Int64 = 0
     }
 
     /// The folder.
@@ -76,6 +79,17 @@ public struct AssetFolder: Sendable {
                     + "comments are allowed in .json)"
             )
         }
+        var folders: Set<String> = [root.string]
+        var lastChange: Int64 = 0
+        for source in checked.sources {
+            for file in source.files {
+                lastChange = max(lastChange, file.lastChange)
+                folders.insert(file.sourceFolder)
+            }
+        }
+        for path in folders.union(manifests.map { root.appending($0).string }) {
+            lastChange = max(lastChange, PackFile.lastChange(at: path) ?? 0)
+        }
         return Scan(
             sources: checked.sources,
             problems: checked.errors,
@@ -83,7 +97,8 @@ public struct AssetFolder: Sendable {
                 + checked.collisions.map { "\($0.message). \(ManifestSet.collisionFix)" }
                 + lookalikes.map(\.description),
             manifestFiles: Set(manifests.map { root.appending($0).string }),
-            manifestProblems: checked.problems + lookalikes
+            manifestProblems: checked.problems + lookalikes,
+            lastChange: lastChange
         )
     }
 }

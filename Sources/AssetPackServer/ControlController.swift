@@ -125,15 +125,25 @@ struct ControlController {
             [
                 "id": pack.id, "contentVersion": pack.contentVersion, "publishedVersion": pack.publishedVersion,
                 "pinnedBy": pack.pinnedBy as Any? ?? NSNull(), "obsolete": pack.obsolete, "removed": pack.removed,
+                "problems": pack.problems.map(Self.object),
             ]
         }
-        return json(["packs": packs])
+        return json(["packs": packs, "problems": catalog.snapshot.problems.map(Self.object)])
     }
 
     private func setObsolete(_ context: MockRequestContext, _ obsolete: Bool) async throws -> Response {
         let id = context.parameters.get("id") ?? ""
         try await catalog.setObsolete(obsolete, packWithID: id)
         return json(["id": id, "obsolete": obsolete])
+    }
+
+    /// A problem as the control endpoint lists it: file, key, severity, message, fix and pack.
+    static func object(_ problem: ManifestProblem) -> [String: Any] {
+        [
+            "file": problem.file, "key": problem.key, "severity": problem.severity.rawValue,
+            "message": problem.message, "fix": problem.fix as Any? ?? NSNull(),
+            "pack": problem.pack as Any? ?? NSNull(),
+        ]
     }
 
     private func json(_ object: [String: Any], status: HTTPResponse.Status = .ok) -> Response {

@@ -17,8 +17,11 @@ extension PackCatalog {
     /// - Throws: ``AssetPackServerError`` with code `.packNotFound` for an unknown pack.
     public func clearVersion(forPackWithID id: String) throws {
         guard state.packs[id] != nil || archives.contains(where: { $0.id == id }) else { throw unknownPack(id) }
-        runtimeVersions[id] = nil
+        let pinned = runtimeVersions.removeValue(forKey: id)
         publish()
+        if let pinned, let published = packStates.first(where: { $0.id == id })?.publishedVersion {
+            log("unpinned \(id): was published as version \(pinned), now as version \(published)")
+        }
     }
 
     /// One pack as the control endpoint reports it.
@@ -34,6 +37,8 @@ extension PackCatalog {
         public var obsolete: Bool
         /// Its manifest is gone.
         public var removed: Bool
+        /// The errors of its manifest or build right now (its last good version stays published).
+        public var problems: [ManifestProblem] = []
     }
 
     /// Every pack this catalog knows, published or not, sorted by ID.
@@ -46,7 +51,8 @@ extension PackCatalog {
                 publishedVersion: published(record, id: id),
                 pinnedBy: runtimeVersions[id] != nil ? "control" : pinnedVersions[id] != nil ? "option" : nil,
                 obsolete: hidden.contains(id),
-                removed: record.removed
+                removed: record.removed,
+                problems: problems.filter { $0.pack == id }
             )
         }
     }

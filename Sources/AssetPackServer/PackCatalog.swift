@@ -27,6 +27,11 @@ public struct CatalogReport: Sendable {
     public var problems: [AssetPackFormatError] = []
     /// Warnings from the manifests.
     public var warnings: [String] = []
+    /// Manifest files that had an error at the refresh before and have none now.
+    public var fixed: [String] = []
+    /// Whether the refresh built nothing because the folder changed less than the settle time ago (a save
+    /// may be under way); the next one builds once it has been quiet.
+    public var settling = false
 }
 
 /// The packs built from an asset folder: builds them (reusing unchanged archives), numbers their versions,
@@ -42,7 +47,7 @@ public actor PackCatalog {
     private let deltaStore: DeltaStore
     /// Pack archives served as they are (`serve A.aar`), beside the folder's packs.
     let archives: [ServedPack]
-    private let log: @Sendable (String) -> Void
+    let log: @Sendable (String) -> Void
     var state: MockState
     /// Archives no longer published, per pack, oldest first.
     private var superseded: [String: [FilePath]] = [:]
@@ -68,6 +73,9 @@ public actor PackCatalog {
     /// thousands of packs publishes and persists what it built as it goes, at most twice a second.
     private var lastPublished: ContinuousClock.Instant?
     private var lastSaved: ContinuousClock.Instant?
+    /// The errors of the last refresh: broken manifests and failed builds, each with its file, key and pack
+    /// (published in the snapshot, so that `/manifest` and `/_mock/packs` show them).
+    var problems: [ManifestProblem] = []
 
     /// The packs published right now.
     public nonisolated var snapshot: CatalogSnapshot { current.withLock { $0 } }
@@ -134,11 +142,14 @@ public actor PackCatalog {
     /// manifest file is gone is no longer published.
     /// - Returns: What changed.
     /// - Throws: ``AssetPackServerError`` when the folder itself cannot be read or the state not saved.
+    /// - Parameter settle: When given, nothing is built while anything the packs are made of changed less
+    ///   than this long ago (the report says `settling`): a save under way, or the first of two edits close
+    ///   together, is not published. A change time in the future (a clock that jumped) does not hold it back.
     @discardableResult
-    public func refresh() async throws -> CatalogReport {
+    public func refresh(settle: Duration? = nil) async throws -> CatalogReport {
         // One refresh at a time (the watcher's and a caller's would build the same pack into one file).
         while let running = refreshing { _ = try? await running.value }
-        let task = Task { try await self.scanAndBuild() }
+        let task = Task { try await self.scanAndBuild(settle: settle) }
         refreshing = task
         // Cancelled (a server shutting down), the build stops after the pack under way, keeping what it built.
         let result = await withTaskCancellationHandler {
@@ -154,7 +165,7 @@ public actor PackCatalog {
         return try result.get()
     }
 
-    private func scanAndBuild() async throws -> CatalogReport {
+    private func scanAndBuild(settle: Duration?) async throws -> CatalogReport {
         let (folder, packsFolder) = (self.folder, self.packsFolder)
         let (scan, archives) = try await BlockingIO.run {
             let scan = try folder.scan()
@@ -171,8 +182,12 @@ public actor PackCatalog {
                 _ = try? await BlockingIO.run { for path in leftovers { _ = unlink(path.string) } }
             }
         }
+        if let settle, Self.isRecent(scan.lastChange, within: settle) {
+            return CatalogReport(settling: true)
+        }
         lastWarnings = scan.warnings
         var report = CatalogReport(problems: scan.problems, warnings: scan.warnings)
+        var problems = scan.manifestProblems.filter { $0.severity == .error }
         var changed = trimmed  // a smaller --delta-depth than the state's: saved once, and swept
         trimmed = false
         var present = Set<String>()
@@ -226,8 +241,14 @@ public actor PackCatalog {
                 if number + 1 < toBuild.count { try await publishAndSaveIfDue(clock) }
             } catch let error as AssetPackFormatError {
                 report.problems.append(error)
+                var problem = ManifestProblem(error, file: source.manifestFile, key: "(build)")
+                problem.pack = id
+                problems.append(problem)
             }
         }
+        let broken = Set(problems.map(\.file))
+        report.fixed = Set(self.problems.map(\.file)).subtracting(broken).filter(scan.manifestFiles.contains).sorted()
+        self.problems = problems
         building = []
         incomplete = false
         (lastPublished, lastSaved) = (nil, nil)
@@ -330,7 +351,13 @@ public actor PackCatalog {
 
     /// Refreshes every `interval` until the task is cancelled, handing each report that changed something
     /// (or found a problem) to `onReport`.
-    public func watch(every interval: Duration, onReport: @escaping @Sendable (CatalogReport) -> Void) async {
+    /// - Parameter settle: How long the folder must have been quiet before a change is built (see
+    ///   ``refresh(settle:)``); zero builds at the next tick.
+    public func watch(
+        every interval: Duration,
+        settle: Duration = .zero,
+        onReport: @escaping @Sendable (CatalogReport) -> Void
+    ) async {
         var lastProblems: [String] = []
         let folder = self.folder
         var initial = lastWarnings
@@ -343,13 +370,14 @@ public actor PackCatalog {
                 return
             }
             do {
-                var report = try await refresh()
+                var report = try await refresh(settle: settle > .zero ? settle : nil)
+                if report.settling { continue }
                 let problems = report.problems.map(\.message)
                 report.problems = report.problems.filter { !lastProblems.contains($0.message) }  // said once
                 report.warnings = report.warnings.filter { !shownWarnings.contains($0) }  // each is said once
                 shownWarnings.formUnion(report.warnings)
                 if !report.changes.isEmpty || !report.removed.isEmpty || !report.problems.isEmpty
-                    || !report.warnings.isEmpty
+                    || !report.warnings.isEmpty || !report.fixed.isEmpty
                 {
                     onReport(report)
                 }
@@ -358,6 +386,14 @@ public actor PackCatalog {
                 log("ba-mock: cannot refresh \(folder.root): \(error)")
             }
         }
+    }
+
+    /// Whether a change time (nanoseconds since 1970) is less than `interval` ago, and not in the future.
+    static func isRecent(_ change: Int64, within interval: Duration) -> Bool {
+        let now = Int64(Date().timeIntervalSince1970 * 1e9)
+        let (seconds, attoseconds) = interval.components
+        let span = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        return change > now - span && change <= now + 1_000_000_000
     }
 
     private static func manifestName(_ path: String) -> PathKey {
@@ -475,6 +511,7 @@ public actor PackCatalog {
             }
         }
         var snapshot = CatalogSnapshot(packs: packs, previous: previous)
+        snapshot.problems = problems
         snapshot.building = building
         snapshot.incomplete = incomplete && !building.isEmpty
         current.withLock { $0 = snapshot }

@@ -108,6 +108,9 @@ public struct CatalogSnapshot: Sendable, Hashable {
     /// Whether the first build after start is still under way with packs not built yet: the manifest is not
     /// served then (it would tell clients those packs are gone).
     public var incomplete = false
+    /// The errors of the folder's manifests and builds right now: each pack concerned keeps its last good
+    /// version published meanwhile.
+    public var problems: [ManifestProblem] = []
 
     /// Creates a snapshot.
     public init(packs: [ServedPack], previous: [String: ServedPack] = [:]) {
@@ -126,7 +129,7 @@ public struct CatalogSnapshot: Sendable, Hashable {
     ///   - stale: Describe each pack by its previous version (where it has one) while the URL serves the
     ///     current bytes, as a lagging CDN would.
     public func manifest(baseURL: String, stale: Bool = false) -> DownloadManifest {
-        DownloadManifest(
+        var manifest = DownloadManifest(
             assetPacks: packs.map { pack in
                 var entry = (stale ? previous[pack.id] ?? pack : pack).manifestEntry(baseURL: baseURL)
                 entry.url = pack.manifestEntry(baseURL: baseURL).url
@@ -134,6 +137,8 @@ public struct CatalogSnapshot: Sendable, Hashable {
                 return entry
             }
         )
+        manifest.mockProblems = problems.isEmpty ? nil : problems
+        return manifest
     }
 }
 

@@ -117,6 +117,12 @@ struct Serve: AsyncParsableCommand {
 
     @Option(
         help:
+            "Seconds the folder must have been quiet (no manifest or selected file changed, added or removed) before a change is built and published: a save under way, or the first of two edits close together, is not published."
+    )
+    var settle: Double = 1
+
+    @Option(
+        help:
             "Seconds a connection may accept no bytes of a response before it is closed (a client that stopped reading)."
     )
     var sendTimeout: Double = 60
@@ -184,7 +190,8 @@ struct Serve: AsyncParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0 to 65535") }
         if let baseURL { try checkBaseURL(baseURL) }
         for (value, option, positive) in [
-            (watchInterval, "--watch-interval", false), (sendTimeout, "--send-timeout", true),
+            (watchInterval, "--watch-interval", false), (settle, "--settle", false),
+            (sendTimeout, "--send-timeout", true),
             (shutdownGrace, "--shutdown-grace", false),
         ] {
             if let problem = secondsProblem(value, option: option, positive: positive) {
@@ -272,7 +279,7 @@ struct Serve: AsyncParsableCommand {
         let requestLines = OutputQueue(.standardOutput, what: "request lines")
         let requestLog: (@Sendable (String) -> Void)? = quiet ? nil : { @Sendable in requestLines.writeLine($0) }
         let servedURL = Mutex("")  // the URL printed first, for the line after the table
-        let configuration = ServerConfiguration(
+        var configuration = ServerConfiguration(
             host: host,
             port: port,
             baseURL: baseURL,
@@ -312,6 +319,7 @@ struct Serve: AsyncParsableCommand {
                 events.writeLine("serving \(served) at \(url); Ctrl-C stops")
             }
         )
+        configuration.settle = .milliseconds(Int64(settle * 1000))
         let (host, publicName) = (self.host, tlsName.first)
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { listening in
             // On a wildcard address, the URL to print is the one clients use: the certificate's first name.

@@ -217,6 +217,67 @@ struct CatalogTests {
         #expect(catalog.snapshot.pack(withID: "Textures")?.fileCount == 2)
     }
 
+    /// Two edits close together (a save, then another a moment later) publish one version, built once the
+    /// folder has been quiet for the settle time: not a version for the half-finished state between them.
+    @Test func editsCloseTogetherPublishOneVersionOnceTheFolderIsQuiet() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let catalog = try PackCatalog(folder: AssetFolder(root: scratch.root), archivesKept: 1)
+        try await catalog.refresh()
+        let (reports, continuation) = AsyncStream<CatalogReport>.makeStream()
+        let watcher = Task {
+            await catalog.watch(every: .milliseconds(50), settle: .milliseconds(700)) { continuation.yield($0) }
+        }
+        defer { watcher.cancel() }
+        let clock = ContinuousClock()
+        try scratch.write("Textures/new.ktx2", Scratch.noise(1000, seed: 5))
+        try await Task.sleep(for: .milliseconds(400))
+        try scratch.write("Textures/new2.ktx2", Scratch.noise(1000, seed: 6))
+        let lastEdit = clock.now
+        var seen: [CatalogReport.Change] = []
+        let deadline = clock.now + .seconds(20)
+        for await report in reports {
+            seen += report.changes
+            if !seen.isEmpty || clock.now > deadline { break }
+        }
+        #expect(clock.now - lastEdit >= .milliseconds(650), "built before the folder was quiet")
+        try await Task.sleep(for: .milliseconds(900))
+        #expect(seen == [.init(id: "Textures", from: 1, to: 2)])
+        #expect(catalog.snapshot.pack(withID: "Textures")?.fileCount == 3)
+        #expect(catalog.snapshot.pack(withID: "Textures")?.version == 2)
+    }
+
+    /// A manifest broken while serving is shown where scripts look: in the snapshot (the manifest and
+    /// `/_mock/packs`), with its file and key, while the last good version stays published; fixing it clears it.
+    @Test func aManifestBrokenWhileServingIsReportedUntilFixed() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let catalog = try PackCatalog(folder: AssetFolder(root: scratch.root), archivesKept: 1)
+        try await catalog.refresh()
+        #expect(catalog.snapshot.problems.isEmpty)
+        let good = try scratch.read(scratch.root.appending("Levels.json"))
+        try scratch.write(
+            "Levels.json",
+            #"{"assetPackID": "Levels", "downloadPolicy": {"onDemand": {}}, "platforms": ["iOS"]}"#
+        )
+        let broken = try await catalog.refresh()
+        #expect(broken.problems.count == 1)
+        let problems = catalog.snapshot.problems
+        #expect(problems.map(\.key) == ["fileSelectors"], "\(problems)")
+        #expect(problems.first?.file.hasSuffix("Levels.json") == true)
+        #expect(problems.first?.pack == "Levels")
+        #expect(catalog.snapshot.pack(withID: "Levels")?.version == 1)
+        let manifest = catalog.snapshot.manifest(baseURL: "http://x")
+        #expect(manifest.mockProblems?.map(\.key) == ["fileSelectors"])
+        let states = await catalog.packStates
+        #expect(states.first { $0.id == "Levels" }?.problems.map(\.key) == ["fileSelectors"])
+        try scratch.write("Levels.json", good)
+        let fixed = try await catalog.refresh()
+        #expect(fixed.fixed == [scratch.root.appending("Levels.json").string])
+        #expect(catalog.snapshot.problems.isEmpty)
+        #expect(catalog.snapshot.manifest(baseURL: "http://x").mockProblems == nil)
+    }
+
     @Test func folderProblemsAreAllReported() throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()

@@ -396,6 +396,57 @@ struct BAMockEndToEndTests {
         #expect(server.interrupt(signal: SIGTERM, timeout: 15) == 0, "-9: SIGTERM ignored; \(server.stderr)")
     }
 
+    /// A manifest broken while serving shows in `/manifest` (`mockProblems`) and `/_mock/packs` with its file,
+    /// key and pack, the last good version stays published, and the log says when it is fixed and when a pin is
+    /// removed. It was said on stderr only: CI reading the manifest saw nothing.
+    @Test func aManifestBrokenWhileServingShowsWhereScriptsLook() async throws {
+        let scratch = try Scratch()
+        let folder = try sampleFolder(scratch)
+        let server = try RunningTool(
+            tool,
+            ["serve", folder.string, "--port", "0", "--watch-interval", "0.1", "--settle", "0.3"]
+        )
+        let url = try #require(server.waitForFirstLine(), "no URL on stdout; stderr: \(server.stderr)")
+        let levels = folder.appending("Levels.json")
+        let good = try scratch.read(levels)
+        try scratch.write("Assets/Levels.json", #"{"assetPackID": "Levels", "downloadPolicy": {"onDemand": {}}}"#)
+        var manifest = try JSONDecoder().decode(DownloadManifest.self, from: try await fetch(url + "/manifest").body)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while manifest.mockProblems == nil && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            manifest = try JSONDecoder().decode(DownloadManifest.self, from: try await fetch(url + "/manifest").body)
+        }
+        let problems = try #require(manifest.mockProblems, "stderr: \(server.stderr)")
+        #expect(problems.map(\.key) == ["fileSelectors", "platforms"])
+        #expect(problems.allSatisfy { $0.file == levels.string && $0.pack == "Levels" && $0.fix != nil })
+        #expect(manifest.assetPacks.first { $0.id == "Levels" }?.version == 1, "the last good version stays")
+        let control = try JSONSerialization.jsonObject(with: try await fetch(url + "/_mock/packs").body)
+        let packs = try #require((control as? [String: Any])?["packs"] as? [[String: Any]])
+        let listed = try #require(packs.first { $0["id"] as? String == "Levels" }?["problems"] as? [[String: Any]])
+        #expect(listed.compactMap { $0["key"] as? String } == ["fileSelectors", "platforms"])
+        #expect(server.stderr.contains("error: \(levels): fileSelectors: is missing"), "\(server.stderr)")
+        try scratch.write("Assets/Levels.json", good)
+        while manifest.mockProblems != nil && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            manifest = try JSONDecoder().decode(DownloadManifest.self, from: try await fetch(url + "/manifest").body)
+        }
+        #expect(manifest.mockProblems == nil)
+        let raw = String(decoding: try await fetch(url + "/manifest").body, as: UTF8.self)
+        #expect(!raw.contains("mockProblems"), "the key is there only while something is broken")
+        #expect(server.stderr.contains("fixed: \(levels) has no error any more"), "\(server.stderr)")
+        var pin = HTTPClientRequest(url: url + "/_mock/packs/Levels/version/9")
+        pin.method = .PUT
+        _ = try await HTTPClient.shared.execute(pin, timeout: .seconds(10))
+        var unpin = HTTPClientRequest(url: url + "/_mock/packs/Levels/version")
+        unpin.method = .DELETE
+        _ = try await HTTPClient.shared.execute(unpin, timeout: .seconds(10))
+        #expect(server.interrupt() == 0)
+        #expect(
+            server.stderr.contains("unpinned Levels: was published as version 9, now as version 1"),
+            "\(server.stderr)"
+        )
+    }
+
     /// `--fault '='` crashed ba-mock at start ("Index out of range", exit 132), and a stall too long for the clock
     /// was accepted and crashed the first download; both are refused with a usage error that gives the range.
     @Test func faultRulesThatCrashedServeAreRefused() throws {
