@@ -32,7 +32,10 @@ extension PackSource {
         for (path, selectorKey) in paths {
             let key = destinationKey(selectorKey)
             let bytes = path.utf8.count
-            if let long = path.split(separator: "/").first(where: { $0.utf8.count > maximumNameBytes }) {
+            // No component can be longer than the whole path: most paths are not split at all.
+            if bytes > maximumNameBytes,
+                let long = path.split(separator: "/").first(where: { $0.utf8.count > maximumNameBytes })
+            {
                 problems.append(
                     .error(
                         file,
