@@ -14,7 +14,7 @@ struct BASync: AsyncParsableCommand {
             Exit codes: 0 done; 1 failed (the message names the pack, URL and cause; what was installed \
             before is kept); 2 an essential pack failed during sync (the app would not launch); 64 bad usage.
             """,
-        version: "0.2.0",
+        version: ToolVersion.current,
         subcommands: [
             List.self, Sync.self, Ensure.self, CheckUpdates.self, Reconcile.self, Remove.self, Status.self, Cat.self,
             URLCommand.self, Verify.self, Bench.self,
