@@ -18,6 +18,8 @@ struct PackInstaller: Sendable {
     let resumableDownloads: Bool
     /// Update through a delta archive when the manifest lists one from the installed version.
     var deltaUpdates = true
+    /// Fetch plain http from hosts other than this machine (see ``TransportSecurity``).
+    var allowInsecureHTTP = false
 
     /// Installs `pack` and commits it: through a delta from the installed version when there is one (and,
     /// when that fails, once more through the whole archive, saying why), else through the whole archive.
@@ -48,6 +50,8 @@ struct PackInstaller: Sendable {
         through delta: (delta: AssetPack.Delta, base: InstalledPack)?
     ) async throws -> InstalledPack {
         let download = delta.map { pack.download(of: $0.delta) } ?? pack
+        // Before any connection: a delta at such a URL fails over to the whole pack, which is checked too.
+        try TransportSecurity.check(download.url, allowHTTP: allowInsecureHTTP, pack: pack.id)
         let binding = delta.map { delta in
             DeltaBase(
                 binding: PackDelta.Binding(

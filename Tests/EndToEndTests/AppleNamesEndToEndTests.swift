@@ -81,4 +81,57 @@ struct AppleNamesEndToEndTests {
         #expect(!mockVersion.stdout.isEmpty)
         #expect(mockVersion.stdout == syncVersion.stdout, "\(mockVersion.stdout) vs \(syncVersion.stdout)")
     }
+
+    /// Plain http to a host that is not this machine is refused before any connection, saying why and how to
+    /// allow it; `--allow-http` lets the request go (and `.invalid` never resolves).
+    @Test func plainHTTPIsForLoopbackOnly() throws {
+        let scratch = try Scratch()
+        let site = scratch.root.appending("site")
+        try scratch.write(
+            "site/manifest.json",
+            #"{"assetPacks": [{"id": "Remote", "url": "http://example.invalid/x", "version": 1, "downloadSize": 10, "downloadPolicy": {"onDemand": {}}, "host": {"thirdParty": {}}}]}"#
+        )
+        let (server, base) = try staticServer(site)
+        defer { server.interrupt(signal: SIGKILL) }
+        let group = scratch.root.appending("group").string
+        let manifestURL = base + "/manifest.json"
+        let refused = try runTool(
+            sync,
+            ["ensure", "Remote", "--manifest-url", manifestURL, "--app-group", group, "--json", "--retries", "0"]
+        )
+        #expect(refused.status == 1, "\(refused.stderr)")
+        let error = try #require(jsonLines(refused.stdout).first { $0["event"] as? String == "failed" })
+        #expect(error["code"] as? String == "insecureHTTP", "\(refused.stdout)")
+        let message = try #require(error["message"] as? String)
+        #expect(message.contains("http://example.invalid/x"), "\(message)")
+        #expect(message.contains("Background Assets uses HTTPS for all downloads"), "\(message)")
+        #expect(message.contains("--allow-http"), "\(message)")
+
+        let allowed = try runTool(
+            sync,
+            [
+                "ensure", "Remote", "--manifest-url", manifestURL, "--app-group", group, "--json", "--retries", "0",
+                "--allow-http",
+            ]
+        )
+        #expect(allowed.status == 1)
+        let failure = try #require(jsonLines(allowed.stdout).first { $0["event"] as? String == "failed" })
+        #expect(failure["code"] as? String == "network", "\(allowed.stdout)")
+
+        // The manifest's own URL is held to the rule before anything is fetched: a usage error.
+        let manifestRefused = try runTool(
+            sync,
+            ["list", "--manifest-url", "http://example.invalid/manifest.json", "--app-group", group, "--json"]
+        )
+        #expect(manifestRefused.status == 64, "\(manifestRefused.stderr)")
+        let usage = try #require(jsonLines(manifestRefused.stdout).first)
+        #expect(usage["code"] as? String == "usage")
+        #expect((usage["message"] as? String ?? "").contains("--allow-http"), "\(manifestRefused.stdout)")
+        let both = try runTool(
+            sync,
+            ["list", "--manifest-url", manifestURL, "--server", base, "--app-group", group]
+        )
+        #expect(both.status == 64)
+        #expect(both.stderr.contains("--server and --manifest-url"), "\(both.stderr)")
+    }
 }
