@@ -82,6 +82,76 @@ struct AppleNamesEndToEndTests {
         #expect(mockVersion.stdout == syncVersion.stdout, "\(mockVersion.stdout) vs \(syncVersion.stdout)")
     }
 
+    /// An export published at a sub-path of a static server installs by its manifest's URL: the relative pack
+    /// URLs (`assets/<id>`) resolve against it, for the manifest of every pack and for a platform's.
+    @Test func anExportAtASubPathInstallsByItsManifestURL() throws {
+        let scratch = try Scratch()
+        let assets = try scratch.copySampleAssets()
+        let site = scratch.root.appending("site")
+        let exported = try runTool(
+            mock,
+            ["export", assets.string, "--out", site.appending("games/v1").string, "--platform", "tvOS"]
+        )
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let (server, base) = try staticServer(site)
+        defer { server.interrupt(signal: SIGKILL) }
+        let group = scratch.root.appending("group").string
+        let synced = try runTool(
+            sync,
+            [
+                "sync", "--event", "install", "--manifest-url", base + "/games/v1/manifest-tvOS.json", "--app-group",
+                group,
+            ]
+        )
+        #expect(synced.status == 0, "\(synced.stderr)")
+        #expect(synced.stdout.contains("installed: Levels"), "\(synced.stdout)")
+        let ensured = try runTool(
+            sync,
+            ["ensure", "Tutorial", "--manifest-url", base + "/games/v1/manifest", "--app-group", group]
+        )
+        #expect(ensured.status == 0, "\(ensured.stderr)")
+        let verified = try runTool(sync, ["verify", "--app-group", group])
+        #expect(verified.status == 0, "\(verified.stderr)")
+    }
+
+    /// `export --platform` writes a manifest per platform beside the manifest of every pack; `serve` answers
+    /// `/manifest?platform=` with that platform's packs, and 400 for a platform it does not know.
+    @Test func manifestsPerPlatform() throws {
+        let scratch = try Scratch()
+        let assets = try scratch.copySampleAssets()
+        let out = scratch.root.appending("out")
+        let exported = try runTool(
+            mock,
+            ["export", assets.string, "--out", out.string, "--platform", "tvOS", "--platform", "visionOS"]
+        )
+        #expect(exported.status == 0, "\(exported.stderr)")
+        func ids(_ data: Data) throws -> [String] {
+            try JSONDecoder().decode(DownloadManifest.self, from: data).assetPacks.map(\.id)
+        }
+        #expect(try ids(scratch.read(out.appending("manifest"))) == ["HighResTextures", "Levels", "Tutorial"])
+        #expect(try ids(scratch.read(out.appending("manifest-tvOS.json"))) == ["Levels"])
+        #expect(try ids(scratch.read(out.appending("manifest-visionOS.json"))) == ["HighResTextures", "Levels"])
+        #expect(!FileManager.default.fileExists(atPath: out.appending("manifest-iOS.json").string))
+        let wrong = try runTool(mock, ["export", assets.string, "--out", out.string, "--platform", "Android"])
+        #expect(wrong.status == 64)
+        #expect(wrong.stderr.contains("--platform Android is not one of iOS, macOS, tvOS, visionOS"), "\(wrong.stderr)")
+
+        let server = try RunningTool(mock, ["serve", assets.string, "--port", "0"])
+        defer { server.interrupt() }
+        let url = try #require(server.waitForFirstLine(), "\(server.stderr)")
+        let curl = URL(fileURLWithPath: "/usr/bin/curl")
+        let all = try runTool(curl, ["-sf", url + "/manifest"])
+        #expect(try ids(Data(all.stdout.utf8)) == ["HighResTextures", "Levels", "Tutorial"])
+        let tv = try runTool(curl, ["-sf", url + "/manifest?platform=tvos"])
+        #expect(try ids(Data(tv.stdout.utf8)) == ["Levels"])
+        let unknown = try runTool(curl, ["-s", "-w", "\n%{http_code}", url + "/manifest?platform=Android"])
+        #expect(unknown.stdout.hasSuffix("\n400"), "\(unknown.stdout)")
+        #expect(
+            unknown.stdout.contains("platform Android is not one of iOS, macOS, tvOS, visionOS"),
+            "\(unknown.stdout)"
+        )
+    }
+
     /// Plain http to a host that is not this machine is refused before any connection, saying why and how to
     /// allow it; `--allow-http` lets the request go (and `.invalid` never resolves).
     @Test func plainHTTPIsForLoopbackOnly() throws {
