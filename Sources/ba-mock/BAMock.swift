@@ -13,7 +13,10 @@ struct BAMock: AsyncParsableCommand {
             /assets/<id>, and rebuilds a pack when its files change.
             """,
         version: ToolVersion.current,
-        subcommands: [Serve.self, PackageCommand.self, Validate.self, Template.self, Export.self, Inspect.self],
+        subcommands: [
+            Serve.self, PackageCommand.self, Validate.self, Template.self, Export.self, Inspect.self,
+            DownloadManifestCommand.self,
+        ],
         defaultSubcommand: Serve.self
     )
 }
