@@ -1,5 +1,8 @@
 import ArgumentParser
+import AssetPackCLI
 import AssetPackFormat
+import AssetPackServer
+import SystemPackage
 
 struct DownloadManifestCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -39,6 +42,43 @@ struct PlatformFlags: ParsableArguments {
                     + "Apple's tool needs one)"
             )
         }
+    }
+}
+
+/// What `create` and `update` both take: the platform, the base URL, and how much to print.
+struct SelfHostedOptions: ParsableArguments {
+    @OptionGroup var platform: PlatformFlags
+
+    @Option(help: "The URL the packs are served under; a pack's URL is this + \"/\" + its ID (no .aar).")
+    var downloadBaseURL: String
+
+    @Flag(name: [.customLong("quiet"), .customShort("q")], help: "Print nothing but warnings and errors.")
+    var quiet = false
+
+    /// Checks the base URL and the manifest's path (it must end in .json, as Apple's tool says).
+    func check(manifest: FilePath) throws {
+        do {
+            try SelfHostedManifest.checkManifestPath(manifest)
+            try SelfHostedManifest.checkBaseURL(downloadBaseURL)
+        } catch {
+            throw usageError(error)
+        }
+    }
+
+    /// Makes the manifest on a thread of its own (archives are read whole), writes it to `path`, and says
+    /// what was done.
+    func write(to path: FilePath, _ make: @escaping @Sendable () throws -> SelfHostedManifest.Result) async throws {
+        let result: SelfHostedManifest.Result
+        do {
+            result = try await BlockingIO.runOnThreadOfItsOwn(make)
+        } catch {
+            throw usageError(error)
+        }
+        for warning in result.warnings { Console.err("warning: \(warning)") }
+        try SelfHostedManifest.write(result.manifest, to: path)
+        guard !quiet else { return }
+        for line in result.changes { Console.out(line) }
+        Console.out("wrote \(path): \(result.manifest.assetPacks.count) pack(s) for \(platform.platform)")
     }
 }
 

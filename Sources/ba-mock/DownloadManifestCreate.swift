@@ -1,6 +1,4 @@
 import ArgumentParser
-import AssetPackCLI
-import AssetPackFormat
 import AssetPackServer
 import SystemPackage
 
@@ -26,47 +24,20 @@ struct DownloadManifestCreate: AsyncParsableCommand {
     )
     var assetPackVersions: [Int] = []
 
-    @OptionGroup var platform: PlatformFlags
-
-    @Option(help: "The URL the packs are served under; a pack's URL is this + \"/\" + its ID (no .aar).")
-    var downloadBaseURL: String
+    @OptionGroup var options: SelfHostedOptions
 
     @Option(name: [.customLong("output-path"), .customShort("o")], help: "The manifest to write; must end in .json.")
     var outputPath: FilePath
 
-    @Flag(name: [.customLong("quiet"), .customShort("q")], help: "Print nothing but warnings and errors.")
-    var quiet = false
-
     func validate() throws {
-        do {
-            try SelfHostedManifest.checkManifestPath(outputPath)
-            try SelfHostedManifest.checkBaseURL(downloadBaseURL)
-        } catch {
-            throw usageError(error)
-        }
+        try options.check(manifest: outputPath)
     }
 
     func run() async throws {
-        let (archives, versions, platform, baseURL) = (
-            archives, assetPackVersions.isEmpty ? nil : assetPackVersions, platform.platform, downloadBaseURL
-        )
-        let result: SelfHostedManifest.Result
-        do {
-            result = try await BlockingIO.runOnThreadOfItsOwn {
-                try SelfHostedManifest.create(
-                    archives: archives,
-                    versions: versions,
-                    platform: platform,
-                    baseURL: baseURL
-                )
-            }
-        } catch {
-            throw usageError(error)
+        let (archives, versions) = (archives, assetPackVersions.isEmpty ? nil : assetPackVersions)
+        let (platform, baseURL) = (options.platform.platform, options.downloadBaseURL)
+        try await options.write(to: outputPath) {
+            try SelfHostedManifest.create(archives: archives, versions: versions, platform: platform, baseURL: baseURL)
         }
-        for warning in result.warnings { Console.err("warning: \(warning)") }
-        try SelfHostedManifest.write(result.manifest, to: outputPath)
-        guard !quiet else { return }
-        for line in result.changes { Console.out(line) }
-        Console.out("wrote \(outputPath): \(result.manifest.assetPacks.count) pack(s) for \(platform)")
     }
 }

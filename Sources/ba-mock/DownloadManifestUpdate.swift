@@ -1,6 +1,4 @@
 import ArgumentParser
-import AssetPackCLI
-import AssetPackFormat
 import AssetPackServer
 import SystemPackage
 
@@ -27,43 +25,18 @@ struct DownloadManifestUpdate: AsyncParsableCommand {
     )
     var assetPackPaths: [FilePath]
 
-    @OptionGroup var platform: PlatformFlags
-
-    @Option(help: "The URL the packs are served under; a pack's URL is this + \"/\" + its ID (no .aar).")
-    var downloadBaseURL: String
-
-    @Flag(name: [.customLong("quiet"), .customShort("q")], help: "Print nothing but warnings and errors.")
-    var quiet = false
+    @OptionGroup var options: SelfHostedOptions
 
     func validate() throws {
-        do {
-            try SelfHostedManifest.checkManifestPath(manifest)
-            try SelfHostedManifest.checkBaseURL(downloadBaseURL)
-        } catch {
-            throw usageError(error)
-        }
+        try options.check(manifest: manifest)
     }
 
     func run() async throws {
-        let (path, archives, platform, baseURL) = (manifest, assetPackPaths, platform.platform, downloadBaseURL)
-        let result: SelfHostedManifest.Result
-        do {
-            result = try await BlockingIO.runOnThreadOfItsOwn {
-                let published = try SelfHostedManifest.load(path)
-                return try SelfHostedManifest.update(
-                    published,
-                    archives: archives,
-                    platform: platform,
-                    baseURL: baseURL
-                )
-            }
-        } catch {
-            throw usageError(error)
+        let (path, archives) = (manifest, assetPackPaths)
+        let (platform, baseURL) = (options.platform.platform, options.downloadBaseURL)
+        try await options.write(to: path) {
+            let published = try SelfHostedManifest.load(path)
+            return try SelfHostedManifest.update(published, archives: archives, platform: platform, baseURL: baseURL)
         }
-        for warning in result.warnings { Console.err("warning: \(warning)") }
-        try SelfHostedManifest.write(result.manifest, to: path)
-        guard !quiet else { return }
-        for line in result.changes { Console.out(line) }
-        Console.out("wrote \(path): \(result.manifest.assetPacks.count) pack(s) for \(platform)")
     }
 }

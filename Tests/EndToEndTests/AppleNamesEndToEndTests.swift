@@ -12,29 +12,6 @@ struct AppleNamesEndToEndTests {
     let mock = builtProduct("ba-mock")
     let sync = builtProduct("ba-sync")
 
-    func jsonLines(_ text: String) -> [[String: Any]] {
-        text.split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
-    }
-
-    /// `python3 -m http.server` over `folder` on 127.0.0.1, port 0; returns it and its base URL.
-    func staticServer(_ folder: FilePath) throws -> (RunningTool, String) {
-        let debian = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
-        let server = try RunningTool(
-            URL(fileURLWithPath: debian ? "/usr/bin/python3" : "/usr/bin/env"),
-            (debian ? [] : ["python3"])
-                + ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", folder.string]
-        )
-        guard let line = server.waitForFirstLine(), let range = line.range(of: "http://127.0.0.1:"),
-            let port = Int(line[range.upperBound...].prefix { $0.isNumber })
-        else {
-            server.interrupt(signal: SIGKILL)
-            throw CancellationError()
-        }
-        return (server, "http://127.0.0.1:\(port)")
-    }
-
     /// Three packaging manifests over small content, packaged as Apple Archives by `ba-mock package`:
     /// Alpha (iOS, with userInfo), Beta (macOS only), Gamma (essential, iOS and tvOS).
     func archives(_ scratch: Scratch, alpha: String = "alpha") throws -> [String: FilePath] {
@@ -93,7 +70,7 @@ struct AppleNamesEndToEndTests {
             atPath: site.appending("packs").string,
             withIntermediateDirectories: true
         )
-        let (server, base) = try staticServer(site)
+        let (server, base) = try pythonStaticServer(site)
         defer { server.interrupt(signal: SIGKILL) }
         let output = site.appending("catalog/ios.json")
         let created = try runTool(
@@ -203,7 +180,7 @@ struct AppleNamesEndToEndTests {
             ["export", assets.string, "--out", site.appending("games/v1").string, "--platform", "tvOS"]
         )
         #expect(exported.status == 0, "\(exported.stderr)")
-        let (server, base) = try staticServer(site)
+        let (server, base) = try pythonStaticServer(site)
         defer { server.interrupt(signal: SIGKILL) }
         let group = scratch.root.appending("group").string
         let synced = try runTool(
@@ -382,7 +359,7 @@ struct AppleNamesEndToEndTests {
             "site/manifest.json",
             #"{"assetPacks": [{"id": "Remote", "url": "http://example.invalid/x", "version": 1, "downloadSize": 10, "downloadPolicy": {"onDemand": {}}, "host": {"thirdParty": {}}}]}"#
         )
-        let (server, base) = try staticServer(site)
+        let (server, base) = try pythonStaticServer(site)
         defer { server.interrupt(signal: SIGKILL) }
         let group = scratch.root.appending("group").string
         let manifestURL = base + "/manifest.json"
