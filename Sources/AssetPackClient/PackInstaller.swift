@@ -26,6 +26,8 @@ struct PackInstaller: Sendable {
     /// - Returns: The installed pack's record.
     /// - Throws: ``AssetPackClientError``, or `CancellationError`.
     func install(_ pack: AssetPack, events: DownloadEvents) async throws -> InstalledPack {
+        // A pack that may not be fetched fails before anything begins.
+        try TransportSecurity.check(pack.url, allowHTTP: allowInsecureHTTP, pack: pack.id)
         let store = self.store
         if deltaUpdates, !pack.deltas.isEmpty,
             let base = try await BlockingIO.run({ try store.loadState().installed[pack.id] }),
@@ -50,7 +52,7 @@ struct PackInstaller: Sendable {
         through delta: (delta: AssetPack.Delta, base: InstalledPack)?
     ) async throws -> InstalledPack {
         let download = delta.map { pack.download(of: $0.delta) } ?? pack
-        // Before any connection: a delta at such a URL fails over to the whole pack, which is checked too.
+        // Before any connection: a delta at such a URL fails over to the whole pack.
         try TransportSecurity.check(download.url, allowHTTP: allowInsecureHTTP, pack: pack.id)
         let binding = delta.map { delta in
             DeltaBase(

@@ -9,7 +9,8 @@ struct DownloadManifestCommand: ParsableCommand {
         commandName: "download-manifest",
         abstract: "Make or update a self-hosted download manifest from pack archives, as ba-package download-manifest.",
         discussion: """
-            Confirmed from Apple's tool (third-party scripts and its own messages): the subcommands, their flags, \
+            Known from third-party scripts that call Apple's tool, and the messages they quote (Apple's pages \
+            document none of it): the subcommands, their flags, \
             one platform flag per manifest, pack URLs as base URL + "/" + ID (no .aar), downloadSize as the \
             archive's size, versions by position (0 when left out), and the refusal of a manifest path not \
             ending in .json (exit 64). Inferred: what update does with a pack whose archive did not change (kept), \
@@ -49,7 +50,12 @@ struct PlatformFlags: ParsableArguments {
 struct SelfHostedOptions: ParsableArguments {
     @OptionGroup var platform: PlatformFlags
 
-    @Option(help: "The URL the packs are served under; a pack's URL is this + \"/\" + its ID (no .aar).")
+    @Option(
+        help: ArgumentHelp(
+            "The URL the packs are served under, http or https; a pack's URL is this + \"/\" + its ID (no .aar).",
+            valueName: "url"
+        )
+    )
     var downloadBaseURL: String
 
     @Flag(name: [.customLong("quiet"), .customShort("q")], help: "Print nothing but warnings and errors.")

@@ -26,7 +26,10 @@ struct DownloadManifestCreate: AsyncParsableCommand {
 
     @OptionGroup var options: SelfHostedOptions
 
-    @Option(name: [.customLong("output-path"), .customShort("o")], help: "The manifest to write; must end in .json.")
+    @Option(
+        name: [.customLong("output-path"), .customShort("o")],
+        help: ArgumentHelp("The manifest to write, atomically; the name must end in .json.", valueName: "file.json")
+    )
     var outputPath: FilePath
 
     func validate() throws {

@@ -368,6 +368,8 @@ struct AppleNamesEndToEndTests {
             ["ensure", "Remote", "--manifest-url", manifestURL, "--app-group", group, "--json", "--retries", "0"]
         )
         #expect(refused.status == 1, "\(refused.stderr)")
+        // Refused before it began: no download was started.
+        #expect(!refused.stdout.contains(#""event":"began""#), "\(refused.stdout)")
         let error = try #require(jsonLines(refused.stdout).first { $0["event"] as? String == "failed" })
         #expect(error["code"] as? String == "insecureHTTP", "\(refused.stdout)")
         let message = try #require(error["message"] as? String)
