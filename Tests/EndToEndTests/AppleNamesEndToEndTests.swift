@@ -330,6 +330,11 @@ struct AppleNamesEndToEndTests {
         #expect(try ids(scratch.read(out.appending("manifest-tvOS.json"))) == ["Levels"])
         #expect(try ids(scratch.read(out.appending("manifest-visionOS.json"))) == ["HighResTextures", "Levels"])
         #expect(!FileManager.default.fileExists(atPath: out.appending("manifest-iOS.json").string))
+        // A platform dropped from a later export has its manifest removed, as a pack no longer published is.
+        let again = try runTool(mock, ["export", assets.string, "--out", out.string, "--platform", "TVOS"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try ids(scratch.read(out.appending("manifest-tvOS.json"))) == ["Levels"])
+        #expect(!FileManager.default.fileExists(atPath: out.appending("manifest-visionOS.json").string))
         let wrong = try runTool(mock, ["export", assets.string, "--out", out.string, "--platform", "Android"])
         #expect(wrong.status == 64)
         #expect(wrong.stderr.contains("--platform Android is not one of iOS, macOS, tvOS, visionOS"), "\(wrong.stderr)")
