@@ -47,6 +47,8 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         case invalidLanguage
         /// A path is held by several installed packs and the collision rule is `fail`.
         case pathCollision
+        /// A URL is plain http to a host other than this machine, and plain http was not allowed.
+        case insecureHTTP
     }
 
     /// What kind of failure this is.

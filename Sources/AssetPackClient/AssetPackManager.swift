@@ -26,7 +26,8 @@ public actor AssetPackManager {
         }
     }
 
-    /// The server's base URL (the manifest is at `/manifest`); `nil` for a manager that only reads, removes
+    /// The server's base URL (the manifest is at `/manifest`), or the manifest's own URL when the manager was
+    /// given one and no server (it names the server in messages); `nil` for a manager that only reads, removes
     /// and reports offline status.
     public nonisolated let server: URL?
     /// The app group.
@@ -51,6 +52,10 @@ public actor AssetPackManager {
     /// - Parameters:
     ///   - server: The server's base URL, e.g. `http://127.0.0.1:8443`; `nil` for offline work only (reads,
     ///     `remove`, local status): anything that needs the server then fails saying so.
+    ///   - manifestURL: Where the download manifest is, any URL (Apple's `BAManifestURL`); `nil` for
+    ///     `<server>/manifest`. Relative pack URLs resolve against it.
+    ///   - allowInsecureHTTP: Fetch plain http from hosts other than this machine; by default only https and
+    ///     loopback http are fetched, as "Background Assets uses HTTPS for all downloads".
     ///   - appGroup: The app-group directory (created when something is first installed).
     ///   - client: The HTTP client (give one that trusts a `ba-mock --tls-self-signed` CA for HTTPS).
     ///   - maxConcurrentDownloads: How many packs download at once.
@@ -71,9 +76,11 @@ public actor AssetPackManager {
     ///   - deltaUpdates: Update through a delta archive when the manifest lists one from the installed version
     ///     (only the changed files are downloaded); `false` always downloads whole packs.
     ///   - onLockWait: Called with the holder's PID when another process holds the app group.
-    /// - Throws: ``AssetPackClientError`` with code `.io` when `appGroup` exists and is not a folder.
+    /// - Throws: ``AssetPackClientError`` with code `.io` when `appGroup` exists and is not a folder,
+    ///   `.insecureHTTP` when the manifest's URL is plain http to another machine and that is not allowed.
     public init(
         server: URL?,
+        manifestURL: URL? = nil,
         appGroup: FilePath,
         client: HTTPClient = .shared,
         maxConcurrentDownloads: Int = 3,
@@ -87,6 +94,7 @@ public actor AssetPackManager {
         language: String? = nil,
         collisions: CollisionRule = .first,
         deltaUpdates: Bool = true,
+        allowInsecureHTTP: Bool = false,
         onLockWait: @escaping @Sendable (Int32?) -> Void = { _ in }
     ) throws {
         var isFolder: ObjCBool = false
@@ -96,7 +104,9 @@ public actor AssetPackManager {
                 message: "the app group \(appGroup) is a file, not a folder. Fix: pass a folder to --app-group"
             )
         }
-        self.server = server
+        let manifestLocation = manifestURL ?? server?.appendingPathComponent("manifest")
+        if let manifestLocation { try TransportSecurity.check(manifestLocation, allowHTTP: allowInsecureHTTP) }
+        self.server = server ?? manifestURL
         let resolved: LanguageTag
         do {
             resolved = try LanguageTag.resolve(language)
@@ -106,8 +116,8 @@ public actor AssetPackManager {
         self.platform = platform
         self.reader = AssetPackReader(appGroup: appGroup, language: resolved, collisions: collisions)
         self.store = reader.store
-        self.manifests = server.map {
-            ManifestClient(server: $0, client: client, retryPolicy: retryPolicy, timeout: manifestTimeout)
+        self.manifests = manifestLocation.map {
+            ManifestClient(url: $0, client: client, retryPolicy: retryPolicy, timeout: manifestTimeout)
         }
         self.installer = PackInstaller(
             store: reader.store,
@@ -116,7 +126,8 @@ public actor AssetPackManager {
                 policy: retryPolicy
             ),
             resumableDownloads: resumableDownloads,
-            deltaUpdates: deltaUpdates
+            deltaUpdates: deltaUpdates,
+            allowInsecureHTTP: allowInsecureHTTP
         )
         let broadcaster = self.broadcaster
         self.lock = AppGroupLockHolder(store: reader.store, timeout: lockTimeout) { holder in

@@ -7,8 +7,8 @@ import NIOHTTP1
 /// Fetches and decodes the server's download manifest, retrying transient failures by the client's
 /// ``RetryPolicy``.
 struct ManifestClient: Sendable {
-    /// The server's base URL; the manifest is at `<server>/manifest`.
-    let server: URL
+    /// The manifest's URL: `<server>/manifest`, or any URL (Apple's `BAManifestURL`).
+    let url: URL
     let client: HTTPClient
     let retryPolicy: RetryPolicy
     /// The deadline of one fetch, from the request to the body's last byte: a server that drips its manifest
@@ -17,8 +17,6 @@ struct ManifestClient: Sendable {
 
     /// The largest manifest accepted.
     static let maximumSize = DownloadManifest.maximumSize
-
-    var url: URL { server.appendingPathComponent("manifest") }
 
     /// Every pack the server lists, by ID.
     /// - Throws: ``AssetPackClientError`` with code `.network`, `.httpStatus` or `.badManifest`.
@@ -37,7 +35,7 @@ struct ManifestClient: Sendable {
                 var error = AssetPackClientError(
                     code: .httpStatus,
                     message:
-                        "\(url) answered \(response.status.code) \(response.status.reasonPhrase). Fix: check --server"
+                        "\(url) answered \(response.status.code) \(response.status.reasonPhrase). Fix: check --server or --manifest-url"
                 )
                 error.httpStatus = Int(response.status.code)
                 error.retryAfter = RetryPolicy.retryAfter(response.headers.first(name: "Retry-After"))
@@ -51,14 +49,14 @@ struct ManifestClient: Sendable {
             let tls = AssetPackClientError.isTLSFailure(error)
             let message =
                 if AssetPackClientError.isPlainHTTP(error) {
-                    "\(url.host ?? "the server") does not speak TLS on that port. Fix: use http:// in --server"
+                    "\(url.host ?? "the server") does not speak TLS on that port. Fix: use http:// in --server or --manifest-url"
                 } else if tls {
                     "the TLS handshake with \(url.host ?? "the server") failed. \(AssetPackClientError.tlsFix)"
                 } else if connect {
                     "cannot connect to \(url.host ?? "")\(url.port.map { ":\($0)" } ?? "") for \(url). Fix: is the "
-                        + "server running there, and is --server right?"
+                        + "server running there, and is --server (or --manifest-url) right?"
                 } else {
-                    "cannot fetch the manifest from \(url). Fix: is the server running, and --server right?"
+                    "cannot fetch the manifest from \(url). Fix: is the server running, and --server (or --manifest-url) right?"
                 }
             var failure = AssetPackClientError(code: .network, message: message, cause: error)
             failure.retryable = !connect && !tls

@@ -18,12 +18,16 @@ struct PackInstaller: Sendable {
     let resumableDownloads: Bool
     /// Update through a delta archive when the manifest lists one from the installed version.
     var deltaUpdates = true
+    /// Fetch plain http from hosts other than this machine (see ``TransportSecurity``).
+    var allowInsecureHTTP = false
 
     /// Installs `pack` and commits it: through a delta from the installed version when there is one (and,
     /// when that fails, once more through the whole archive, saying why), else through the whole archive.
     /// - Returns: The installed pack's record.
     /// - Throws: ``AssetPackClientError``, or `CancellationError`.
     func install(_ pack: AssetPack, events: DownloadEvents) async throws -> InstalledPack {
+        // A pack that may not be fetched fails before anything begins.
+        try TransportSecurity.check(pack.url, allowHTTP: allowInsecureHTTP, pack: pack.id)
         let store = self.store
         if deltaUpdates, !pack.deltas.isEmpty,
             let base = try await BlockingIO.run({ try store.loadState().installed[pack.id] }),
@@ -48,6 +52,8 @@ struct PackInstaller: Sendable {
         through delta: (delta: AssetPack.Delta, base: InstalledPack)?
     ) async throws -> InstalledPack {
         let download = delta.map { pack.download(of: $0.delta) } ?? pack
+        // Before any connection: a delta at such a URL fails over to the whole pack.
+        try TransportSecurity.check(download.url, allowHTTP: allowInsecureHTTP, pack: pack.id)
         let binding = delta.map { delta in
             DeltaBase(
                 binding: PackDelta.Binding(

@@ -192,12 +192,21 @@ public struct PackagingManifestSummary: Sendable, Hashable, Codable {
     public var downloadPolicy: DownloadPolicy
     public var platforms: [String]
     public var language: String?
+    /// What the manifest's `userInfo` held (Xcode 27), which a download manifest repeats.
+    public var userInfo: JSONValue?
 
-    public init(assetPackID: String, downloadPolicy: DownloadPolicy, platforms: [String], language: String?) {
+    public init(
+        assetPackID: String,
+        downloadPolicy: DownloadPolicy,
+        platforms: [String],
+        language: String?,
+        userInfo: JSONValue? = nil
+    ) {
         self.assetPackID = assetPackID
         self.downloadPolicy = downloadPolicy
         self.platforms = platforms
         self.language = language
+        self.userInfo = userInfo
     }
 }
 
@@ -237,7 +246,8 @@ extension PackReader {
                             assetPackID: manifest.assetPackID,
                             downloadPolicy: manifest.downloadPolicy,
                             platforms: manifest.platforms,
-                            language: manifest.language
+                            language: manifest.language,
+                            userInfo: manifest.userInfo
                         )
                     case .failure(let problem): listing.manifestProblem = problem.message
                     }

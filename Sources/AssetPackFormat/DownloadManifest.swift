@@ -263,3 +263,31 @@ extension DownloadManifest {
         (byte >= 48 && byte <= 57) || (byte >= 97 && byte <= 102) || (byte >= 65 && byte <= 70)
     }
 }
+
+extension DownloadManifest {
+    /// A platform's name as Apple spells it (`iOS`, `macOS`, `tvOS`, `visionOS`), from a name in any case;
+    /// `nil` for a platform that is not one of them.
+    public static func platform(named name: String) -> String? {
+        PackagingManifest.knownPlatforms.first { $0.lowercased() == name.lowercased() }
+    }
+
+    /// What to say of a platform name that is not known: `platform Android is not one of iOS, macOS, tvOS,
+    /// visionOS`.
+    public static func unknownPlatform(_ name: String) -> String {
+        "platform \(AssetPackID.printable(name)) is not one of \(PackagingManifest.knownPlatforms.joined(separator: ", "))"
+    }
+
+    /// The manifest with only the packs for `platform`: those that list it, and those that list no platform
+    /// (they are for every platform).
+    public func only(platform: String) -> DownloadManifest {
+        DownloadManifest(assetPacks: assetPacks.filter { $0.isFor(platform: platform) })
+    }
+}
+
+extension DownloadManifest.Entry {
+    /// Whether the pack is for `platform` (any case): it lists it, or lists no platform at all.
+    public func isFor(platform: String) -> Bool {
+        guard let platforms, !platforms.isEmpty else { return true }
+        return platforms.contains { $0.lowercased() == platform.lowercased() }
+    }
+}

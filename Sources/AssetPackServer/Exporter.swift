@@ -15,6 +15,8 @@ public enum Exporter {
         public var manifest: DownloadManifest
         /// The `manifest` file.
         public var manifestFile: FilePath
+        /// The manifests of one platform each (`manifest-iOS.json`), by platform.
+        public var platformManifests: [String: FilePath] = [:]
         /// Files an earlier export recorded that were left in place, and why (a symlink on the way to one, a
         /// recorded path that leaves the folder).
         public var warnings: [String] = []
@@ -41,10 +43,18 @@ public enum Exporter {
     ///   - folder: The output folder (created if needed).
     ///   - baseURL: Written before `assets/<id>` in pack URLs; `nil` writes relative URLs, which a client
     ///     resolves against the manifest's own URL.
+    ///   - platforms: Platforms (as ``DownloadManifest/platform(named:)`` spells them) to write a manifest of
+    ///     their own for, `manifest-<platform>.json` beside `manifest`, holding only the packs for that platform
+    ///     (as `ba-package download-manifest create --ios` makes one per platform).
     /// - Returns: The manifest written, and the recorded files left in place.
     /// - Throws: ``AssetPackFormatError`` with code `.io`, `.unsafePath` (a symlink where export writes) or
     ///   `.invalidState` (a damaged record, or one that is not a regular file).
-    public static func export(_ snapshot: CatalogSnapshot, to folder: FilePath, baseURL: String?) throws -> Result {
+    public static func export(
+        _ snapshot: CatalogSnapshot,
+        to folder: FilePath,
+        baseURL: String?,
+        platforms: [String] = []
+    ) throws -> Result {
         do {
             try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
         } catch {
@@ -57,14 +67,17 @@ public enum Exporter {
         } catch {
             throw AssetPackFormatError(code: .io, message: "cannot open \(folder): \(error)", cause: error)
         }
-        return try out.closeAfter { try export(snapshot, into: out, shownAs: folder, baseURL: baseURL) }
+        return try out.closeAfter {
+            try export(snapshot, into: out, shownAs: folder, baseURL: baseURL, platforms: platforms)
+        }
     }
 
     private static func export(
         _ snapshot: CatalogSnapshot,
         into out: FileDescriptor,
         shownAs folder: FilePath,
-        baseURL: String?
+        baseURL: String?,
+        platforms: [String]
     ) throws -> Result {
         let record = StateFile<Record>(folder.appending(recordName))
         let before = Set(try record.load(in: out)?.files ?? [])
@@ -81,20 +94,43 @@ public enum Exporter {
         }
         let manifest = snapshot.manifest(baseURL: baseURL ?? "")
         let manifestFile = folder.appending("manifest")
-        let bytes: Data
-        do {
-            bytes = try manifest.encoded()
-        } catch {
-            throw AssetPackFormatError(code: .io, message: "cannot encode the manifest: \(error)")
+        var platformManifests: [String: FilePath] = [:]
+        // The platforms' first, so that a client reading `manifest` never sees it ahead of them.
+        for platform in Set(platforms).sorted() {
+            let name = "manifest-\(platform).json"
+            try write(manifest.only(platform: platform), in: out, named: name, shownAs: folder.appending(name))
+            platformManifests[platform] = folder.appending(name)
+            written.append(name)
         }
-        try AtomicFile.write(bytes, in: out, named: "manifest", shownAs: manifestFile)
+        try write(manifest, in: out, named: "manifest", shownAs: manifestFile)
         written.append("manifest")
         try record.save(Record(files: written.sorted()), in: out)
         var warnings: [String] = []
         for stale in before.subtracting(written).sorted() {
             if let warning = remove(stale, in: out, shownAs: folder) { warnings.append(warning) }
         }
-        return Result(manifest: manifest, manifestFile: manifestFile, warnings: warnings)
+        return Result(
+            manifest: manifest,
+            manifestFile: manifestFile,
+            platformManifests: platformManifests,
+            warnings: warnings
+        )
+    }
+
+    /// Writes a manifest as the file `name` of `out`, atomically.
+    private static func write(
+        _ manifest: DownloadManifest,
+        in out: FileDescriptor,
+        named name: String,
+        shownAs path: FilePath
+    ) throws {
+        let bytes: Data
+        do {
+            bytes = try manifest.encoded()
+        } catch {
+            throw AssetPackFormatError(code: .io, message: "cannot encode the manifest: \(error)")
+        }
+        try AtomicFile.write(bytes, in: out, named: name, shownAs: path)
     }
 
     /// Removes a file an earlier export recorded, reached as export writes: never through a symlink, never

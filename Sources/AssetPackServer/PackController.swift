@@ -6,7 +6,8 @@ import NIOCore
 import NIOPosix
 import SystemPackage
 
-/// The routes a client uses: `GET /manifest`, `GET`/`HEAD /assets/<id>` and, for delta updates,
+/// The routes a client uses: `GET /manifest` (`?platform=iOS` for one platform's packs),
+/// `GET`/`HEAD /assets/<id>` and, for delta updates,
 /// `GET`/`HEAD /deltas/<id>/<base digest, 16 hex digits>`.
 struct PackController {
     typealias Context = MockRequestContext
@@ -60,7 +61,20 @@ struct PackController {
             )
         }
         let stale = injected.contains { $0.kind == .staleManifest }
-        let body = try snapshot.manifest(baseURL: base, stale: stale).encoded()
+        var manifest = snapshot.manifest(baseURL: base, stale: stale)
+        // Devices are said to add a platform query parameter; its name is third-party and unconfirmed.
+        if let name = request.uri.queryParameters.get("platform") {
+            guard let platform = DownloadManifest.platform(named: name) else {
+                throw AssetPackServerError(
+                    code: .invalidOption,
+                    message:
+                        "\(DownloadManifest.unknownPlatform(name)). Fix: ask /manifest?platform=iOS (any case), or "
+                        + "/manifest for every pack"
+                )
+            }
+            manifest = manifest.only(platform: platform)
+        }
+        let body = try manifest.encoded()
         let etag = "\"\(FileDigest.sha256(of: body).prefix(32))\""
         var headers: HTTPFields = [.contentType: "application/json", .eTag: etag, .cacheControl: "no-cache"]
         headers.append(contentsOf: faultHeaders)

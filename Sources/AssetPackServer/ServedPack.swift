@@ -65,11 +65,15 @@ public struct ServedPack: Sendable, Hashable {
     public var etag: String { "\"\(sha256)\"" }
 
     /// The manifest entry, with the pack's URL under `baseURL` (empty for a relative URL).
-    public func manifestEntry(baseURL: String) -> DownloadManifest.Entry {
+    /// - Parameters:
+    ///   - baseURL: Written before the pack's path, with a `/` between them.
+    ///   - packFolder: Written between the base URL and the ID: `assets/` as `serve` and `export` publish
+    ///     packs, empty for Apple's layout (base URL + "/" + ID).
+    public func manifestEntry(baseURL: String, packFolder: String = "assets/") -> DownloadManifest.Entry {
         let prefix = baseURL.isEmpty ? "" : (baseURL.hasSuffix("/") ? baseURL : baseURL + "/")
         return DownloadManifest.Entry(
             id: id,
-            url: prefix + "assets/" + id,
+            url: prefix + packFolder + id,
             version: version,
             downloadSize: downloadSize,
             downloadPolicy: downloadPolicy,
@@ -171,7 +175,8 @@ extension ServedPack {
             compression: listing.compression ?? .zstd,
             lastModified: Date(timeIntervalSince1970: (modified ?? Date()).timeIntervalSince1970.rounded(.down)),
             platforms: index.platforms.isEmpty ? nil : index.platforms,
-            language: index.language
+            language: index.language,
+            userInfo: listing.manifest?.userInfo
         )
         return (pack, fallback?.warning)
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AssetPackCLI
 
 @main
 struct BAMock: AsyncParsableCommand {
@@ -11,8 +12,11 @@ struct BAMock: AsyncParsableCommand {
             default; not Apple Archive .aar), publishes a download manifest at /manifest and the packs at \
             /assets/<id>, and rebuilds a pack when its files change.
             """,
-        version: "0.1.0",
-        subcommands: [Serve.self, PackageCommand.self, Validate.self, Template.self, Export.self, Inspect.self],
+        version: ToolVersion.current,
+        subcommands: [
+            Serve.self, PackageCommand.self, Validate.self, Template.self, Export.self, Inspect.self,
+            DownloadManifestCommand.self,
+        ],
         defaultSubcommand: Serve.self
     )
 }

@@ -11,7 +11,9 @@ struct Export: AsyncParsableCommand {
         discussion: """
             A web server serving OUT at some URL gives clients what `ba-mock serve` gives them: the same \
             manifest fields, the same pack bytes and digests. Versions are shared with `serve` through \
-            FOLDER/.ba-mock/state.json. Pack URLs are relative (assets/<id>) unless --base-url is given.
+            FOLDER/.ba-mock/state.json. Pack URLs are relative (assets/<id>) unless --base-url is given. \
+            With --platform, a manifest per platform is written beside OUT/manifest (manifest-iOS.json, ...); \
+            `ba-mock serve` gives the same at /manifest?platform=iOS.
             """
     )
 
@@ -30,6 +32,15 @@ struct Export: AsyncParsableCommand {
     )
     var packVersions: [String] = []
 
+    @Option(
+        name: .customLong("platform"),
+        help: ArgumentHelp(
+            "Also write OUT/manifest-<platform>.json with only the packs for that platform (those that list it or list none), as Apple's download-manifest create --ios makes a manifest per platform. Repeatable; iOS, macOS, tvOS or visionOS, any case. (default: OUT/manifest only)",
+            valueName: "platform"
+        )
+    )
+    var platforms: [String] = []
+
     @Flag(help: "Print the manifest written instead of a summary.")
     var json = false
 
@@ -38,6 +49,9 @@ struct Export: AsyncParsableCommand {
 
     func validate() throws {
         if let baseURL { try checkBaseURL(baseURL) }
+        for platform in platforms where DownloadManifest.platform(named: platform) == nil {
+            throw ValidationError("--\(DownloadManifest.unknownPlatform(platform))")
+        }
     }
 
     func run() async throws {
@@ -49,7 +63,12 @@ struct Export: AsyncParsableCommand {
             log: { Console.err($0) }
         )
         for warning in try await catalog.load() { Console.err("warning: \(warning)") }
-        let result = try Exporter.export(catalog.snapshot, to: out, baseURL: baseURL)
+        let result = try Exporter.export(
+            catalog.snapshot,
+            to: out,
+            baseURL: baseURL,
+            platforms: platforms.compactMap(DownloadManifest.platform(named:))
+        )
         for warning in result.warnings { Console.err("warning: \(warning)") }
         if json {
             Console.out(String(decoding: try result.manifest.encoded(), as: UTF8.self))
@@ -59,5 +78,8 @@ struct Export: AsyncParsableCommand {
         Console.out(
             "wrote \(result.manifestFile) and \(result.manifest.assetPacks.count) packs in \(out.appending("assets"))"
         )
+        for (platform, file) in result.platformManifests.sorted(by: { $0.key < $1.key }) {
+            Console.out("wrote \(file): the packs for \(platform)")
+        }
     }
 }

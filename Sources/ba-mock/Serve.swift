@@ -13,8 +13,10 @@ struct Serve: AsyncParsableCommand {
         abstract:
             "Serve an asset folder's packs, and pack archives (.aar) as they are, over HTTP or HTTPS (the default command).",
         discussion: """
-            Routes: GET /manifest (the download manifest) and GET/HEAD /assets/<id> (a pack, with ranges, \
-            ETag and Last-Modified). The first line on stdout is the URL; then a table of packs; then one line \
+            Routes: GET /manifest (the download manifest; ?platform=iOS for that platform's packs only, any \
+            case, 400 for an unknown platform: devices are said to add a platform query parameter, but its \
+            name is third-party and UNCONFIRMED) and GET/HEAD /assets/<id> (a pack, with ranges, ETag and \
+            Last-Modified). The first line on stdout is the URL; then a table of packs; then one line \
             per request. Files edited under the folder are picked up without a restart, and the pack's \
             version goes up by one. State (built packs, versions) lives in FOLDER/.ba-mock/, which no \
             manifest can select; --tls-self-signed keeps its CA outside the folder (--tls-dir).

@@ -98,8 +98,23 @@ struct AppGroupOptions: ParsableArguments {
 
 /// How to reach the server: what the commands that talk to it take.
 struct ServerOptions: ParsableArguments {
-    @Option(help: "The server's base URL, e.g. http://127.0.0.1:8443. (env: BA_SYNC_SERVER)")
+    @Option(
+        help:
+            "The server's base URL, e.g. http://127.0.0.1:8443: shorthand for --manifest-url <server>/manifest. (env: BA_SYNC_SERVER)"
+    )
     var server: String?
+
+    @Option(
+        help:
+            "The download manifest's full URL, at any path, as Apple's BAManifestURL, e.g. https://cdn.example.com/packs/catalog.json; relative pack URLs resolve against it. (env: BA_SYNC_MANIFEST_URL)"
+    )
+    var manifestURL: String?
+
+    @Flag(
+        help:
+            "Fetch plain http from any host. By default only https, and plain http to this machine (127.0.0.0/8, ::1, localhost), are fetched: Background Assets uses HTTPS for all downloads."
+    )
+    var allowHTTP = false
 
     @Option(help: "A PEM CA certificate to trust, e.g. the one `ba-mock serve --tls-self-signed` prints.")
     var caCert: String?
@@ -138,31 +153,64 @@ struct ServerOptions: ParsableArguments {
         if let caCert, !FileManager.default.fileExists(atPath: caCert) {
             throw ValidationError("--ca-cert \(caCert) does not exist")
         }
+        if server != nil && manifestURL != nil {
+            throw ValidationError(
+                "--server and --manifest-url both name the manifest; give one (--server URL means --manifest-url URL/manifest)"
+            )
+        }
+        _ = try location
     }
 
-    /// The server given, if any.
-    var serverURL: URL? {
+    /// Where the manifest is: a server (its manifest at `<server>/manifest`) or the manifest's own URL.
+    struct Location {
+        var server: URL?
+        var manifestURL: URL?
+    }
+
+    /// The server or manifest URL given, from the options or else the environment (a manifest URL first).
+    var location: Location? {
         get throws {
-            guard let value = server ?? ProcessInfo.processInfo.environment["BA_SYNC_SERVER"], !value.isEmpty else {
-                return nil
+            let environment = ProcessInfo.processInfo.environment
+            func given(_ value: String?) -> String? { value.flatMap { $0.isEmpty ? nil : $0 } }
+            let option = given(manifestURL) != nil || given(server) != nil
+            if let value = given(manifestURL) ?? (option ? nil : given(environment["BA_SYNC_MANIFEST_URL"])) {
+                let url = try checked(value, option: "--manifest-url", example: "https://cdn.example.com/catalog.json")
+                return Location(server: nil, manifestURL: url)
             }
-            guard var url = URL(string: value), DownloadManifest.fetchProblem(with: url) == nil else {
-                let problem = URL(string: value).flatMap(DownloadManifest.fetchProblem(with:)) ?? "does not parse"
-                throw ValidationError("--server \(value) \(problem); give e.g. http://127.0.0.1:8443")
-            }
+            guard let value = given(server) ?? given(environment["BA_SYNC_SERVER"]) else { return nil }
+            var url = try checked(value, option: "--server", example: "http://127.0.0.1:8443")
             // The manifest's own URL (as `ba-mock serve` prints it) names the server as well.
             if url.lastPathComponent == "manifest" { url.deleteLastPathComponent() }
-            return url
+            try checkTransport(url.appendingPathComponent("manifest"), option: "--server")
+            return Location(server: url, manifestURL: nil)
         }
     }
 
-    /// The server, which this command needs.
-    var requiredServerURL: URL {
+    private func checked(_ value: String, option: String, example: String) throws -> URL {
+        guard let url = URL(string: value), DownloadManifest.fetchProblem(with: url) == nil else {
+            let problem = URL(string: value).flatMap(DownloadManifest.fetchProblem(with:)) ?? "does not parse"
+            throw ValidationError("\(option) \(value) \(problem); give e.g. \(example)")
+        }
+        if option == "--manifest-url" { try checkTransport(url, option: option) }
+        return url
+    }
+
+    private func checkTransport(_ url: URL, option: String) throws {
+        if let problem = TransportSecurity.problem(with: url, allowHTTP: allowHTTP) {
+            throw ValidationError("\(option): \(problem)")
+        }
+    }
+
+    /// The server or manifest, which this command needs.
+    var requiredLocation: Location {
         get throws {
-            guard let url = try serverURL else {
-                throw ValidationError("no server: pass --server URL (e.g. http://127.0.0.1:8443) or set BA_SYNC_SERVER")
+            guard let location = try location else {
+                throw ValidationError(
+                    "no server: pass --server URL (e.g. http://127.0.0.1:8443) or --manifest-url URL, or set "
+                        + "BA_SYNC_SERVER or BA_SYNC_MANIFEST_URL"
+                )
             }
-            return url
+            return location
         }
     }
 }
@@ -224,7 +272,7 @@ struct Session {
     /// - Returns: What `body` returns, and the packs whose failure the progress already showed.
     func run<T: Sendable>(_ body: (AssetPackManager) async throws -> T) async throws -> (T, shown: Set<String>) {
         let appGroup = try app.appGroupPath
-        let url = needsServer ? try server?.requiredServerURL : try server?.serverURL
+        let location = needsServer ? try server?.requiredLocation : try server?.location
         let milliseconds = Int64((server?.timeout ?? 30) * 1000)
         let client = AssetPackManager.makeHTTPClient(
             trusting: server?.caCert,
@@ -234,7 +282,8 @@ struct Session {
         let manager: AssetPackManager
         do {
             manager = try AssetPackManager(
-                server: url,
+                server: location?.server,
+                manifestURL: location?.manifestURL,
                 appGroup: appGroup,
                 client: client,
                 maxConcurrentDownloads: downloads?.concurrency ?? 3,
@@ -246,7 +295,8 @@ struct Session {
                 platform: server?.platform,
                 language: app.resolvedLanguage.description,
                 collisions: app.collisionRule,
-                deltaUpdates: !(downloads?.noDelta ?? false)
+                deltaUpdates: !(downloads?.noDelta ?? false),
+                allowInsecureHTTP: server?.allowHTTP ?? false
             )
         } catch {
             try? await client.shutdown()

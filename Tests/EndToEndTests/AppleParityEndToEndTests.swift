@@ -12,31 +12,6 @@ struct AppleParityEndToEndTests {
     let mock = builtProduct("ba-mock")
     let sync = builtProduct("ba-sync")
 
-    func jsonLines(_ text: String) -> [[String: Any]] {
-        text.split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
-    }
-
-    /// `python3 -m http.server` over `folder` on 127.0.0.1, port 0; returns it and its base URL.
-    func staticServer(_ folder: FilePath) throws -> (RunningTool, String) {
-        // Debian's python3 (make deps installs it); a version manager's shim on PATH can take seconds to start.
-        let debian = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
-        let server = try RunningTool(
-            URL(fileURLWithPath: debian ? "/usr/bin/python3" : "/usr/bin/env"),
-            (debian ? [] : ["python3"])
-                + ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", folder.string]
-        )
-        // "Serving HTTP on 127.0.0.1 port 41234 (http://127.0.0.1:41234/) ..."
-        guard let line = server.waitForFirstLine(), let range = line.range(of: "http://127.0.0.1:"),
-            let port = Int(line[range.upperBound...].prefix { $0.isNumber })
-        else {
-            server.interrupt(signal: SIGKILL)
-            throw CancellationError()
-        }
-        return (server, "http://127.0.0.1:\(port)")
-    }
-
     @Test func anAppleShapedManifestOnAStaticServerInstalls() throws {
         let scratch = try Scratch()
         let assets = try scratch.copySampleAssets()
@@ -65,7 +40,7 @@ struct AppleParityEndToEndTests {
                 toPath: site.appending("cdn/v7/\(id).aar").string
             )
         }
-        let (server, base) = try staticServer(site)
+        let (server, base) = try pythonStaticServer(site)
         defer { server.interrupt(signal: SIGKILL) }  // the test process may block SIGINT and SIGTERM for its children
         // Only the keys Apple's tool writes: no sha256, installSize, fileCount or compression. One URL is
         // relative to the manifest, the others absolute.

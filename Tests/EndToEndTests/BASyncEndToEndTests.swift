@@ -118,12 +118,6 @@ struct BASyncEndToEndTests {
         #expect(jsonLines(removed.stdout).last?["removed"] as? String == "Tutorial")
     }
 
-    func jsonLines(_ text: String) -> [[String: Any]] {
-        text.split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
-    }
-
     @Test func retriesSayWhyResumesSayFromWhereAndEachFailureIsPrintedOnce() throws {
         let scratch = try Scratch()
         let folder = try scratch.copySampleAssets()
