@@ -4,8 +4,10 @@ import Foundation
 public final class RunningTool: @unchecked Sendable {
     public let process: Process
     private let lock = NSLock()
-    private var stdoutText = ""
-    private var stderrText = ""
+    // Bytes, decoded when read: a chunk of a pipe can end inside a character (a "…" written in pieces came out
+    // as three U+FFFD when each chunk was decoded alone).
+    private var stdoutBytes = Data()
+    private var stderrBytes = Data()
     private let firstLine = DispatchSemaphore(value: 0)
     private var firstLineSignalled = false
 
@@ -24,8 +26,8 @@ public final class RunningTool: @unchecked Sendable {
             let data = handle.availableData
             guard let self else { return }
             self.lock.lock()
-            self.stdoutText += String(decoding: data, as: UTF8.self)
-            let signal = !self.firstLineSignalled && (self.stdoutText.contains("\n") || data.isEmpty)
+            self.stdoutBytes += data
+            let signal = !self.firstLineSignalled && (data.contains(UInt8(ascii: "\n")) || data.isEmpty)
             if signal { self.firstLineSignalled = true }
             self.lock.unlock()
             if data.isEmpty { handle.readabilityHandler = nil }
@@ -36,7 +38,7 @@ public final class RunningTool: @unchecked Sendable {
             if data.isEmpty { handle.readabilityHandler = nil }
             guard let self else { return }
             self.lock.lock()
-            self.stderrText += String(decoding: data, as: UTF8.self)
+            self.stderrBytes += data
             self.lock.unlock()
         }
         try process.run()
@@ -51,13 +53,13 @@ public final class RunningTool: @unchecked Sendable {
     public var stdout: String {
         lock.lock()
         defer { lock.unlock() }
-        return stdoutText
+        return String(decoding: stdoutBytes, as: UTF8.self)
     }
 
     public var stderr: String {
         lock.lock()
         defer { lock.unlock() }
-        return stderrText
+        return String(decoding: stderrBytes, as: UTF8.self)
     }
 
     /// Sends `signal` (SIGINT by default) and waits for the exit status (up to `timeout` seconds, then SIGKILL).
