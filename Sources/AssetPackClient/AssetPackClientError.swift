@@ -47,6 +47,12 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         case invalidLanguage
         /// A path is held by several installed packs and the collision rule is `fail`.
         case pathCollision
+        /// A first install would go over a size limit of the app's Info.plist (Apple's
+        /// `BAErrorCode.downloadWouldExceedAllowance`).
+        case downloadWouldExceedAllowance
+        /// A first install would download from a host the Info.plist's `BADownloadDomainAllowList` does not
+        /// allow (Apple's `BAErrorCode.sessionDownloadDisallowedByDomain`).
+        case downloadDisallowedByDomain
     }
 
     /// What kind of failure this is.
