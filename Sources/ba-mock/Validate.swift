@@ -26,6 +26,8 @@ struct Validate: AsyncParsableCommand {
     @Flag(help: "One JSON document for CI: ok, and the problems with file, key, severity, message and fix.")
     var json = false
 
+    @OptionGroup var plist: InfoPlistOptions
+
     func run() async throws {
         let targets = paths.isEmpty ? [FilePath("Assets")] : paths
         var problems: [ManifestProblem] = []
@@ -68,6 +70,7 @@ struct Validate: AsyncParsableCommand {
                 }
             }
         }
+        problems += try await plist.problems(in: targets)
         let errors = problems.filter { $0.severity == .error }.count
         if json {
             let encoder = JSONEncoder()

@@ -1,0 +1,80 @@
+import ArgumentParser
+import AssetPackCLI
+import AssetPackFormat
+import AssetPackServer
+import Foundation
+import SystemPackage
+
+/// `validate --info-plist`: the app's Background Assets keys, alone and against the packs.
+struct InfoPlistOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "An app's Info.plist (XML or binary): checks its Background Assets keys (Apple-hosted or self-hosted), then the packs a first install downloads against its limits (BAEssentialMaxInstallSize, BAMaxInstallSize, the allowances and the domain allow list of BAInitialDownloadRestrictions). The packs are built from FOLDER as `export` builds them (the same --format and --compression give the same sizes; the state goes to FOLDER/.ba-mock), unless --download-manifest is given.",
+            valueName: "file"
+        )
+    )
+    var infoPlist: FilePath?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --info-plist: check this published download manifest (e.g. OUT/manifest of `export`) instead of building FOLDER's packs; its relative URLs resolve against BAManifestURL.",
+            valueName: "file"
+        )
+    )
+    var downloadManifest: FilePath?
+
+    @OptionGroup var build: BuildOptions
+
+    func validate() throws {
+        if downloadManifest != nil, infoPlist == nil {
+            throw ValidationError("--download-manifest is checked against an app's limits: give --info-plist too")
+        }
+    }
+
+    /// The problems of the Info.plist, alone and against the packs of the first folder of `targets` (or of
+    /// --download-manifest); none without --info-plist.
+    /// - Parameter targets: What `validate` was given: folders and manifest files.
+    func problems(in targets: [FilePath]) async throws -> [ManifestProblem] {
+        guard let infoPlist else { return [] }
+        let check = try await BlockingIO.run { try AppInfoPlist.read(file: infoPlist) }
+        guard let plist = check.plist else { return check.problems }
+        let file = infoPlist.string
+        let problems = check.problems + plist.problems(file: file)
+        guard !plist.isAppleHosted else { return problems }
+        let manifest: DownloadManifest
+        let size: Int64
+        if let downloadManifest {
+            let data = try await BlockingIO.run { try Data(contentsOf: URL(fileURLWithPath: downloadManifest.string)) }
+            manifest = try DownloadManifest.decode(data, source: downloadManifest.string)
+            size = Int64(data.count)
+        } else {
+            let folder = targets.first { path in
+                var isFolder: ObjCBool = false
+                return FileManager.default.fileExists(atPath: path.string, isDirectory: &isFolder) && isFolder.boolValue
+            }
+            guard let folder else { return problems }
+            do {
+                let catalog = try PackCatalog(
+                    folder: AssetFolder(root: folder),
+                    options: build.packOptions,
+                    deltaDepth: 0
+                )
+                _ = try await catalog.load()  // its warnings are the manifests' own, listed already
+                manifest = catalog.snapshot.manifest(baseURL: "")
+                size = Int64(try manifest.encoded().count)
+            } catch {
+                // The folder's own problems say why; the limits need built packs.
+                return problems + [
+                    ManifestProblem(
+                        file: folder.string,
+                        key: "(packs)",
+                        severity: .error,
+                        message: "could not be built, so the Info.plist's limits were not checked: \(error)",
+                        fix: "fix the problems above, or pass --download-manifest"
+                    )
+                ]
+            }
+        }
+        return problems + plist.problems(against: manifest, manifestSize: size, file: file)
+    }
+}
