@@ -100,15 +100,24 @@ extension AppInfoPlist {
     /// - Returns: The keys and the problems of reading them (the configuration is checked by ``problems(file:)``).
     /// - Throws: ``AssetPackFormatError`` with code `.io` when the file cannot be read.
     public static func read(file: FilePath) throws -> AppInfoPlistCheck {
-        let data: Data
+        // Opened without waiting and checked before a byte is read: a FIFO or a device in its place would
+        // block the open or never end.
+        let contents: SmallFile
         do {
-            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file.string))
-            defer { try? handle.close() }
-            data = try handle.read(upToCount: maximumSize + 1) ?? Data()
+            contents = try FileDescriptor.readSmallRegularFile(file, followingSymlink: true, maximumSize: maximumSize)
         } catch {
             throw AssetPackFormatError(code: .io, message: "cannot read \(file): \(error)", cause: error)
         }
-        guard data.count <= maximumSize else {
+        let data: Data
+        switch contents {
+        case .bytes(let bytes):
+            data = Data(bytes)
+        case .notRegular(let kind):
+            return AppInfoPlistCheck(
+                plist: nil,
+                problems: [.error(file.string, "(file)", "is \(kind), not a file", fix: "pass the app's Info.plist")]
+            )
+        case .tooLarge:
             return AppInfoPlistCheck(
                 plist: nil,
                 problems: [

@@ -95,6 +95,44 @@ struct AppInfoPlistTests {
         #expect(plist.essentialMaxInstallSize == 999 && plist.maxInstallSize == 1999)
     }
 
+    @Test(arguments: PlistFormat.allCases)
+    func selfHostedKeysThatAreMissingOrWrong(format: PlistFormat) throws {
+        let json = """
+            {"BAHasManagedAssetPacks": false, "BAManifestURL": "http://cdn.example.com/manifest",
+             "BAInitialDownloadRestrictions": {"BADownloadAllowance": 1,
+               "BADownloadDomainAllowList": ["https://cdn.example.com", "cdn.*.com", "ok.example.com", "host:8443"]}}
+            """
+        let (check, file) = try read(json, format)
+        #expect(check.problems.isEmpty)
+        let problems = try #require(check.plist).problems(file: file)
+        let prefix = "BAInitialDownloadRestrictions."
+        #expect(
+            problems.map { "\($0.severity.rawValue) \($0.key): \($0.message)" } == [
+                "error BAAppGroupID: is missing: the app and its downloader extension share packs through an app group",
+                "error BAHasManagedAssetPacks: is NO: the system does not manage asset packs (AssetPackManager)",
+                "warning BAManifestURL: is http, not https: App Transport Security keeps a device from fetching it",
+                "error \(prefix)BAEssentialDownloadAllowance: is missing (or has the wrong type); Apple's page says it "
+                    + "is required to use Background Assets",
+                "error \(prefix)BADownloadDomainAllowList[0]: is \"https://cdn.example.com\": a URL, not a DNS name",
+                "error \(prefix)BADownloadDomainAllowList[1]: is \"cdn.*.com\": a wildcard that is not a leading *.",
+                "error \(prefix)BADownloadDomainAllowList[3]: is \"host:8443\": a name with a port; the list holds DNS "
+                    + "names only",
+                "warning BAEssentialMaxInstallSize: is missing; Apple's page says it is required, and the App Store "
+                    + "shows it as the app's size",
+                "warning BAMaxInstallSize: is missing; Apple's page says it is required, and the App Store shows it as "
+                    + "the app's size",
+            ]
+        )
+        var noURL = try #require(check.plist)
+        noURL.manifestURL = nil
+        #expect(noURL.problems(file: file).map(\.key).contains("BAManifestURL"))
+        noURL.manifestURL = "ftp://cdn.example.com/manifest"
+        #expect(
+            noURL.problems(file: file).first { $0.key == "BAManifestURL" }?.message
+                == "is \"ftp://cdn.example.com/manifest\": a ftp URL, not https"
+        )
+    }
+
     /// Tutorial (essential) and Levels (prefetch) download at first install; Extras (on demand) does not count.
     static func manifest(levelsURL: String = "assets/Levels", tutorialURL: String = "assets/Tutorial")
         -> DownloadManifest
@@ -271,5 +309,16 @@ struct AppInfoPlistTests {
         }
         let empty = try AppInfoPlist.read(file: try scratch.write("Empty.plist", ""))
         #expect(empty.problems.map(\.key) == ["(file)"])
+        // A FIFO or a device in its place is named, never opened for a read that would wait or never end.
+        let fifo = scratch.root.appending("Fifo.plist")
+        #expect(mkfifo(fifo.string, 0o600) == 0)
+        let fromFifo = try AppInfoPlist.read(file: fifo)
+        #expect(
+            fromFifo.problems.map(\.description) == [
+                "\(fifo): (file): is a FIFO, not a file. Fix: pass the app's Info.plist"
+            ]
+        )
+        let zero = try AppInfoPlist.read(file: "/dev/zero")
+        #expect(zero.problems.map(\.message) == ["is a character device, not a file"])
     }
 }
