@@ -149,5 +149,20 @@ struct InfoPlistEndToEndTests {
         #expect(later.status == 0, "\(later.stderr)")
         #expect(later.stdout.contains("installed: Levels"), "\(later.stdout)")
         #expect(later.stdout.contains("already local: Tutorial"), "\(later.stdout)")
+
+        // A plist a device would trap on is refused before anything is fetched.
+        let trap = try writeInfoPlist(
+            #"{"BAAppGroupID": "group.com.example.game", "BAHasManagedAssetPacks": true, "BAManifestURL": "\#(base)/manifest"}"#,
+            format: .binary,
+            to: scratch.root.appending("Trap.plist")
+        )
+        let refused = try runTool(sync, ["sync", "--info-plist", trap.string], directory: scratch.root.string)
+        #expect(refused.status == 64, "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains(
+                "\(trap): BAInitialDownloadRestrictions: is missing; a self-hosted managed app traps without it"
+            ),
+            "\(refused.stderr)"
+        )
     }
 }
