@@ -9,7 +9,7 @@ import SystemPackage
 struct InfoPlistOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "An app's Info.plist (XML or binary): checks its Background Assets keys (Apple-hosted or self-hosted), then the packs a first install downloads against its limits (BAEssentialMaxInstallSize, BAMaxInstallSize, the allowances and the domain allow list of BAInitialDownloadRestrictions). The packs are built from FOLDER as `export` builds them (the same --format and --compression give the same sizes; the state goes to FOLDER/.ba-mock), unless --download-manifest is given.",
+            "An app's Info.plist (XML or binary): checks its Background Assets keys (Apple-hosted or self-hosted), then the packs a first install downloads against its limits (BAEssentialMaxInstallSize, BAMaxInstallSize, the allowances and the domain allow list of BAInitialDownloadRestrictions). The packs are built from FOLDER as `export` builds them (the same --format, --compression and --delta-depth give the same sizes and manifest; the state goes to FOLDER/.ba-mock), unless --download-manifest is given.",
             valueName: "file"
         )
     )
@@ -24,6 +24,7 @@ struct InfoPlistOptions: ParsableArguments {
     var downloadManifest: FilePath?
 
     @OptionGroup var build: BuildOptions
+    @OptionGroup var deltas: DeltaOptions
 
     func validate() throws {
         if downloadManifest != nil, infoPlist == nil {
@@ -57,7 +58,7 @@ struct InfoPlistOptions: ParsableArguments {
                 let catalog = try PackCatalog(
                     folder: AssetFolder(root: folder),
                     options: build.packOptions,
-                    deltaDepth: 0
+                    deltaDepth: deltas.deltaDepth
                 )
                 _ = try await catalog.load()  // its warnings are the manifests' own, listed already
                 manifest = catalog.snapshot.manifest(baseURL: "")

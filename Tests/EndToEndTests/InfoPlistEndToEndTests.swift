@@ -39,9 +39,41 @@ struct InfoPlistEndToEndTests {
         let out = scratch.root.appending("out")
         let exported = try runTool(mock, ["export", folder.string, "--out", out.string])
         #expect(exported.status == 0, "\(exported.stderr)")
-        let manifest = try JSONDecoder().decode(DownloadManifest.self, from: scratch.read(out.appending("manifest")))
+        // A second version of Levels: the manifest now lists a delta from the first, as export writes it.
+        try scratch.write("Assets/Levels/World1/changed.txt", "a new level")
+        let reexported = try runTool(mock, ["export", folder.string, "--out", out.string])
+        #expect(reexported.status == 0, "\(reexported.stderr)")
+        let manifestBytes = try scratch.read(out.appending("manifest"))
+        let manifest = try JSONDecoder().decode(DownloadManifest.self, from: manifestBytes)
+        #expect(manifest.assetPacks.first { $0.id == "Levels" }?.deltas?.count == 1)
         let tutorial = try #require(manifest.assetPacks.first { $0.id == "Tutorial" })
         let install = try #require(tutorial.installSize)
+
+        // The essential allowance counts the manifest's bytes, the very ones export wrote.
+        for (allowance, status) in [
+            (tutorial.downloadSize + Int64(manifestBytes.count), 0),
+            (tutorial.downloadSize + Int64(manifestBytes.count) - 1, 1),
+        ] {
+            let plist = try writeInfoPlist(
+                Self.selfHosted(
+                    manifestURL: "https://cdn.example.com/manifest",
+                    allow: ["cdn.example.com"],
+                    essentialAllowance: allowance
+                ),
+                format: .xml,
+                to: scratch.root.appending("Allowance-\(allowance).plist")
+            )
+            let checked = try runTool(mock, ["validate", "--info-plist", plist.string, folder.string])
+            #expect(checked.status == Int32(status), "\(checked.stdout)\(checked.stderr)")
+            if status == 1 {
+                #expect(
+                    checked.stdout.contains(
+                        "with the manifest's \(ByteFormat.string(Int64(manifestBytes.count))) (\(manifestBytes.count) bytes)"
+                    ),
+                    "\(checked.stdout)"
+                )
+            }
+        }
 
         // Over BAEssentialMaxInstallSize by one byte, from a binary plist: the packs are built as export builds them.
         let tight = try writeInfoPlist(
