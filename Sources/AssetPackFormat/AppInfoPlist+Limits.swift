@@ -188,8 +188,27 @@ extension AppInfoPlist {
     public func problems(against manifest: DownloadManifest, manifestSize: Int64, file: String) -> [ManifestProblem] {
         let packs = Self.initialPacks(of: manifest, manifestURL: manifestURL)
         let host = manifestURL.flatMap { URL(string: $0)?.host }
-        return limitViolations(packs: packs, manifestSize: manifestSize, manifestHost: host).map {
-            .error(file, $0.limit.rawValue, $0.message, fix: $0.fix)
+        var problems = limitViolations(packs: packs, manifestSize: manifestSize, manifestHost: host).map {
+            ManifestProblem.error(file, $0.limit.rawValue, $0.message, fix: $0.fix)
         }
+        // A limit that could not be held to every pack says so rather than pass quietly.
+        let unsized: [(LimitViolation.Limit, Int64?, [InitialPack])] = [
+            (.essentialMaxInstallSize, essentialMaxInstallSize, packs.filter(\.essential)),
+            (.maxInstallSize, maxInstallSize, packs.filter { !$0.essential }),
+        ]
+        for (limit, allowed, group) in unsized where allowed != nil && !isAppleHosted {
+            let missing = group.filter { $0.installSize == nil }.map(\.id).sorted()
+            guard !missing.isEmpty else { continue }
+            problems.append(
+                .warning(
+                    file,
+                    limit.rawValue,
+                    "is not checked for \(missing.joined(separator: ", ")): the manifest gives no installSize "
+                        + "(Apple's manifests do not)",
+                    fix: "validate the asset folder without --download-manifest"
+                )
+            )
+        }
+        return problems
     }
 }

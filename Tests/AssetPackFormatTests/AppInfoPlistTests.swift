@@ -205,6 +205,24 @@ struct AppInfoPlistTests {
         #expect(roomy.problems(against: Self.manifest(), manifestSize: 301, file: file).isEmpty)
     }
 
+    @Test func packsWithoutAnInstallSizeAreNamedNotSkippedSilently() throws {
+        var manifest = Self.manifest()
+        for index in manifest.assetPacks.indices { manifest.assetPacks[index].installSize = nil }
+        var plist = AppInfoPlist(manifestURL: "https://cdn.example.com/manifest")
+        plist.essentialMaxInstallSize = 1
+        plist.maxInstallSize = 1
+        let problems = plist.problems(against: manifest, manifestSize: 1, file: "Info.plist")
+        #expect(
+            problems.map(\.description) == [
+                "Info.plist: BAEssentialMaxInstallSize: is not checked for Tutorial: the manifest gives no installSize "
+                    + "(Apple's manifests do not). Fix: validate the asset folder without --download-manifest",
+                "Info.plist: BAMaxInstallSize: is not checked for Levels: the manifest gives no installSize (Apple's "
+                    + "manifests do not). Fix: validate the asset folder without --download-manifest",
+            ]
+        )
+        #expect(problems.allSatisfy { $0.severity == .warning })
+    }
+
     @Test(arguments: PlistFormat.allCases)
     func hostsOutsideTheDomainAllowList(format: PlistFormat) throws {
         let (check, file) = try read(Self.selfHosted, format)
