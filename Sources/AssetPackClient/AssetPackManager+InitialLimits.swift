@@ -16,7 +16,8 @@ extension AssetPackManager {
     /// - Parameters:
     ///   - limits: The Info.plist's limits.
     ///   - download: What the command is about to download.
-    /// - Returns: Whether the limits applied (the app group was at its first install).
+    /// - Returns: Whether the packs were held to the limits: the app group was at its first install, and the
+    ///   command downloads what they cover.
     /// - Throws: ``AssetPackClientError`` with code `.downloadWouldExceedAllowance` or
     ///   `.downloadDisallowedByDomain`, or the manifest's fetch errors.
     @discardableResult
@@ -24,14 +25,14 @@ extension AssetPackManager {
         async throws -> Bool
     {
         let store = self.store
+        if case .event(let event) = download, event != .install { return false }
         guard try await BlockingIO.run({ try InitialDownloadLimits.isFirstInstall(store) }) else { return false }
         guard let manifests else { return false }  // the command itself says a server is needed
         let (all, bytes) = try await manifests.fetchCountingBytes()
         let visible = listing(of: all).visible
         let packs: [AssetPack]
         switch download {
-        case .event(let event):
-            guard event == .install else { return true }
+        case .event:
             let language = resolvedLanguage
             packs = visible.values.filter {
                 $0.downloadPolicy.installationEventTypes.contains(.firstInstallation) && $0.isFor(language)

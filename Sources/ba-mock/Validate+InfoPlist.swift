@@ -45,9 +45,7 @@ struct InfoPlistOptions: ParsableArguments {
         let manifest: DownloadManifest
         let size: Int64
         if let downloadManifest {
-            let data = try await BlockingIO.run { try Data(contentsOf: URL(fileURLWithPath: downloadManifest.string)) }
-            manifest = try DownloadManifest.decode(data, source: downloadManifest.string)
-            size = Int64(data.count)
+            (manifest, size) = try await BlockingIO.run { try DownloadManifest.read(file: downloadManifest) }
         } else {
             let folder = targets.first { path in
                 var isFolder: ObjCBool = false

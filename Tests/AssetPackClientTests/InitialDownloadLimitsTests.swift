@@ -93,8 +93,17 @@ struct InitialDownloadLimitsTests {
             var plist = Self.roomy()
             plist.initialDownloadRestrictions?.downloadAllowance = textures.downloadSize - 1
             let limits = InitialDownloadLimits(plist)
-            // Sync at install does not download the on-demand pack, so it is within the limit.
+            // Sync at install does not download the on-demand pack, so it is within the limit; an update or a
+            // periodic check is no first install.
             #expect(try await manager.enforceInitialDownloadLimits(limits, for: .event(.install)))
+            var tight = plist
+            tight.initialDownloadRestrictions?.essentialDownloadAllowance = 0
+            for event in [InstallationEvent.update, .periodic] {
+                #expect(
+                    try await manager.enforceInitialDownloadLimits(InitialDownloadLimits(tight), for: .event(event))
+                        == false
+                )
+            }
             let error = await #expect(throws: AssetPackClientError.self) {
                 try await manager.enforceInitialDownloadLimits(limits, for: .packs(["Textures"]))
             }

@@ -223,6 +223,20 @@ struct AppInfoPlistTests {
         #expect(problems.allSatisfy { $0.severity == .warning })
     }
 
+    @Test func aDownloadManifestFileIsReadWholeOrRefusedUnread() throws {
+        let scratch = try Scratch()
+        let bytes = try Self.manifest().encoded()
+        let file = try scratch.write("manifest", bytes)
+        let (manifest, size) = try DownloadManifest.read(file: file)
+        #expect(manifest == Self.manifest())
+        #expect(size == Int64(bytes.count))
+        let fifo = scratch.root.appending("fifo")
+        #expect(mkfifo(fifo.string, 0o600) == 0)
+        #expect { try DownloadManifest.read(file: fifo) } throws: { error in
+            (error as? AssetPackFormatError)?.message == "\(fifo) is a FIFO, not a download manifest file"
+        }
+    }
+
     @Test(arguments: PlistFormat.allCases)
     func hostsOutsideTheDomainAllowList(format: PlistFormat) throws {
         let (check, file) = try read(Self.selfHosted, format)
