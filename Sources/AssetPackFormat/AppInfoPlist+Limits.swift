@@ -100,8 +100,8 @@ extension AppInfoPlist {
             }.joined(separator: ", ")
         }
         let installChecks: [(LimitViolation.Limit, [InitialPack], Int64?, String)] = [
-            (.essentialMaxInstallSize, essential, essentialMaxInstallSize, "the essential packs install"),
-            (.maxInstallSize, others, maxInstallSize, "the other packs of the first install install"),
+            (.essentialMaxInstallSize, essential, essentialMaxInstallSize, "the essential packs take"),
+            (.maxInstallSize, others, maxInstallSize, "the non-essential packs take"),
         ]
         for (limit, group, allowed, what) in installChecks {
             guard let allowed else { continue }
@@ -114,7 +114,7 @@ extension AppInfoPlist {
                     total: total,
                     allowed: allowed,
                     packs: sized.map(\.id).sorted(),
-                    message: "\(what) \(bytes(total)), over the \(bytes(allowed)) it allows: "
+                    message: "\(what) \(bytes(total)) installed, over the \(bytes(allowed)) it allows: "
                         + list(sized, \.installSize),
                     fix: "raise \(limit.rawValue) to \(total) or more, or make those packs smaller or fewer"
                 )
@@ -128,7 +128,7 @@ extension AppInfoPlist {
             ),
             (
                 .downloadAllowance, others, restrictions?.downloadAllowance, 0,
-                "the other packs of the first install download"
+                "the non-essential packs download"
             ),
         ]
         for (limit, group, allowed, extra, what) in downloadChecks {

@@ -51,8 +51,8 @@ struct InitialDownloadLimitsTests {
             #expect(
                 error?.message
                     == "the first install stopped before downloading anything, by the Info.plist's "
-                    + "BAEssentialMaxInstallSize: the essential packs install \(ByteFormat.string(installSize)) "
-                    + "(\(installSize) bytes), over the \(ByteFormat.string(installSize - 1)) (\(installSize - 1) "
+                    + "BAEssentialMaxInstallSize: the essential packs take \(ByteFormat.string(installSize)) "
+                    + "(\(installSize) bytes) installed, over the \(ByteFormat.string(installSize - 1)) (\(installSize - 1) "
                     + "bytes) it allows: Tutorial \(ByteFormat.string(installSize)). Fix: raise "
                     + "BAEssentialMaxInstallSize to \(installSize) or more, or make those packs smaller or fewer (a "
                     + "device enforces these limits at the first install only)"

@@ -179,17 +179,17 @@ struct AppInfoPlistTests {
         let problems = plist.problems(against: Self.manifest(), manifestSize: 301, file: file)
         #expect(
             problems.map(\.description) == [
-                "\(file): BAEssentialMaxInstallSize: the essential packs install 1000 B (1000 bytes), over the 999 B "
+                "\(file): BAEssentialMaxInstallSize: the essential packs take 1000 B (1000 bytes) installed, over the 999 B "
                     + "(999 bytes) it allows: Tutorial 1000 B. Fix: raise BAEssentialMaxInstallSize to 1000 or more, or "
                     + "make those packs smaller or fewer",
-                "\(file): BAMaxInstallSize: the other packs of the first install install 2.0 KiB (2000 bytes), over "
+                "\(file): BAMaxInstallSize: the non-essential packs take 2.0 KiB (2000 bytes) installed, over "
                     + "the 2.0 KiB (1999 bytes) it allows: Levels 2.0 KiB. Fix: raise BAMaxInstallSize to 2000 or more, "
                     + "or make those packs smaller or fewer",
                 "\(file): BAInitialDownloadRestrictions.BAEssentialDownloadAllowance: the essential packs download "
                     + "901 B (901 bytes) with the manifest's 301 B (301 bytes), over the 900 B (900 bytes) it allows: "
                     + "Tutorial 600 B. Fix: raise BAInitialDownloadRestrictions.BAEssentialDownloadAllowance to 901 or "
                     + "more, or make those packs smaller or fewer",
-                "\(file): BAInitialDownloadRestrictions.BADownloadAllowance: the other packs of the first install "
+                "\(file): BAInitialDownloadRestrictions.BADownloadAllowance: the non-essential packs "
                     + "download 700 B (700 bytes), over the 699 B (699 bytes) it allows: Levels 700 B. Fix: raise "
                     + "BAInitialDownloadRestrictions.BADownloadAllowance to 700 or more, or make those packs smaller or "
                     + "fewer",

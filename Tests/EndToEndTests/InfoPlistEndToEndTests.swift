@@ -89,8 +89,8 @@ struct InfoPlistEndToEndTests {
         #expect(over.status == 1, "\(over.stderr)")
         #expect(
             over.stdout == """
-                error: \(tight): BAEssentialMaxInstallSize: the essential packs install \(ByteFormat.string(install)) \
-                (\(install) bytes), over the \(ByteFormat.string(install - 1)) (\(install - 1) bytes) it allows: Tutorial \
+                error: \(tight): BAEssentialMaxInstallSize: the essential packs take \(ByteFormat.string(install)) \
+                (\(install) bytes) installed, over the \(ByteFormat.string(install - 1)) (\(install - 1) bytes) it allows: Tutorial \
                 \(ByteFormat.string(install)). Fix: raise BAEssentialMaxInstallSize to \(install) or more, or make those \
                 packs smaller or fewer
                 1 error(s), 0 warning(s)
