@@ -8,7 +8,7 @@ import SystemPackage
 struct InfoPlistOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "The app's Info.plist (XML or binary). Its BAManifestURL gives the server when --server is not given; its BAAppGroupID the app group when --app-group is not given (a folder named after the ID in the current folder, e.g. ./group.com.example.game); and its size and domain limits stop the first install (an app group that never held a pack) when the packs it would download go over them, as a device does.",
+            "The app's Info.plist (XML or binary). Its BAManifestURL gives the server when --server is not given; its BAAppGroupID the app group when --app-group is not given (a folder named after the ID in the current folder, e.g. ./group.com.example.game); and, in sync and ensure, its size and domain limits stop the first install (an app group that never held a pack) when the packs it would download go over them, as a device does.",
             valueName: "file"
         )
     )

@@ -182,6 +182,19 @@ struct InfoPlistEndToEndTests {
         #expect(later.stdout.contains("installed: Levels"), "\(later.stdout)")
         #expect(later.stdout.contains("already local: Tutorial"), "\(later.stdout)")
 
+        // Before the subcommand as well, and for the commands that take a server and an app group.
+        let status = try runTool(
+            sync,
+            ["--info-plist", plist.string, "status", "--json"],
+            directory: scratch.root.string
+        )
+        #expect(status.status == 0, "\(status.stderr)")
+        let statusResult = try #require(jsonLines(status.stdout).last)
+        #expect(statusResult["online"] as? Bool == true)
+        #expect(
+            (statusResult["packs"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["Levels", "Tutorial"]
+        )
+
         // A plist a device would trap on is refused before anything is fetched.
         let trap = try writeInfoPlist(
             #"{"BAAppGroupID": "group.com.example.game", "BAHasManagedAssetPacks": true, "BAManifestURL": "\#(base)/manifest"}"#,
