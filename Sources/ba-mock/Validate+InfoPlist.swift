@@ -62,14 +62,16 @@ struct InfoPlistOptions: ParsableArguments {
                 manifest = catalog.snapshot.manifest(baseURL: "")
                 size = Int64(try manifest.encoded().count)
             } catch {
-                // The folder's own problems say why; the limits need built packs.
+                // Invalid manifests are listed above already; another failure (a pack that does not build) is said.
+                let invalid = (error as? AssetPackServerError)?.code == .invalidAssetFolder
                 return problems + [
                     ManifestProblem(
                         file: folder.string,
                         key: "(packs)",
                         severity: .error,
-                        message: "could not be built, so the Info.plist's limits were not checked: \(error)",
-                        fix: "fix the problems above, or pass --download-manifest"
+                        message: "could not be built, so the Info.plist's limits were not checked"
+                            + (invalid ? " (its manifests have the errors above)" : ": \(error)"),
+                        fix: invalid ? "fix them, or pass --download-manifest" : "pass --download-manifest"
                     )
                 ]
             }

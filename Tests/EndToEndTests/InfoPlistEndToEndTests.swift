@@ -142,6 +142,31 @@ struct InfoPlistEndToEndTests {
         )
     }
 
+    @Test func aFolderThatDoesNotBuildSaysTheLimitsWereNotChecked() throws {
+        let scratch = try Scratch()
+        let folder = try scratch.copySampleAssets()
+        try scratch.write("Assets/Broken.json", #"{"assetPackID": "Broken", "fileSelectors": []}"#)
+        let plist = try writeInfoPlist(
+            Self.selfHosted(manifestURL: "https://cdn.example.com/manifest", allow: ["cdn.example.com"]),
+            format: .binary,
+            to: scratch.root.appending("Info.plist")
+        )
+        let checked = try runTool(mock, ["validate", "--info-plist", plist.string, folder.string])
+        #expect(checked.status == 1, "\(checked.stderr)")
+        #expect(
+            checked.stdout.contains(
+                "error: \(folder): (packs): could not be built, so the Info.plist's limits were not checked"
+            ),
+            "\(checked.stdout)"
+        )
+        #expect(
+            checked.stdout.contains(
+                "were not checked (its manifests have the errors above). Fix: fix them, or pass --download-manifest\n"
+            ),
+            "\(checked.stdout)"
+        )
+    }
+
     @Test func syncStopsAFirstInstallOverALimitAndNotALaterOne() throws {
         let scratch = try Scratch()
         let folder = try scratch.copySampleAssets()
