@@ -49,6 +49,12 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         case pathCollision
         /// A URL is plain http to a host other than this machine, and plain http was not allowed.
         case insecureHTTP
+        /// A first install would go over a size limit of the app's Info.plist (Apple's
+        /// `BAErrorCode.downloadWouldExceedAllowance`).
+        case downloadWouldExceedAllowance
+        /// A first install would download from a host the Info.plist's `BADownloadDomainAllowList` does not
+        /// allow (Apple's `BAErrorCode.sessionDownloadDisallowedByDomain`).
+        case downloadDisallowedByDomain
     }
 
     /// What kind of failure this is.

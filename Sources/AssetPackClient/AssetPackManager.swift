@@ -176,7 +176,11 @@ public actor AssetPackManager {
                 message: "this needs the server, and none was given. Fix: pass --server URL or set BA_SYNC_SERVER"
             )
         }
-        let packs = try await manifests.fetch()
+        return listing(of: try await manifests.fetch())
+    }
+
+    /// The packs of a manifest, and those this manager's platform sees.
+    nonisolated func listing(of packs: [String: AssetPack]) -> Listing {
         guard let platform else { return Listing(all: packs, visible: packs) }
         let visible = packs.filter { _, pack in
             pack.platforms?.contains { $0.caseInsensitiveCompare(platform) == .orderedSame } ?? true

@@ -20,12 +20,17 @@ struct ManifestClient: Sendable {
 
     /// Every pack the server lists, by ID.
     /// - Throws: ``AssetPackClientError`` with code `.network`, `.httpStatus` or `.badManifest`.
-    func fetch() async throws -> [String: AssetPack] {
+    func fetch() async throws -> [String: AssetPack] { try await fetchCountingBytes().packs }
+
+    /// Every pack the server lists, by ID, and the manifest's size in bytes (what a device counts against
+    /// `BAEssentialDownloadAllowance`).
+    /// - Throws: ``AssetPackClientError`` with code `.network`, `.httpStatus` or `.badManifest`.
+    func fetchCountingBytes() async throws -> (packs: [String: AssetPack], bytes: Int64) {
         let url = self.url
         let body = try await retryPolicy.run {
             try await withDeadline(timeout, url: url) { try await fetchOnce(url) }
         }
-        return try decode(body, url: url)
+        return (try decode(body, url: url), Int64(body.readableBytes))
     }
 
     private func fetchOnce(_ url: URL) async throws -> ByteBuffer {

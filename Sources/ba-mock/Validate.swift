@@ -7,15 +7,17 @@ import SystemPackage
 
 struct Validate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check manifests as package would, without building anything (`evaluate`, as ba-package names it).",
+        abstract:
+            "Check manifests as package would, every problem in one run (`evaluate`, as ba-package names it); with --info-plist, the app's Info.plist too.",
         discussion: """
             Given a folder (default ./Assets), checks every *.json at its top level as `serve` and `export` \
             read them; given manifest files, checks each, with selector paths relative to --root. One run lists \
             every problem: each manifest's keys and values (nested keys too), its selectors against the files, \
             names Apple's file systems refuse (a name over 255 bytes, a path of 1024 bytes or more, two names \
             that differ only in case or Unicode normalization), and across packs: one ID twice, one path in two \
-            packs. Each problem has its file, key, severity, message and fix; exits 1 when any is an error. \
-            --json prints one document: {"ok": BOOL, "problems": [{"file", "key", "severity", "message", "fix"}]}.
+            packs. Nothing is built, except with --info-plist, whose limits need the packs' sizes. Each problem has \
+            its file, key, severity, message and fix; exits 1 when any is an error. --json prints one document: \
+            {"ok": BOOL, "problems": [{"file", "key", "severity", "message", "fix", "pack"}]}.
             """,
         aliases: ["evaluate"]
     )
@@ -28,6 +30,8 @@ struct Validate: AsyncParsableCommand {
 
     @Flag(help: "One JSON document for CI: ok, and the problems with file, key, severity, message and fix.")
     var json = false
+
+    @OptionGroup var plist: InfoPlistOptions
 
     func run() async throws {
         let targets = paths.isEmpty ? [FilePath("Assets")] : paths
@@ -46,6 +50,7 @@ struct Validate: AsyncParsableCommand {
             let members = manifests
             problems += try await BlockingIO.run { ManifestSet.check(members).problems }
         }
+        problems += try await plist.problems(in: targets)
         let errors = problems.filter { $0.severity == .error }.count
         if json {
             let encoder = JSONEncoder()

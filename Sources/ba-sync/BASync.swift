@@ -29,6 +29,7 @@ struct BASync: AsyncParsableCommand {
     @OptionGroup var server: ServerOptions
     @OptionGroup var downloads: DownloadOptions
     @OptionGroup var lock: LockOptions
+    @OptionGroup var plist: InfoPlistOptions
 
     /// Runs the command; with `--json`, a usage error is also a `{"event": "error", "code": "usage"}` line on
     /// stdout, as every other failure is, so that a script reading stdout alone learns why nothing happened.

@@ -14,8 +14,11 @@ struct CheckUpdates: AsyncParsableCommand {
     @OptionGroup var server: ServerOptions
     @OptionGroup var downloads: DownloadOptions
     @OptionGroup var lock: LockOptions
+    @OptionGroup var plist: InfoPlistOptions
 
     func run() async throws {
+        var (app, server) = (self.app, self.server)
+        _ = try await plist.apply(to: &app, server: &server)
         let ((updated, removed), _) = try await Session(app: app, server: server, downloads: downloads, lock: lock)
             .run { manager in try await manager.checkForUpdatesAndWait() }
         if app.json {

@@ -13,6 +13,7 @@ struct Ensure: AsyncParsableCommand {
     @OptionGroup var server: ServerOptions
     @OptionGroup var downloads: DownloadOptions
     @OptionGroup var lock: LockOptions
+    @OptionGroup var plist: InfoPlistOptions
 
     @Argument(help: "Pack IDs, e.g. HighResTextures.")
     var ids: [String]
@@ -28,8 +29,11 @@ struct Ensure: AsyncParsableCommand {
         var seen: Set<String> = []
         let ids = self.ids.filter { seen.insert($0).inserted }  // `ensure Levels Levels` is one pack
         let latest = self.latest
+        var (app, server) = (self.app, self.server)
+        let limits = try await plist.apply(to: &app, server: &server)
         let (failures, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).run {
             manager -> [AssetPack: AssetPackClientError] in
+            if let limits { try await manager.enforceInitialDownloadLimits(limits, for: .packs(ids)) }
             do {
                 try await manager.ensureLocalAvailability(ofAssetPacksWithIDs: ids, requireLatestVersions: latest)
                 return [:]

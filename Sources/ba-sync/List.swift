@@ -9,8 +9,11 @@ struct List: AsyncParsableCommand {
 
     @OptionGroup var app: AppGroupOptions
     @OptionGroup var server: ServerOptions
+    @OptionGroup var plist: InfoPlistOptions
 
     func run() async throws {
+        var (app, server) = (self.app, self.server)
+        _ = try await plist.apply(to: &app, server: &server)
         let (entries, _) = try await Session(app: app, server: server).run { manager in
             try await manager.statusOfAllAssetPacks().filter { $0.pack != nil }
         }

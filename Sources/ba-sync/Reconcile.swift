@@ -17,8 +17,11 @@ struct Reconcile: AsyncParsableCommand {
     @OptionGroup var server: ServerOptions
     @OptionGroup var downloads: DownloadOptions
     @OptionGroup var lock: LockOptions
+    @OptionGroup var plist: InfoPlistOptions
 
     func run() async throws {
+        var (app, server) = (self.app, self.server)
+        _ = try await plist.apply(to: &app, server: &server)
         let language = app.resolvedLanguage.description
         let (outcome, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).run {
             manager -> Result<LanguageReconciliation, AssetPackManager.LocalAvailabilityError> in

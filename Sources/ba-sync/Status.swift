@@ -17,11 +17,14 @@ struct Status: AsyncParsableCommand {
 
     @OptionGroup var app: AppGroupOptions
     @OptionGroup var server: ServerOptions
+    @OptionGroup var plist: InfoPlistOptions
 
     @Argument(help: "One pack ID; default: every installed pack.")
     var id: String?
 
     func run() async throws {
+        var (app, server) = (self.app, self.server)
+        _ = try await plist.apply(to: &app, server: &server)
         let id = self.id
         let (report, _) = try await Session(app: app, server: server, needsServer: false).run { manager in
             try await manager.statusReport(ofAssetPackWithID: id)

@@ -18,14 +18,19 @@ struct Sync: AsyncParsableCommand {
     @OptionGroup var server: ServerOptions
     @OptionGroup var downloads: DownloadOptions
     @OptionGroup var lock: LockOptions
+    @OptionGroup var plist: InfoPlistOptions
 
     @Option(help: "The event: install, update or periodic.")
     var event: InstallationEvent = .install
 
     func run() async throws {
         let event = self.event
+        var (app, server) = (self.app, self.server)
+        let limits = try await plist.apply(to: &app, server: &server)
         let (report, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).run {
-            manager in try await manager.sync(event: event)
+            manager in
+            if let limits { try await manager.enforceInitialDownloadLimits(limits, for: .event(event)) }
+            return try await manager.sync(event: event)
         }
         if app.json {
             Console.json([
