@@ -43,43 +43,62 @@ public enum ManifestSet {
     public static let collisionFix = "Keep each path in one pack (or in localized packs of different languages)"
 
     /// Checks manifests, each against its files, then across packs.
-    /// - Parameter members: The manifests, in the order they are listed (the first of two with one ID keeps
-    ///   it).
+    ///
+    /// A manifest named twice (the same file by two paths) is checked once. An ID that two manifests declare
+    /// builds neither: which file was meant is not for a tool to guess (the one whose name sorts first won
+    /// before, and a copy of a manifest saved beside it replaced the pack a server published).
+    /// - Parameter members: The manifests, in the order they are listed.
     public static func check(_ members: [Member]) -> Result {
         var result = Result()
-        var owners: [String: String] = [:]
-        var selections: [PackSource] = []
+        var seen: Set<String> = []
+        var checks: [(member: Member, check: ManifestCheck)] = []
         for member in members {
             let file = member.file.string
-            let checked: ManifestCheck
+            if let real = try? SourceTree.realPath(member.file, orThrow: "manifest"), !seen.insert(real).inserted {
+                continue
+            }
             do {
-                checked = try PackagingManifest.check(file: member.file)
+                checks.append((member, try PackagingManifest.check(file: member.file)))
+            } catch let error as AssetPackFormatError where error.code == .notFound {
+                result.errors.append(error)
+                result.problems.append(
+                    .error(
+                        file,
+                        "(file)",
+                        "does not exist",
+                        fix: "check the path, or create one with `ba-mock template`"
+                    )
+                )
             } catch let error as AssetPackFormatError {
                 result.errors.append(error)
                 result.problems.append(PackSource.problem(error, file: file, key: "(file)"))
-                continue
             } catch {
                 continue  // check(file:) throws AssetPackFormatError only
             }
+        }
+        var owners: [String: [String]] = [:]
+        for (member, checked) in checks {
+            if let id = checked.assetPackID { owners[id, default: []].append(member.file.string) }
+        }
+        var selections: [PackSource] = []
+        for (member, checked) in checks {
+            let file = member.file.string
             let pack = checked.assetPackID
             result.problems += checked.problems.map { $0.about(pack) }
             var buildable = checked.parsed != nil
-            if let id = checked.assetPackID {
-                if let other = owners[id] {
-                    var duplicate = ManifestProblem.error(
-                        file,
-                        "assetPackID",
-                        "\"\(id)\" is also the ID in \(other)",
-                        fix: "give every pack its own ID",
-                        code: .duplicatePackID
-                    )
-                    duplicate.pack = id
-                    result.problems.append(duplicate)
-                    if buildable { result.errors.append(duplicate.asError) }
-                    buildable = false
-                } else {
-                    owners[id] = file
-                }
+            if let id = pack, let files = owners[id], files.count > 1 {
+                var duplicate = ManifestProblem.error(
+                    file,
+                    "assetPackID",
+                    "\"\(id)\" is also the ID in \(files.filter { $0 != file }.joined(separator: ", ")): neither "
+                        + "is built (a server keeps the last good version published)",
+                    fix: "give every pack its own ID",
+                    code: .duplicatePackID
+                )
+                duplicate.pack = id
+                result.problems.append(duplicate)
+                if buildable { result.errors.append(duplicate.asError) }
+                buildable = false
             }
             if checked.parsed == nil, let first = firstError(checked) { result.errors.append(first) }
             guard let selection = checked.selection else { continue }
@@ -94,14 +113,14 @@ public enum ManifestSet {
                 var error = first
                 if resolved.errors.count > 1 {
                     error.message +=
-                        " (and \(resolved.errors.count - 1) more: `ba-mock validate \(file)` lists every problem)"
+                        " (and \(resolved.errors.count - 1) more: `ba-mock validate` of the same folder lists every problem)"
                 }
                 result.errors.append(error)
             }
             if buildable, let source = resolved.source { result.sources.append(source) }
-            if let selected = resolved.selected, owners[selection.manifest.assetPackID] == file {
-                selections.append(selected)
-            }
+            // Every selection meets the others, a manifest with an error or a duplicate ID included: one wrong
+            // key must not hide that two packs hold one path.
+            if let selected = resolved.selected, pack != nil { selections.append(selected) }
         }
         result.sources.sort { $0.manifest.assetPackID < $1.manifest.assetPackID }
         result.collisions = collisions(selections)

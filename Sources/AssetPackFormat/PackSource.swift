@@ -23,17 +23,23 @@ public struct PackFile: Sendable, Hashable {
     public var size: Int64
     /// Modification time in nanoseconds since 1970, for change detection.
     public var modified: Int64
-    /// The later of its modification and change times (nanoseconds since 1970): when it last changed in any
-    /// way, a rename or a permission included.
-    public var lastChange: Int64 { max(modified, changed) }
+    /// When it last changed in any way (nanoseconds since 1970): the later of its modification and change
+    /// times that is not after `limit` (a time in the future, from a clock that jumped or `touch -d`, says
+    /// nothing of when it changed).
+    public func lastChange(notAfter limit: Int64) -> Int64 {
+        Self.latest(modified, changed, notAfter: limit)
+    }
 
-    /// The later of the modification and change times of what is at `path` (not following a symlink), or
-    /// `nil` when nothing is there.
-    public static func lastChange(at path: String) -> Int64? {
+    /// ``lastChange(notAfter:)`` of what is at `path` (not following a symlink), or `nil` when nothing is there.
+    public static func lastChange(at path: String, notAfter limit: Int64) -> Int64? {
         guard let info = SourceTree.lstatInfo(path) else { return nil }
         let modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
         let changed = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
-        return max(modified, changed)
+        return latest(modified, changed, notAfter: limit)
+    }
+
+    private static func latest(_ a: Int64, _ b: Int64, notAfter limit: Int64) -> Int64 {
+        max(a <= limit ? a : 0, b <= limit ? b : 0)
     }
     /// Device, inode and change time, for change detection (a replaced file with the same size and mtime),
     /// and to check that the file opened when packing is the one listed.
@@ -103,7 +109,7 @@ public struct PackSource: Sendable, Hashable {
         }
         if checked.errors.count > 1 {
             error.message +=
-                " (and \(checked.errors.count - 1) more: `ba-mock validate \(parsed.file)` lists every problem)"
+                " (and \(checked.errors.count - 1) more: `ba-mock validate` of the same folder lists every problem)"
         }
         throw error
     }
@@ -233,6 +239,7 @@ public struct PackSource: Sendable, Hashable {
                         )
                     }
                     warnings.append(contentsOf: walk.warnings)
+                    errors.append(contentsOf: walk.errors)
                     var destination: String?
                     if case .directoryMapping(_, let target) = selector { destination = PackPath.normalize(target) }
                     collector.reserve(walk.files.count)
@@ -249,6 +256,7 @@ public struct PackSource: Sendable, Hashable {
                         var walk = SourceTree.Walk()
                         try tree.walk(tree.rootReal, relative: "", file: file, key: key, into: &walk)
                         everything = walk.files
+                        errors.append(contentsOf: walk.errors)
                     }
                     let matching = (everything ?? []).filter { glob.matches($0.relative) }
                     if matching.isEmpty {

@@ -78,7 +78,11 @@ extension PackagingManifest {
         // Foundation says "... around character N." (a byte offset); turn it into a line and column.
         guard let range = detail.range(of: "around character "),
             let offset = Int(detail[range.upperBound...].prefix { $0.isNumber })
-        else { return detail.trimmingCharacters(in: CharacterSet(charactersIn: ".")) }
+        else {
+            let what = detail.trimmingCharacters(in: CharacterSet(charactersIn: "."))
+            // "Unexpected end of file" has no place: it is the end.
+            return what.contains("end of file") ? "\(lineAndColumn(of: text.count, in: text)): \(what)" : what
+        }
         let what = detail[..<range.lowerBound].trimmingCharacters(in: .whitespaces)
         return "\(lineAndColumn(of: offset, in: text)): \(what)"
     }
@@ -206,7 +210,7 @@ extension PackagingManifest {
             return nil
         }
         guard case .array(let items) = events, !items.isEmpty else {
-            problems.append(.error(file, key: path, "must be a non-empty array", fix: eventsFix))
+            problems.append(.error(file, key: path, Self.notANonEmptyArray(events), fix: eventsFix))
             return nil
         }
         var types: [InstallationEventType] = []
@@ -264,7 +268,7 @@ extension PackagingManifest {
             throw ManifestProblem.error(file, "fileSelectors", "is missing", fix: fix)
         }
         guard case .array(let items) = value, !items.isEmpty else {
-            throw ManifestProblem.error(file, "fileSelectors", "must be a non-empty array", fix: fix)
+            throw ManifestProblem.error(file, "fileSelectors", Self.notANonEmptyArray(value), fix: fix)
         }
         let shapes =
             "{\"file\": PATH}, {\"directory\": PATH}, {\"filePattern\": GLOB}, {\"fileExclusion\": GLOB}, "
@@ -386,7 +390,7 @@ extension PackagingManifest {
             return nil
         }
         guard case .array(let items) = value, !items.isEmpty else {
-            problems.append(.error(file, key: "platforms", "must be a non-empty array", fix: fix))
+            problems.append(.error(file, key: "platforms", Self.notANonEmptyArray(value), fix: fix))
             return nil
         }
         var platforms: [String] = []
@@ -424,6 +428,12 @@ extension PackagingManifest {
             }
         }
         return wrong ? nil : platforms
+    }
+
+    /// Why a value is not a list with something in it: "must be a non-empty array (it is null)".
+    static func notANonEmptyArray(_ value: JSONValue) -> String {
+        if case .array = value { return "must be a non-empty array (it is empty)" }
+        return "must be a non-empty array (it is \(value.typeName))"
     }
 
     static func show(_ value: JSONValue) -> String {

@@ -189,7 +189,8 @@ extension PackagingManifest {
         guard let first = errors.first else { throw AssetPackFormatError(code: .invalidManifest, message: "invalid") }
         var error = first.asError
         if errors.count > 1 {
-            error.message += " (and \(errors.count - 1) more: `ba-mock validate \(first.file)` lists every problem)"
+            error.message +=
+                " (and \(errors.count - 1) more: `ba-mock validate` of the same folder lists every problem)"
         }
         throw error
     }
@@ -204,8 +205,8 @@ extension PackagingManifest {
         } catch {
             let problem = ManifestProblem.error(
                 file,
-                "not valid JSON (\(Self.syntaxProblem(in: text)))",
-                "the file cannot be read as JSON",
+                "(file)",
+                "is not valid JSON: \(Self.syntaxProblem(in: text))",
                 fix: "check quotes, commas and brackets there; `//` and `/* */` comments are allowed",
                 code: .invalidJSON
             )
@@ -250,13 +251,24 @@ extension PackagingManifest {
             }
             return nil
         }
-        var warnings: [ManifestProblem] = trailingCommas(in: text).map { place in
+        let lint = JSONLint(text)
+        var warnings: [ManifestProblem] = lint.trailingCommas.map { offset in
             .warning(
                 file,
                 "(file)",
-                "has a comma before a closing bracket (\(place)); this tool reads it, but JSON does not allow it and "
-                    + "whether ba-package accepts it is not known",
+                "has a comma before a closing bracket (\(lineAndColumn(of: offset, in: text))); this tool reads it, "
+                    + "but JSON does not allow it and whether ba-package accepts it is not known",
                 fix: "remove the comma"
+            )
+        }
+        // Readers disagree on which of two values counts (Foundation, and so this tool, keeps the first).
+        problems += lint.duplicateKeys.map { duplicate in
+            .error(
+                file,
+                duplicate.path,
+                "is written twice in one object (the second at \(lineAndColumn(of: duplicate.offset, in: text))); "
+                    + "JSON readers disagree on which value counts",
+                fix: "keep one of them"
             )
         }
         let id = take { try parseID(object["assetPackID"], file: file, warnings: &warnings) }
@@ -271,9 +283,9 @@ extension PackagingManifest {
         problems += warnings
         // What its files can be checked with, even when another key is wrong: one run finds those problems too.
         var selection: ParsedManifest?
-        if let id, let valid = selectors, !valid.isEmpty, let sourceRoot {
+        if let valid = selectors, !valid.isEmpty, let sourceRoot {
             let manifest = PackagingManifest(
-                assetPackID: id,
+                assetPackID: id ?? "",  // a wrong ID does not hide the files' problems
                 downloadPolicy: policy ?? .onDemand,
                 fileSelectors: valid.map(\.selector),
                 platforms: platforms ?? [],
@@ -301,38 +313,6 @@ extension PackagingManifest {
         )
         let parsed = ParsedManifest(manifest: manifest, file: file, problems: problems)
         return ManifestCheck(parsed: parsed, problems: problems, assetPackID: id, selection: parsed)
-    }
-
-    /// Where a comma stands right before `}` or `]` (outside strings), as "line 5, column 43".
-    static func trailingCommas(in text: [UInt8]) -> [String] {
-        var places: [String] = []
-        var inString = false
-        var escaped = false
-        var pendingComma: Int?
-        for (offset, byte) in text.enumerated() {
-            if inString {
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""):
-                inString = true
-                pendingComma = nil
-            case UInt8(ascii: ","): pendingComma = offset
-            case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                if let comma = pendingComma { places.append(lineAndColumn(of: comma, in: text)) }
-                pendingComma = nil
-            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): break
-            default: pendingComma = nil
-            }
-        }
-        return places
     }
 
     /// "line L, column C" of a byte offset.

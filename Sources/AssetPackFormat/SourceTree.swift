@@ -166,101 +166,142 @@ struct SourceTree {
     struct Walk {
         var files: [Found] = []
         var warnings: [ManifestProblem] = []
+        /// What could not be walked (a name that is not UTF-8, a link that leads out): the walk goes on past
+        /// each, so that one run lists them all.
+        var errors: [AssetPackFormatError] = []
     }
 
     /// Lists the files below the folder at `real` (a real path inside the asset folder), in byte order.
     /// A symlink is read through when it leads to a file inside the folder; a symlink to a folder is refused
     /// (packs do not follow them), and so is one that leads outside.
     func walk(_ real: String, relative: String, file: String, key: String, into found: inout Walk) throws {
-        for name in try Self.names(in: real, file: file, key: key) {
-            let path = real + "/" + name
-            let childRelative = relative.isEmpty ? name : relative + "/" + name
-            if isState(path) { continue }  // the state folder itself, met by the walk: left out
-            guard let info = Self.lstatInfo(path) else { continue }  // removed while listing
-            if name == ".DS_Store" {
-                found.warnings.append(
-                    .warning(
-                        file,
-                        key,
-                        "\(childRelative) is a Finder file; it is packed like any other",
-                        fix: "delete it"
-                    )
-                )
-            }
-            if name == ".git" && info.st_mode & S_IFMT == S_IFDIR {
-                found.warnings.append(
-                    .warning(
-                        file,
-                        key,
-                        "\(childRelative)/ is a git folder; all of it is packed",
-                        fix: "select the content folders only"
-                    )
-                )
-            }
-            var target = path
-            if info.st_mode & S_IFMT == S_IFLNK {
-                target = try inside(path, file: file, key: key)
-                try refuseState(target, shownAs: path, file: file, key: key)
-                if case .directory = try kind(of: target, shownAs: path, file: file, key: key) {
-                    throw AssetPackFormatError.manifest(
-                        file,
-                        key: key,
-                        "\(path) is a symlink to a folder, which packs do not follow",
-                        fix: "name the folder it points to in a selector instead",
-                        code: .unsafePath
-                    )
-                }
-            }
-            switch try kind(of: target, shownAs: path, file: file, key: key) {
-            case .regular(let stat):
-                found.files.append(
-                    target.utf8.elementsEqual(path.utf8)  // not reached through a symlink
-                        ? Found(relative: childRelative, folder: real, name: name, stat: stat)
-                        : Found(relative: childRelative, real: target, stat: stat)
-                )
-            case .directory:
-                try walk(target, relative: childRelative, file: file, key: key, into: &found)
+        for name in try Self.names(in: real, file: file, key: key, errors: &found.errors) {
+            do {
+                try walkEntry(name, in: real, relative: relative, file: file, key: key, into: &found)
+            } catch let error as AssetPackFormatError where error.problem != nil {
+                found.errors.append(error)  // a rule this entry breaks; I/O errors end the walk
             }
         }
     }
 
+    private func walkEntry(
+        _ name: String,
+        in real: String,
+        relative: String,
+        file: String,
+        key: String,
+        into found: inout Walk
+    ) throws {
+        let path = real + "/" + name
+        let childRelative = relative.isEmpty ? name : relative + "/" + name
+        if isState(path) { return }  // the state folder itself, met by the walk: left out
+        guard let info = Self.lstatInfo(path) else { return }  // removed while listing
+        if name == ".DS_Store" {
+            found.warnings.append(
+                .warning(
+                    file,
+                    key,
+                    "\(childRelative) is a Finder file; it is packed like any other",
+                    fix: "delete it"
+                )
+            )
+        }
+        if name == ".git" && info.st_mode & S_IFMT == S_IFDIR {
+            found.warnings.append(
+                .warning(
+                    file,
+                    key,
+                    "\(childRelative)/ is a git folder; all of it is packed",
+                    fix: "select the content folders only"
+                )
+            )
+        }
+        var target = path
+        if info.st_mode & S_IFMT == S_IFLNK {
+            target = try inside(path, file: file, key: key)
+            try refuseState(target, shownAs: path, file: file, key: key)
+            if case .directory = try kind(of: target, shownAs: path, file: file, key: key) {
+                throw AssetPackFormatError.manifest(
+                    file,
+                    key: key,
+                    "\(path) is a symlink to a folder, which packs do not follow",
+                    fix: "name the folder it points to in a selector instead",
+                    code: .unsafePath
+                )
+            }
+        }
+        switch try kind(of: target, shownAs: path, file: file, key: key) {
+        case .regular(let stat):
+            found.files.append(
+                target.utf8.elementsEqual(path.utf8)  // not reached through a symlink
+                    ? Found(relative: childRelative, folder: real, name: name, stat: stat)
+                    : Found(relative: childRelative, real: target, stat: stat)
+            )
+        case .directory:
+            try walk(target, relative: childRelative, file: file, key: key, into: &found)
+        }
+    }
+
     /// The names in a folder, in byte order; a name that is not UTF-8 is refused (packs store UTF-8 names).
-    private static func names(in folder: String, file: String, key: String) throws -> [String] {
+    private static func names(
+        in folder: String,
+        file: String,
+        key: String,
+        errors: inout [AssetPackFormatError]
+    ) throws -> [String] {
         guard let dir = opendir(folder) else {
             throw AssetPackFormatError.io("list folder", FilePath(folder), Errno(rawValue: errno))
         }
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = try withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
-                let bytes = Array(raw.prefix { $0 != 0 })
-                if bytes == [46] || bytes == [46, 46] { return nil }
-                guard let name = String(validating: bytes, as: UTF8.self) else {
-                    let shown = String(decoding: bytes, as: UTF8.self)
-                    throw AssetPackFormatError.manifest(
-                        file,
-                        key: key,
-                        "\(folder)/\(shown) has a name that is not UTF-8 (bytes "
-                            + "\(bytes.map { String($0, radix: 16) }.joined(separator: " "))); packs store names as UTF-8",
-                        fix: "rename it",
-                        code: .unsafePath
-                    )
-                }
-                if bytes.contains(UInt8(ascii: "\\")) {
-                    // Pack readers refuse it (it reads as a Windows separator); refuse it here, not on devices.
-                    throw AssetPackFormatError.manifest(
-                        file,
-                        key: key,
-                        "\(folder)/\(name) has a backslash in its name, which pack archives do not hold",
-                        fix: "rename it",
-                        code: .unsafePath
-                    )
-                }
-                return name
+            // A name packs cannot hold is said and left out; the others are listed.
+            let name: String?
+            do {
+                name = try Self.name(of: entry, in: folder, file: file, key: key)
+            } catch let error as AssetPackFormatError {
+                errors.append(error)
+                continue
             }
             if let name { names.append(name) }
         }
         return names.sorted { PathKey($0) < PathKey($1) }
+    }
+
+    /// An entry's name; `nil` for `.` and `..`.
+    /// - Throws: `.unsafePath` for a name that is not UTF-8 or holds a backslash.
+    private static func name(
+        of entry: UnsafeMutablePointer<dirent>,
+        in folder: String,
+        file: String,
+        key: String
+    ) throws -> String? {
+        try withUnsafeBytes(of: entry.pointee.d_name) { raw -> String? in
+            let bytes = Array(raw.prefix { $0 != 0 })
+            if bytes == [46] || bytes == [46, 46] { return nil }
+            guard let name = String(validating: bytes, as: UTF8.self) else {
+                let shown = String(decoding: bytes, as: UTF8.self)
+                throw AssetPackFormatError.manifest(
+                    file,
+                    key: key,
+                    "\(folder)/\(shown) has a name that is not UTF-8 (bytes "
+                        + "\(bytes.map { String($0, radix: 16) }.joined(separator: " "))); packs store names as UTF-8",
+                    fix: "rename it",
+                    code: .unsafePath
+                )
+            }
+            if bytes.contains(UInt8(ascii: "\\")) {
+                // Pack readers refuse it (it reads as a Windows separator); refuse it here, not on devices.
+                throw AssetPackFormatError.manifest(
+                    file,
+                    key: key,
+                    "\(folder)/\(name) has a backslash in its name, which pack archives do not hold",
+                    fix: "rename it",
+                    code: .unsafePath
+                )
+            }
+            return name
+        }
     }
 
     static func realPath(_ path: FilePath, orThrow what: String) throws -> String {

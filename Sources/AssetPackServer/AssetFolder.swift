@@ -55,21 +55,20 @@ public struct AssetFolder: Sendable {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root.string)) ?? []
         let manifests = names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
         guard !manifests.isEmpty || mayBeEmpty else {
+            let lookalikes = Self.lookalikes(names)
             throw AssetPackServerError(
                 code: .noAssetFolder,
                 message:
-                    "\(root) holds no packaging manifests (*.json at its top level). Fix: create one with "
-                    + "`ba-mock template > \(root.appending("MyPack.json"))` and edit it"
+                    "\(root) holds no packaging manifests (*.json at its top level)"
+                    + (lookalikes.isEmpty
+                        ? "" : "; \(lookalikes.joined(separator: ", ")) not read: only *.json files are")
+                    + ". Fix: create one with `ba-mock template > \(root.appending("MyPack.json"))` and edit it"
+                    + (lookalikes.isEmpty ? "" : ", or rename those to *.json (// and /* */ comments are allowed)")
             )
         }
         let checked = ManifestSet.check(manifests.map { .init(file: root.appending($0), root: root, boundary: root) })
         // Files that look like manifests but are not read as one: said, not skipped without a word.
-        let lookalikes = names.filter { name in
-            guard !name.hasPrefix("."), !name.hasSuffix(".json"), let dot = name.lastIndex(of: ".") else {
-                return false
-            }
-            return ["json", "jsonc", "json5"].contains(name[name.index(after: dot)...].lowercased())
-        }.sorted().map { name in
+        let lookalikes = Self.lookalikes(names).map { name in
             ManifestProblem.warning(
                 root.appending(name).string,
                 "(file)",
@@ -79,16 +78,19 @@ public struct AssetFolder: Sendable {
                     + "comments are allowed in .json)"
             )
         }
+        // Times more than a second ahead of the clock are left out: they would hold every build back, or hide
+        // the real last change behind them.
+        let limit = Int64(Date().timeIntervalSince1970 * 1e9) + 1_000_000_000
         var folders: Set<String> = [root.string]
         var lastChange: Int64 = 0
         for source in checked.sources {
             for file in source.files {
-                lastChange = max(lastChange, file.lastChange)
+                lastChange = max(lastChange, file.lastChange(notAfter: limit))
                 folders.insert(file.sourceFolder)
             }
         }
         for path in folders.union(manifests.map { root.appending($0).string }) {
-            lastChange = max(lastChange, PackFile.lastChange(at: path) ?? 0)
+            lastChange = max(lastChange, PackFile.lastChange(at: path, notAfter: limit) ?? 0)
         }
         return Scan(
             sources: checked.sources,
@@ -100,5 +102,15 @@ public struct AssetFolder: Sendable {
             manifestProblems: checked.problems + lookalikes,
             lastChange: lastChange
         )
+    }
+
+    /// Names that look like manifests but are not read as one (`*.jsonc`, `*.json5`, `*.JSON`), sorted.
+    static func lookalikes(_ names: [String]) -> [String] {
+        names.filter { name in
+            guard !name.hasPrefix("."), !name.hasSuffix(".json"), let dot = name.lastIndex(of: ".") else {
+                return false
+            }
+            return ["json", "jsonc", "json5"].contains(name[name.index(after: dot)...].lowercased())
+        }.sorted()
     }
 }

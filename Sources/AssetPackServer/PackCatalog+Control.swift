@@ -20,7 +20,13 @@ extension PackCatalog {
         let pinned = runtimeVersions.removeValue(forKey: id)
         publish()
         if let pinned, let published = packStates.first(where: { $0.id == id })?.publishedVersion {
-            log("unpinned \(id): was published as version \(pinned), now as version \(published)")
+            log(
+                "unpinned \(id): was published as version \(pinned), now as version \(published)"
+                    + (published < pinned
+                        ? "; clients that installed version \(pinned) will not take \(published) (a device updates only "
+                            + "to a higher version). Fix: pin a version above \(pinned) (PUT /_mock/packs/\(id)/version/N)"
+                        : "")
+            )
         }
     }
 

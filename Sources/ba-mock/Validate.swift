@@ -41,7 +41,22 @@ struct Validate: AsyncParsableCommand {
             var isFolder: ObjCBool = false
             if FileManager.default.fileExists(atPath: target.string, isDirectory: &isFolder), isFolder.boolValue {
                 let folder = AssetFolder(root: target)
-                problems += try await BlockingIO.run { try folder.scan().manifestProblems }
+                do {
+                    problems += try await BlockingIO.run { try folder.scan().manifestProblems }
+                } catch let error as AssetPackServerError where error.code == .noAssetFolder {
+                    // Said as a problem of the folder, so that --json still prints one document.
+                    var (message, fix) = Self.split(error.message)
+                    if message.hasPrefix(target.string + " ") { message.removeFirst(target.string.count + 1) }
+                    problems.append(
+                        ManifestProblem(
+                            file: target.string,
+                            key: "(folder)",
+                            severity: .error,
+                            message: message,
+                            fix: fix
+                        )
+                    )
+                }
             } else {
                 manifests.append(.init(file: target, root: root))
             }
@@ -68,5 +83,11 @@ struct Validate: AsyncParsableCommand {
             Console.out(errors == 0 ? "ok (\(warnings) warning(s))" : "\(errors) error(s), \(warnings) warning(s)")
         }
         if errors > 0 { throw ExitCode.failure }
+    }
+
+    /// A message as its sentence and its fix.
+    static func split(_ message: String) -> (String, String?) {
+        guard let range = message.range(of: ". Fix: ") else { return (message, nil) }
+        return (String(message[..<range.lowerBound]), String(message[range.upperBound...]))
     }
 }

@@ -229,6 +229,13 @@ struct CatalogTests {
             await catalog.watch(every: .milliseconds(50), settle: .milliseconds(700)) { continuation.yield($0) }
         }
         defer { watcher.cancel() }
+        // A file dated an hour ahead (a clock that jumped, `touch -d`) neither holds builds back nor hides the
+        // edits that follow: it made every edit publish at once.
+        let future = scratch.root.appending("Videos/Intro.m4v").string
+        var times = [
+            timespec(tv_sec: time(nil) + 3600, tv_nsec: 0), timespec(tv_sec: time(nil) + 3600, tv_nsec: 0),
+        ]
+        #expect(utimensat(AT_FDCWD, future, &times, 0) == 0)
         let clock = ContinuousClock()
         try scratch.write("Textures/new.ktx2", Scratch.noise(1000, seed: 5))
         try await Task.sleep(for: .milliseconds(400))
@@ -278,6 +285,25 @@ struct CatalogTests {
         #expect(catalog.snapshot.manifest(baseURL: "http://x").mockProblems == nil)
     }
 
+    /// A copy of a manifest saved beside it with the same ID replaced the published pack with the copy's
+    /// files (the copy's name sorted first); now neither builds and the last good version stays.
+    @Test func aSecondManifestWithAPublishedIDDoesNotReplaceThePack() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let catalog = try PackCatalog(folder: AssetFolder(root: scratch.root), archivesKept: 1)
+        try await catalog.refresh()
+        let before = try #require(catalog.snapshot.pack(withID: "Levels"))
+        try scratch.write(
+            "Copy.json",
+            #"{"assetPackID": "Levels", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"file": "Videos/Intro.m4v"}], "platforms": ["iOS"]}"#
+        )
+        let report = try await catalog.refresh()
+        #expect(report.changes.isEmpty)
+        let after = try #require(catalog.snapshot.pack(withID: "Levels"))
+        #expect(after.version == before.version && after.sha256 == before.sha256)
+        #expect(catalog.snapshot.problems.filter { $0.pack == "Levels" }.map(\.key) == ["assetPackID", "assetPackID"])
+    }
+
     @Test func folderProblemsAreAllReported() throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
@@ -296,11 +322,12 @@ struct CatalogTests {
             #"{"assetPackID": "French", "language": "fr", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"file": "Videos/Intro.m4v"}], "platforms": ["iOS"]}"#
         )
         let scan = try AssetFolder(root: scratch.root).scan()
-        // Copy.json sorts first, so it keeps the ID "Levels" and Levels.json is the duplicate.
-        #expect(scan.sources.map(\.manifest.assetPackID) == ["French", "Levels", "Overlap", "Textures", "Tutorial"])
-        #expect(scan.sources.first { $0.manifest.assetPackID == "Levels" }?.manifestFile.hasSuffix("Copy.json") == true)
-        let duplicate = try #require(scan.problems.first { $0.code == .duplicatePackID })
-        #expect(duplicate.message.contains("Levels.json") && duplicate.message.contains("Copy.json"))
+        // Copy.json and Levels.json both say "Levels": neither is built (which was meant is not for a tool to
+        // guess), and each names the other.
+        #expect(scan.sources.map(\.manifest.assetPackID) == ["French", "Overlap", "Textures", "Tutorial"])
+        let duplicates = scan.problems.filter { $0.code == .duplicatePackID }
+        #expect(duplicates.count == 2)
+        #expect(duplicates.allSatisfy { $0.message.contains("Levels.json") && $0.message.contains("Copy.json") })
         #expect(scan.problems.contains { $0.message.contains("Bad.json: downloadPolicy: is missing") })
         #expect(scan.warnings.contains { $0.hasPrefix("Videos/Intro.m4v is in packs Overlap, Tutorial:") })
         let collision = try #require(scan.manifestProblems.first { $0.message.contains("collides") })

@@ -106,7 +106,8 @@ struct ValidateEndToEndTests {
             "error \(file("Typo.json")) downloadPolicy.essential.instalationEventTypes",
             "error \(file("Typo.json")) platfroms",
             "error \(file("Dup.json")) platforms[0]",
-            "error \(file("World1.json")) assetPackID",  // World1 is also Dup.json's ID
+            "error \(file("World1.json")) assetPackID",  // World1 is also Dup.json's ID: neither is built
+            "error \(file("Dup.json")) assetPackID",
             "error \(file("World1.json")) fileSelectors[0].directory",  // Readme.txt and README.txt on macOS
             "error \(file("Names.json")) fileSelectors[1].fileDestination",  // a 305-byte name
             "error \(file("Names.json")) fileSelectors[2].fileDestination",  // a 1 113-byte path
@@ -141,6 +142,84 @@ struct ValidateEndToEndTests {
         let duplicate = try runTool(tool, ["validate", "Dup.json", "World1.json"], directory: folder.string)
         #expect(duplicate.status == 1)
         #expect(duplicate.stdout.contains("World1.json: assetPackID: \"World1\" is also the ID in Dup.json"))
+    }
+
+    /// What an attack run found hiding behind another problem, or said wrong.
+    @Test func nothingHidesBehindAnotherProblem() throws {
+        let scratch = try Scratch()
+        try scratch.write("t/Docs/a.txt", "a")
+        try scratch.write("t/Other/x.txt", "x")
+        try scratch.write("t/n/good.txt", "g")
+        try scratch.write("t/n/Caf\u{E9}.txt", "nfc")
+        try scratch.write("t/n/Cafe\u{301}.txt", "nfd")
+        let folder = scratch.root.appending("t")
+        // A name that is not UTF-8 (0xFF), and a link out of the folder: the walk goes on past each.
+        let badName = Array(folder.appending("n").string.utf8) + Array("/bad".utf8) + [0xFF, 0]
+        let made = badName.map { CChar(bitPattern: $0) }.withUnsafeBufferPointer {
+            open($0.baseAddress!, O_CREAT | O_WRONLY, 0o644)
+        }
+        #expect(made >= 0)
+        close(made)
+        try FileManager.default.createSymbolicLink(
+            atPath: folder.appending("n/out.txt").string,
+            withDestinationPath: "/etc/hostname"
+        )
+        // A misspelt ID does not hide the selectors' problems; duplicate keys are an error.
+        try scratch.write(
+            "t/A.json",
+            #"{"assetPackId": "A", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "missing"}], "platforms": ["iOS"], "platforms": ["iPadOS"]}"#
+        )
+        try scratch.write(
+            "t/N.json",
+            #"{"assetPackID": "N", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "n"}], "platforms": ["iOS"]}"#
+        )
+        // Two IDs alike, and two other packs sharing a path: the duplicate does not hide the collision.
+        try scratch.write(
+            "t/Ios.json",
+            #"{"assetPackID": "Ios", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "Docs"}], "platforms": ["iOS"]}"#
+        )
+        try scratch.write(
+            "t/Mac.json",
+            #"{"assetPackID": "Mac", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "Docs"}], "platforms": ["macOS"]}"#
+        )
+        try scratch.write(
+            "t/Dup1.json",
+            #"{"assetPackID": "Ios", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"file": "Other/x.txt"}], "platforms": ["iOS"]}"#
+        )
+        try scratch.write("t/Broken.json", #"{"assetPackID": "B","#)
+        let run = try runTool(tool, ["validate", folder.string, "--json"], timeout: 60)
+        let report = try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8))
+        let found = report.problems.map { "\($0.severity) \(FilePath($0.file).lastComponent?.string ?? "") \($0.key)" }
+        #expect(
+            Set(found) == [
+                "error A.json assetPackId", "error A.json platforms", "error A.json fileSelectors[0].directory",
+                "error N.json fileSelectors[0].directory",  // not UTF-8
+                "warning N.json fileSelectors[0].directory",  // Café twice
+                "error Ios.json assetPackID", "error Dup1.json assetPackID", "warning Ios.json (packs)",
+                "error Broken.json (file)",
+            ],
+            "\(report.problems.map(\.description).joined(separator: "\n"))"
+        )
+        #expect(found.filter { $0 == "error N.json fileSelectors[0].directory" }.count == 2, "the link out too")
+        let broken = report.problems.first { $0.file.hasSuffix("Broken.json") }
+        #expect(
+            broken?.message.hasPrefix("is not valid JSON: line 1, column 21: Unexpected end of file") == true,
+            "\(String(describing: broken))"
+        )
+
+        // The same file twice is one manifest; an empty folder is one problem, in JSON.
+        let twice = try runTool(tool, ["validate", "Ios.json", "./Ios.json", "--root", "."], directory: folder.string)
+        #expect(twice.status == 0, "\(twice.stdout)")
+        try FileManager.default.createDirectory(
+            atPath: scratch.root.appending("empty").string,
+            withIntermediateDirectories: true
+        )
+        try scratch.write("empty/Voice.jsonc", "{}")
+        let empty = try runTool(tool, ["validate", scratch.root.appending("empty").string, "--json"])
+        #expect(empty.status == 1)
+        let emptyReport = try JSONDecoder().decode(Report.self, from: Data(empty.stdout.utf8))
+        #expect(emptyReport.problems.map(\.key) == ["(folder)"])
+        #expect(emptyReport.problems.first?.message.contains("Voice.jsonc not read") == true, "\(emptyReport.problems)")
     }
 
     @Test func evaluateIsValidateUnderApplesName() throws {
