@@ -74,7 +74,8 @@ public actor AssetPackManager {
     ///     (`LC_ALL`, then `LANG`), else `en`.
     ///   - collisions: Which pack a path held by several packs is read from.
     ///   - deltaUpdates: Update through a delta archive when the manifest lists one from the installed version
-    ///     (only the changed files are downloaded); `false` always downloads whole packs.
+    ///     (only the changed files are downloaded): deltas are ours, not Apple's. By default whole packs are
+    ///     downloaded, as a device does, so the bytes measured are the bytes users download.
     ///   - onLockWait: Called with the holder's PID when another process holds the app group.
     /// - Throws: ``AssetPackClientError`` with code `.io` when `appGroup` exists and is not a folder,
     ///   `.insecureHTTP` when the manifest's URL is plain http to another machine and that is not allowed.
@@ -93,7 +94,7 @@ public actor AssetPackManager {
         platform: String? = nil,
         language: String? = nil,
         collisions: CollisionRule = .first,
-        deltaUpdates: Bool = true,
+        deltaUpdates: Bool = false,
         allowInsecureHTTP: Bool = false,
         onLockWait: @escaping @Sendable (Int32?) -> Void = { _ in }
     ) throws {
@@ -205,7 +206,8 @@ public actor AssetPackManager {
         if let pack = listing.all[id], let platform {
             error.message =
                 "pack \(id) is for \(pack.platforms?.joined(separator: ", ") ?? "other platforms"), not \(platform): "
-                + "a \(platform) device does not see it. Fix: drop --platform, or add \(platform) to its manifest"
+                + "a \(platform) device does not see it. Fix: play its platform (--platform, or any for every "
+                + "pack), or add \(platform) to its manifest"
         }
         return error
     }
