@@ -15,7 +15,8 @@ struct BASync: AsyncParsableCommand {
             With --json every command prints JSON lines and ends with one {"event": "result"} line; a failure \
             is an {"event": "error", "code", "message"} line.
             Exit codes: 0 done; 1 failed (the message names the pack, URL and cause; what was installed \
-            before is kept); 2 an essential pack failed during sync (the app would not launch); 64 bad usage.
+            before is kept); 2 an essential pack failed for good during sync (the app launches without it and \
+            must call ensureLocalAvailability); 64 bad usage.
             """,
         version: ToolVersion.current,
         subcommands: [

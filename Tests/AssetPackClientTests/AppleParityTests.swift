@@ -404,4 +404,28 @@ struct AppleParityTests {
         let fresh = try AssetPackManager(server: nil, appGroup: scratch.root.appending("Fresh"))
         await #expect(throws: AssetPackClientError.self) { try await fresh.allAssetPacks }
     }
+
+    @Test func anEssentialPackThatFailsForGoodIsOneTheAppLaunchesWithout() async throws {
+        try await withSample(retries: 0) { server, manager, _ in
+            _ = try await server.get("/_mock/faults", method: .POST, body: "status=500,pack=Tutorial")
+            let report = try await manager.sync(event: .install)
+            #expect(report.essentialFailed)
+            #expect(report.launchesWithout == ["Tutorial"])
+            #expect(report.installed == ["Levels"])
+            _ = try await server.get("/_mock/faults", method: .DELETE)
+            // The app, launched, makes it local itself.
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Tutorial"))
+            #expect(manager.assetPackIsAvailableLocally(withID: "Tutorial"))
+        }
+    }
+
+    @Test func inAppContentTurnedOffDownloadsNothingByPolicy() async throws {
+        try await withSample { server, manager, _ in
+            let report = try await manager.sync(event: .install, inAppContent: false)
+            #expect(report.installed.isEmpty && report.failures.isEmpty && report.launchesWithout.isEmpty)
+            #expect(manager.installedPacks.isEmpty)
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Tutorial"))
+            #expect(manager.assetPackIsAvailableLocally(withID: "Tutorial"))
+        }
+    }
 }
