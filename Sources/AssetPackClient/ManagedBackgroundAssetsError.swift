@@ -1,4 +1,5 @@
 import AssetPackFormat
+import Foundation
 import SystemPackage
 
 /// The errors Apple's `AssetPackManager` throws, with Apple's name and cases, so that an app's
@@ -8,7 +9,7 @@ import SystemPackage
 /// ``AssetPackClientError`` for everything else (a download, an install, the network); the tool-facing
 /// methods (``AssetPackReader``, ``AssetPackManager/ensureLocalAvailability(ofAssetPacksWithIDs:requireLatestVersions:)``)
 /// throw ``AssetPackClientError`` throughout, whose message says more (the server, the platform, the fix).
-public enum ManagedBackgroundAssetsError: Error, Sendable, Hashable, CustomStringConvertible {
+public enum ManagedBackgroundAssetsError: LocalizedError, Sendable, Hashable, CustomStringConvertible {
     /// No asset pack with this ID: not listed for this platform, or not installed where one must be.
     case assetPackNotFound(withID: String)
     /// No file at this path in the merged namespace (or in the pack named).
@@ -20,6 +21,9 @@ public enum ManagedBackgroundAssetsError: Error, Sendable, Hashable, CustomStrin
         case .fileNotFound(let path): "no file at \(path) in the installed asset packs"
         }
     }
+
+    /// The description, as Apple's `LocalizedError` conformance gives one to `localizedDescription`.
+    public var errorDescription: String? { description }
 }
 
 extension AssetPackClientError {

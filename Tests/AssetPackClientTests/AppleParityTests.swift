@@ -348,6 +348,10 @@ struct AppleParityTests {
                 missingPack = id
             }
             #expect(missingPack == "Nope")
+            // As Apple's, a LocalizedError: an app that shows `localizedDescription` shows what is missing.
+            let shown = (ManagedBackgroundAssetsError.assetPackNotFound(withID: "Nope") as any Error)
+                .localizedDescription
+            #expect(shown.contains("Nope"), "\(shown)")
             // 27.2: `nonisolated func localVersion(ofAssetPackWithID:) throws -> Int`, throwing when not local.
             var notLocal: String?
             do {
