@@ -428,7 +428,7 @@ for r in $(seq 1 "$rounds"); do
       cp -a "$work/update-v1-app" "$dir"
       sync && warm "$dir"
       if [ "$who" = delta ]; then
-        timed seconds rss "$sync" --server "$nginx_url/$set" --app-group "$dir" ensure --latest "$set"
+        timed seconds rss "$sync" --server "$nginx_url/$set" --app-group "$dir" ensure --latest --delta "$set"
         if ! grep -q 'delta from v1' "$work/cmd.err" || grep -q 'delta failed' "$work/cmd.err"; then
           echo "bench.sh: the update did not use the delta:" >&2
           cat "$work/cmd.err" >&2

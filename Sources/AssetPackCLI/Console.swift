@@ -48,6 +48,15 @@ public enum Console {
             object["code"] = error.code.rawValue
             if let id = error.assetPackID { object["pack"] = id }
         }
+        // Apple's shape, as the manager's methods with Apple's names throw it: the same codes as ours.
+        switch error as? ManagedBackgroundAssetsError {
+        case .assetPackNotFound(let id):
+            object["code"] = AssetPackClientError.Code.assetPackNotFound.rawValue
+            object["pack"] = id
+        case .fileNotFound:
+            object["code"] = AssetPackClientError.Code.fileNotFound.rawValue
+        case nil: break
+        }
         json(object)
     }
 

@@ -43,6 +43,15 @@ struct StoreState: Sendable, Codable {
     var latestKnown: [String: Int] = [:]
 }
 
+/// The packs of the manifest last fetched, kept in `.ba-sync/manifest.json` so that `assetPack(withID:)` and
+/// `allAssetPacks` answer offline, as Apple's answer from what the system cached.
+struct LastFetchedManifest: Codable, Sendable, Equatable {
+    /// Where the manifest was fetched from.
+    var url: URL
+    /// Its packs, for every platform, sorted by ID.
+    var packs: [AssetPack]
+}
+
 /// The layout of an app-group directory and its crash-safe state.
 ///
 /// ```
@@ -185,6 +194,24 @@ public struct AppGroupStore: Sendable {
             removePack(removed)
             return removed
         }
+    }
+
+    /// The manifest last fetched into this app group, for offline answers; `nil` when none was, or the file
+    /// is damaged (it is only a cache).
+    func lastFetchedManifest() throws -> LastFetchedManifest? {
+        try? StateFile<LastFetchedManifest>(controlFolder.appending("manifest.json")).load()
+    }
+
+    /// Keeps the packs of a manifest just fetched (when they differ from those kept), for offline answers. An
+    /// app group that does not exist yet is not created for it: a device keeps what the app's container holds.
+    /// - Throws: ``AssetPackClientError`` with code `.io`, or ``AssetPackFormatError``.
+    func keepFetchedManifest(_ packs: [String: AssetPack], from url: URL) throws {
+        guard FileManager.default.fileExists(atPath: root.string) else { return }
+        let kept = LastFetchedManifest(url: url, packs: packs.values.sorted { $0.id < $1.id })
+        let file = StateFile<LastFetchedManifest>(controlFolder.appending("manifest.json"))
+        guard (try? file.load()) != kept else { return }
+        try openFolder(".ba-sync", creating: true).close()
+        try file.save(kept)
     }
 
     /// Removes what a crashed or killed run left behind: staging folders, temporary files of atomic writes,

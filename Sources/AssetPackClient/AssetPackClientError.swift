@@ -179,6 +179,12 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         )
     }
 
+    /// Pack `id` is not installed in the app group at `root` (what the tool says for Apple's
+    /// `assetPackNotFound(withID:)` from `remove(assetPackWithID:)`).
+    public static func notInstalled(_ id: String, in root: FilePath) -> Self {
+        .init(code: .assetPackNotFound, message: "pack \(id) is not installed in \(root)", assetPackID: id)
+    }
+
     /// A file in the app group could not be read or written: "cannot \(what) \(path): \(error)".
     public static func io(_ what: String, _ path: FilePath, _ error: any Error & Sendable) -> Self {
         .init(code: .io, message: "cannot \(what) \(path): \(error)", cause: error)

@@ -12,14 +12,15 @@ extension AssetPackManager {
     /// not fetched against a stale digest. Returning means the pack is local; throwing means it is not
     /// guaranteed to be, and what was installed before is still there. A second call for the same pack
     /// while one is downloading waits for it instead of downloading it again.
-    /// - Throws: ``AssetPackClientError``: `.obsolete` for a pack the server dropped, network, size, digest
-    ///   or install errors; `CancellationError`.
+    /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` for a pack listed for other
+    ///   platforms only; ``AssetPackClientError``: `.obsolete` for a pack the server dropped, network, size,
+    ///   digest or install errors; `CancellationError`.
     public func ensureLocalAvailability(of pack: AssetPack, requireLatestVersion: Bool = false) async throws {
         try await withExclusiveControl {
             if !requireLatestVersion, self.reader.assetPackIsAvailableLocally(withID: pack.id) { return }
             let listing = try await self.serverListing()
             guard let current = listing.visible[pack.id] else {
-                if listing.all[pack.id] != nil { throw self.notListed(pack.id, in: listing) }
+                if listing.all[pack.id] != nil { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: pack.id) }
                 throw try await self.obsolete(pack.id)
             }
             try await self.ensure(current, latest: requireLatestVersion)

@@ -20,18 +20,28 @@ public struct SyncReport: Sendable {
     public var removed: [String] = []
     /// Packs that failed, with why; what was installed before stays.
     public var failures: [String: AssetPackClientError] = [:]
-    /// Whether an essential pack failed: the app would not launch.
+    /// Whether an essential pack failed for good.
     public var essentialFailed = false
+    /// The essential packs that failed for good, by ID: the system stops blocking launch, so the app launches
+    /// without them and must call `ensureLocalAvailability` itself.
+    public var launchesWithout: [String] = []
 }
 
 extension AssetPackManager {
     /// Does what the system does on `event`: essential packs first (all of them, before any prefetch pack),
     /// then prefetch packs, concurrently up to the download bound. Localized packs are installed for the
-    /// resolved language only, beside the unlocalized ones.
+    /// resolved language only, beside the unlocalized ones. An essential pack that fails for good does not
+    /// keep the app from launching (the system stops blocking launch): the report lists it in
+    /// ``SyncReport/launchesWithout``, and the app makes it local with `ensureLocalAvailability`.
+    /// - Parameters:
+    ///   - event: The system event.
+    ///   - inAppContent: The App Store setting: `false` (the user turned in-app content off) downloads no
+    ///     pack by policy, essential or prefetch, on `install` and `update` (no extension runs before launch);
+    ///     updates of installed packs and the app's own `ensureLocalAvailability` still work.
     /// - Returns: What was installed, updated, removed and what failed.
     /// - Throws: Only when the manifest cannot be fetched or the app group cannot be locked; pack failures
     ///   are in the report.
-    public func sync(event: InstallationEvent) async throws -> SyncReport {
+    public func sync(event: InstallationEvent, inAppContent: Bool = true) async throws -> SyncReport {
         try await withExclusiveControl {
             var report = SyncReport()
             let packs = try await self.serverPacks()
@@ -45,7 +55,7 @@ extension AssetPackManager {
                     report.failures[error.assetPackID ?? "update"] = error
                 }
             }
-            if event != .periodic {
+            if event != .periodic, inAppContent {
                 let trigger: InstallationEventType = event == .install ? .firstInstallation : .subsequentUpdate
                 let language = self.resolvedLanguage
                 let wanted = packs.values.filter { pack in
@@ -61,11 +71,15 @@ extension AssetPackManager {
                     } catch let error as LocalAvailabilityError {
                         for (pack, failure) in error.failures {
                             report.failures[pack.id] = failure
-                            if essential { report.essentialFailed = true }
+                            if essential {
+                                report.essentialFailed = true
+                                report.launchesWithout.append(pack.id)
+                            }
                         }
                     }
                 }
             }
+            report.launchesWithout.sort()
             let after = try await BlockingIO.run { try store.loadState().installed.mapValues(\.version) }
             for (id, version) in after.sorted(by: { $0.key < $1.key }) {
                 if before[id] != version { report.installed.append(id) } else { report.alreadyLocal.append(id) }

@@ -3,6 +3,10 @@ import Foundation
 import SystemPackage
 
 /// Reads, as Apple's `AssetPackManager` offers them; they need no server and are answered by ``reader``.
+///
+/// A file or a pack that is not there throws Apple's ``ManagedBackgroundAssetsError`` (`fileNotFound(at:)`,
+/// `assetPackNotFound(withID:)`); ``reader`` throws the same as ``AssetPackClientError``, whose message says
+/// more.
 extension AssetPackManager {
     /// Whether the pack is installed (offline, synchronous).
     public nonisolated func assetPackIsAvailableLocally(withID id: String) -> Bool {
@@ -22,7 +26,9 @@ extension AssetPackManager {
         searchingInAssetPackWithID assetPackID: String? = nil,
         options: Data.ReadingOptions = .mappedIfSafe
     ) throws -> Data {
-        try reader.contents(at: path, searchingInAssetPackWithID: assetPackID, options: options)
+        try AssetPackClientError.inAppleShape {
+            try reader.contents(at: path, searchingInAssetPackWithID: assetPackID, options: options)
+        }
     }
 
     /// An open, read-only descriptor of a file in the merged namespace (Apple's `descriptor(for:)`): see
@@ -30,12 +36,16 @@ extension AssetPackManager {
     public nonisolated func descriptor(for path: FilePath, searchingInAssetPackWithID assetPackID: String? = nil) throws
         -> FileDescriptor
     {
-        try reader.descriptor(for: path, searchingInAssetPackWithID: assetPackID)
+        try AssetPackClientError.inAppleShape {
+            try reader.descriptor(for: path, searchingInAssetPackWithID: assetPackID)
+        }
     }
 
     /// The URL of a file or folder in the merged namespace (Apple's `url(for:)`): see
     /// ``AssetPackReader/url(for:)``.
-    public nonisolated func url(for path: FilePath) throws -> URL { try reader.url(for: path) }
+    public nonisolated func url(for path: FilePath) throws -> URL {
+        try AssetPackClientError.inAppleShape { try reader.url(for: path) }
+    }
 
     /// The contents of a file as localized for `language` (Apple's `contents(at:asLocalizedFor:options:)`):
     /// see ``AssetPackReader/contents(at:asLocalizedFor:options:)``.
@@ -44,17 +54,19 @@ extension AssetPackManager {
         asLocalizedFor language: String,
         options: Data.ReadingOptions = .mappedIfSafe
     ) throws -> Data {
-        try reader.contents(at: path, asLocalizedFor: language, options: options)
+        try AssetPackClientError.inAppleShape {
+            try reader.contents(at: path, asLocalizedFor: language, options: options)
+        }
     }
 
     /// A descriptor of a file as localized for `language` (Apple's `descriptor(for:asLocalizedFor:)`).
     public nonisolated func descriptor(for path: FilePath, asLocalizedFor language: String) throws -> FileDescriptor {
-        try reader.descriptor(for: path, asLocalizedFor: language)
+        try AssetPackClientError.inAppleShape { try reader.descriptor(for: path, asLocalizedFor: language) }
     }
 
     /// The URL of a file or folder as localized for `language` (Apple's `url(for:asLocalizedFor:)`).
     public nonisolated func url(for path: FilePath, asLocalizedFor language: String) throws -> URL {
-        try reader.url(for: path, asLocalizedFor: language)
+        try AssetPackClientError.inAppleShape { try reader.url(for: path, asLocalizedFor: language) }
     }
 
     /// Which installed pack a path resolves to, if any.

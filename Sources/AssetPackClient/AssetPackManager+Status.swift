@@ -35,9 +35,13 @@ extension AssetPackManager {
         return PackStatus.local(id, state: state)
     }
 
-    /// The installed version of a pack, if installed (offline).
-    public nonisolated func localVersion(ofAssetPackWithID id: String) -> Int? {
-        reader.installedPack(withID: id)?.version
+    /// The installed version of a pack (offline; Apple's 27.2 `localVersion(ofAssetPackWithID:)`).
+    /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` when the pack is not installed.
+    public nonisolated func localVersion(ofAssetPackWithID id: String) throws -> Int {
+        guard let installed = reader.installedPack(withID: id) else {
+            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
+        }
+        return installed.version
     }
 
     /// The bytes an installed pack's files take (offline), as its index lists them; Apple's 27.2
@@ -49,8 +53,8 @@ extension AssetPackManager {
     /// The pack's status, asking the server (Apple's `status(ofAssetPackWithID:)`, deprecated in 26.4 for
     /// ``status(relativeTo:)``): relative to what the server publishes now; `obsolete` for a pack this app
     /// group knows and the server dropped.
-    /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound` for a pack neither knows; a network
-    ///   error.
+    /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` for a pack neither knows;
+    ///   ``AssetPackClientError`` for a network error.
     public func status(ofAssetPackWithID id: String) async throws -> AssetPack.Status {
         let listing = try await serverListing()
         let packs = listing.all
@@ -61,7 +65,7 @@ extension AssetPackManager {
             return PackStatus.relative(to: pack, serverPacks: packs, state: state, downloading: downloading)
         }
         guard state.installed[id] != nil || state.obsolete.contains(id) || state.latestKnown[id] != nil else {
-            throw notListed(id, in: listing)
+            throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
         }
         return PackStatus.dropped(id, state: state, downloading: downloading)
     }

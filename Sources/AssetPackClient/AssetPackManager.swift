@@ -74,7 +74,8 @@ public actor AssetPackManager {
     ///     (`LC_ALL`, then `LANG`), else `en`.
     ///   - collisions: Which pack a path held by several packs is read from.
     ///   - deltaUpdates: Update through a delta archive when the manifest lists one from the installed version
-    ///     (only the changed files are downloaded); `false` always downloads whole packs.
+    ///     (only the changed files are downloaded): deltas are ours, not Apple's. By default whole packs are
+    ///     downloaded, as a device does, so the bytes measured are the bytes users download.
     ///   - onLockWait: Called with the holder's PID when another process holds the app group.
     /// - Throws: ``AssetPackClientError`` with code `.io` when `appGroup` exists and is not a folder,
     ///   `.insecureHTTP` when the manifest's URL is plain http to another machine and that is not allowed.
@@ -93,7 +94,7 @@ public actor AssetPackManager {
         platform: String? = nil,
         language: String? = nil,
         collisions: CollisionRule = .first,
-        deltaUpdates: Bool = true,
+        deltaUpdates: Bool = false,
         allowInsecureHTTP: Bool = false,
         onLockWait: @escaping @Sendable (Int32?) -> Void = { _ in }
     ) throws {
@@ -176,7 +177,12 @@ public actor AssetPackManager {
                 message: "this needs the server, and none was given. Fix: pass --server URL or set BA_SYNC_SERVER"
             )
         }
-        return listing(of: try await manifests.fetch())
+        let packs = try await manifests.fetch()
+        let store = self.store
+        let url = manifests.url
+        // Kept for offline answers (`assetPack(withID:)`, `allAssetPacks`); an answer is not worth failing over.
+        try? await BlockingIO.run { try store.keepFetchedManifest(packs, from: url) }
+        return listing(of: packs)
     }
 
     /// The packs of a manifest, and those this manager's platform sees.
@@ -191,11 +197,14 @@ public actor AssetPackManager {
     /// Every pack the server lists for this manager's platform, by ID.
     func serverPacks() async throws -> [String: AssetPack] { try await serverListing().visible }
 
-    /// The pack with this ID, as the server describes it now.
-    /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound`, or a network error.
+    /// The pack with this ID, as the server describes it now (Apple's `assetPack(withID:)`); offline (no
+    /// server given, or it cannot be reached), as the manifest last fetched into this app group described it,
+    /// as Apple's answers from what the system cached.
+    /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` for a pack not listed for this
+    ///   platform; ``AssetPackClientError`` for a network error when no manifest was ever fetched here.
     public func assetPack(withID id: String) async throws -> AssetPack {
-        let listing = try await serverListing()
-        guard let pack = listing.visible[id] else { throw notListed(id, in: listing) }
+        let listing = try await listingOrLastFetched()
+        guard let pack = listing.visible[id] else { throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id) }
         return pack
     }
 
@@ -205,14 +214,29 @@ public actor AssetPackManager {
         if let pack = listing.all[id], let platform {
             error.message =
                 "pack \(id) is for \(pack.platforms?.joined(separator: ", ") ?? "other platforms"), not \(platform): "
-                + "a \(platform) device does not see it. Fix: drop --platform, or add \(platform) to its manifest"
+                + "a \(platform) device does not see it. Fix: play its platform (--platform, or any for every "
+                + "pack), or add \(platform) to its manifest"
         }
         return error
     }
 
-    /// Every pack the server lists.
+    /// Every pack the server lists for this platform (Apple's `allAssetPacks`); offline, those of the manifest
+    /// last fetched into this app group.
+    /// - Throws: ``AssetPackClientError`` for a network error when no manifest was ever fetched here.
     public var allAssetPacks: Set<AssetPack> {
-        get async throws { Set(try await serverPacks().values) }
+        get async throws { Set(try await listingOrLastFetched().visible.values) }
+    }
+
+    /// The server's listing, or offline (no server, or a network failure) the one last fetched into this app
+    /// group; the error when there is none.
+    func listingOrLastFetched() async throws -> Listing {
+        do {
+            return try await serverListing()
+        } catch let error as AssetPackClientError where error.code == .network {
+            let store = self.store
+            guard let last = try await BlockingIO.run({ try store.lastFetchedManifest() }) else { throw error }
+            return listing(of: Dictionary(last.packs.map { ($0.id, $0) }) { first, _ in first })
+        }
     }
 
     // MARK: Status updates
@@ -248,18 +272,15 @@ public actor AssetPackManager {
 
     /// Removes an installed pack (Apple's `remove(assetPackWithID:)`); `ensureLocalAvailability` downloads
     /// it again. Mappings and descriptors taken before keep reading the bytes they had.
-    /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound` when it is not installed.
+    /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` when it is not installed;
+    ///   ``AssetPackClientError`` with code `.io` or `.lockTimeout`.
     public func remove(assetPackWithID id: String) async throws {
         try await withExclusiveControl {
             await self.gate.waitForInstall(of: id)
             let store = self.store
             try await BlockingIO.run {
                 guard try store.removeInstalled(id) != nil else {
-                    throw AssetPackClientError(
-                        code: .assetPackNotFound,
-                        message: "pack \(id) is not installed in \(store.root)",
-                        assetPackID: id
-                    )
+                    throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
                 }
             }
         }

@@ -17,7 +17,7 @@ struct PackInstaller: Sendable {
     /// Download into a file first, so that a process killed mid-download resumes in a later run.
     let resumableDownloads: Bool
     /// Update through a delta archive when the manifest lists one from the installed version.
-    var deltaUpdates = true
+    var deltaUpdates = false
     /// Fetch plain http from hosts other than this machine (see ``TransportSecurity``).
     var allowInsecureHTTP = false
 

@@ -7,14 +7,16 @@ struct BASync: AsyncParsableCommand {
         commandName: "ba-sync",
         abstract: "Mirror asset packs from a server into an app-group directory, as AssetPackManager does on a device.",
         discussion: """
-            --server, --manifest-url and --app-group may also come from BA_SYNC_SERVER, BA_SYNC_MANIFEST_URL and \
-            BA_SYNC_APP_GROUP. Packs and manifests are fetched over https, or plain http to this machine only, \
+            --server, --manifest-url, --app-group, --platform and --delta may also come from BA_SYNC_SERVER, \
+            BA_SYNC_MANIFEST_URL, BA_SYNC_APP_GROUP, BA_SYNC_PLATFORM and BA_SYNC_DELTA. It plays an iOS device \
+            (--platform any sees every pack) that downloads whole packs (--delta uses ba-mock's deltas). Packs and manifests are fetched over https, or plain http to this machine only, \
             unless --allow-http is given (Background Assets uses HTTPS for all downloads).
             Offline (no server needed): status (reports what the app group knows), remove, cat, url, verify, bench.
             With --json every command prints JSON lines and ends with one {"event": "result"} line; a failure \
             is an {"event": "error", "code", "message"} line.
             Exit codes: 0 done; 1 failed (the message names the pack, URL and cause; what was installed \
-            before is kept); 2 an essential pack failed during sync (the app would not launch); 64 bad usage.
+            before is kept); 2 an essential pack failed for good during sync (the app launches without it and \
+            must call ensureLocalAvailability); 64 bad usage.
             """,
         version: ToolVersion.current,
         subcommands: [

@@ -120,10 +120,20 @@ struct ServerOptions: ParsableArguments {
     var caCert: String?
 
     @Option(
-        help:
-            "The platform to play: iOS, macOS, tvOS or visionOS. Packs whose manifest entry lists other platforms are invisible, as on a device. (default: every pack)"
+        help: ArgumentHelp(
+            "The platform to play: iOS, macOS, tvOS or visionOS. Packs whose manifest entry lists other platforms are invisible, as on a device; any sees every pack. (default: iOS; env: BA_SYNC_PLATFORM)",
+            valueName: "platform"
+        )
     )
     var platform: String?
+
+    /// The platform given, else `BA_SYNC_PLATFORM`, else iOS, as the user typed it.
+    var platformGiven: String {
+        platform ?? ProcessInfo.processInfo.environment["BA_SYNC_PLATFORM"].flatMap { $0.isEmpty ? nil : $0 } ?? "iOS"
+    }
+
+    /// The platform played, `nil` for `any` (every pack).
+    var playedPlatform: String? { platformGiven.lowercased() == "any" ? nil : platformGiven }
 
     @Option(
         help:
@@ -140,14 +150,15 @@ struct ServerOptions: ParsableArguments {
     func validate() throws {
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more") }
         if let problem = secondsProblem(timeout, option: "--timeout", positive: true) { throw ValidationError(problem) }
-        if let platform, !PackagingManifest.knownPlatforms.contains(platform) {
-            let known = PackagingManifest.knownPlatforms.joined(separator: ", ")
+        if let platform = playedPlatform, !PackagingManifest.knownPlatforms.contains(platform) {
+            let option = self.platform == nil ? "BA_SYNC_PLATFORM=" : "--platform "
+            let known = PackagingManifest.knownPlatforms.joined(separator: ", ") + " or any"
             let near =
                 platform.lowercased() == "ipados"
                 ? "iOS (it covers iPadOS)"
                 : PackagingManifest.knownPlatforms.first { $0.lowercased() == platform.lowercased() }
             throw ValidationError(
-                "--platform \(platform) is not one of \(known)" + (near.map { "; did you mean \($0)?" } ?? "")
+                "\(option)\(platform) is not one of \(known)" + (near.map { "; did you mean \($0)?" } ?? "")
             )
         }
         if let caCert, !FileManager.default.fileExists(atPath: caCert) {
@@ -227,13 +238,31 @@ struct DownloadOptions: ParsableArguments {
     var resumable = false
 
     @Flag(
+        inversion: .prefixedNo,
         help:
-            "Always download whole packs; by default an update downloads only the files that changed when the manifest lists a delta from the installed version (and the whole pack if the delta fails)."
+            "Update through ba-mock's delta archives (ours, not Apple's: a device downloads whole packs): only the files that changed are downloaded when the manifest lists a delta from the installed version (the whole pack if the delta fails). (default: whole packs, the bytes your users download; env: BA_SYNC_DELTA=1)"
     )
-    var noDelta = false
+    var delta: Bool?
 
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be 1 or more") }
+        if delta == nil, let value = ProcessInfo.processInfo.environment["BA_SYNC_DELTA"], Self.flag(value) == nil {
+            throw ValidationError("BA_SYNC_DELTA=\(value) is not 1 or 0 (or true, false, yes, no)")
+        }
+    }
+
+    /// Whether updates go through deltas: `--delta` or `--no-delta`, else `BA_SYNC_DELTA`, else not.
+    var deltaUpdates: Bool {
+        delta ?? ProcessInfo.processInfo.environment["BA_SYNC_DELTA"].flatMap(Self.flag) ?? false
+    }
+
+    /// A yes or no given in the environment; `nil` for anything else (an empty value is no).
+    static func flag(_ value: String) -> Bool? {
+        switch value.lowercased() {
+        case "1", "true", "yes", "on": true
+        case "0", "false", "no", "off", "": false
+        default: nil
+        }
     }
 }
 
@@ -292,10 +321,10 @@ struct Session {
                 stallTimeout: .milliseconds(milliseconds),
                 resumableDownloads: downloads?.resumable ?? false,
                 lockTimeout: lock?.lockTimeout.map { .milliseconds(Int64($0 * 1000)) },
-                platform: server?.platform,
+                platform: server.map(\.playedPlatform) ?? "iOS",
                 language: app.resolvedLanguage.description,
                 collisions: app.collisionRule,
-                deltaUpdates: !(downloads?.noDelta ?? false),
+                deltaUpdates: downloads?.deltaUpdates ?? false,
                 allowInsecureHTTP: server?.allowHTTP ?? false
             )
         } catch {

@@ -5,7 +5,11 @@ import AssetPackFormat
 import Foundation
 
 struct List: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the server's packs with their local status.")
+    static let configuration = CommandConfiguration(
+        abstract: "List the server's packs with their local status.",
+        discussion:
+            "Only the packs for the platform played: iOS unless --platform (or BA_SYNC_PLATFORM) says otherwise."
+    )
 
     @OptionGroup var app: AppGroupOptions
     @OptionGroup var server: ServerOptions
@@ -18,9 +22,10 @@ struct List: AsyncParsableCommand {
             try await manager.statusOfAllAssetPacks().filter { $0.pack != nil }
         }
         let language = app.resolvedLanguage
+        let platform = server.playedPlatform
         if app.json {
             Console.json([
-                "event": "result", "resolvedLanguage": language.description,
+                "event": "result", "resolvedLanguage": language.description, "platform": platform ?? "any",
                 "availableLanguages": Set(entries.compactMap(\.pack?.language)).sorted(),
                 "packs": entries.compactMap { entry -> [String: Any]? in
                     guard let pack = entry.pack else { return nil }
@@ -48,6 +53,12 @@ struct List: AsyncParsableCommand {
                         ]
                     }
                 }
+        )
+        Console.out(
+            platform.map {
+                "platform: \($0) (packs for other platforms are not shown; --platform any shows every pack)"
+            }
+                ?? "platform: any (every pack, whatever its platforms)"
         )
     }
 }

@@ -16,7 +16,11 @@ struct Remove: AsyncParsableCommand {
     func run() async throws {
         let id = self.id
         _ = try await Session(app: app, lock: lock, needsServer: false).run { manager in
-            try await manager.remove(assetPackWithID: id)
+            do {
+                try await manager.remove(assetPackWithID: id)
+            } catch ManagedBackgroundAssetsError.assetPackNotFound(let id) {
+                throw AssetPackClientError.notInstalled(id, in: manager.store.root)
+            }
         }
         if app.json { Console.json(["event": "result", "removed": id]) } else { Console.out("removed \(id)") }
     }

@@ -4,13 +4,22 @@ import AssetPackClient
 
 extension InstallationEvent: ExpressibleByArgument {}
 
+/// The App Store setting "in-app content": off, the system downloads no essential pack and runs no extension
+/// before launch.
+enum InAppContent: String, ExpressibleByArgument, CaseIterable {
+    case on, off
+}
+
 struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Do what the system does on an event: install, update or periodic.",
         discussion: """
             install: essential then prefetch packs whose installationEventTypes include firstInstallation. \
             update: packs with subsequentUpdate, plus updates of installed packs, and removal of obsolete ones. \
-            periodic: checkForUpdates(). Exits 2 when an essential pack failed (the app would not launch).
+            periodic: checkForUpdates(). An essential pack that fails for good does not block launch (the system \
+            stops blocking it): the app launches without it and must call ensureLocalAvailability itself \
+            (`ba-sync ensure ID`); exit code 2 says so. --in-app-content off plays a user who turned in-app \
+            content off in App Store settings: nothing is downloaded by policy.
             """
     )
 
@@ -23,19 +32,29 @@ struct Sync: AsyncParsableCommand {
     @Option(help: "The event: install, update or periodic.")
     var event: InstallationEvent = .install
 
+    @Option(
+        help:
+            "The App Store setting for in-app content: off downloads no essential or prefetch pack on install or update (no extension runs before launch); the app's own ensure still works. (default: on)"
+    )
+    var inAppContent: InAppContent = .on
+
     func run() async throws {
         let event = self.event
+        let inAppContent = self.inAppContent == .on
         var (app, server) = (self.app, self.server)
         let limits = try await plist.apply(to: &app, server: &server)
         let (report, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).run {
             manager in
-            if let limits { try await manager.enforceInitialDownloadLimits(limits, for: .event(event)) }
-            return try await manager.sync(event: event)
+            if let limits, inAppContent {
+                try await manager.enforceInitialDownloadLimits(limits, for: .event(event))
+            }
+            return try await manager.sync(event: event, inAppContent: inAppContent)
         }
         if app.json {
             Console.json([
                 "event": "result", "installed": report.installed, "alreadyLocal": report.alreadyLocal,
                 "removed": report.removed, "essentialFailed": report.essentialFailed,
+                "launchesWithout": report.launchesWithout,
                 "failures": report.failures.mapValues(Session.failure),
             ])
         } else {
@@ -47,6 +66,12 @@ struct Sync: AsyncParsableCommand {
             // A failure the progress showed is not repeated; one it could not show (before any download) is.
             for (id, error) in report.failures.sorted(by: { $0.key < $1.key }) {
                 Console.err(shown.contains(id) ? "failed: \(id) (above)" : "failed: \(id): \(error)")
+            }
+            for id in report.launchesWithout {
+                Console.err(
+                    "the app launches without \(id): its essential download failed for good, so the system stops "
+                        + "blocking launch; the app must call ensureLocalAvailability itself (`ba-sync ensure \(id)`)"
+                )
             }
         }
         if report.essentialFailed { throw ExitCode(2) }

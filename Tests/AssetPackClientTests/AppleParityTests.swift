@@ -1,5 +1,6 @@
 import AssetPackFormat
 import AssetPackServer
+import AsyncHTTPClient
 import Foundation
 import NIOHTTP1
 import SystemPackage
@@ -166,8 +167,12 @@ struct AppleParityTests {
             #expect(try await manager.manifest.assetPacks.map(\.id) == ["Levels"])
             let report = try await manager.sync(event: .install)
             #expect(report.installed == ["Levels"])
-            let notHere = await #expect(throws: AssetPackClientError.self) {
+            await #expect(throws: ManagedBackgroundAssetsError.assetPackNotFound(withID: "Textures")) {
                 try await manager.assetPack(withID: "Textures")
+            }
+            // A tool's call by ID says why, in our error.
+            let notHere = await #expect(throws: AssetPackClientError.self) {
+                try await manager.ensureLocalAvailability(ofAssetPacksWithIDs: ["Textures"])
             }
             #expect(notHere?.code == .assetPackNotFound)
             #expect(
@@ -289,17 +294,16 @@ struct AppleParityTests {
             #expect(await manager.localStatus(ofAssetPackWithID: "Levels") == [])
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
             #expect(await manager.localStatus(ofAssetPackWithID: "Levels") == [.downloaded])
-            #expect(manager.localVersion(ofAssetPackWithID: "Levels") == 1)
+            #expect(try manager.localVersion(ofAssetPackWithID: "Levels") == 1)
             #expect(
                 manager.localSize(ofAssetPackWithID: "Levels") == manager.installedPack(withID: "Levels")?.installSize
             )
             #expect(
                 try await manager.status(ofAssetPackWithID: "Levels") == [.downloadAvailable, .upToDate, .downloaded]
             )
-            let unknown = await #expect(throws: AssetPackClientError.self) {
+            await #expect(throws: ManagedBackgroundAssetsError.assetPackNotFound(withID: "Nope")) {
                 try await manager.status(ofAssetPackWithID: "Nope")
             }
-            #expect(unknown?.code == .assetPackNotFound)
             try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 12}"#)
             try await server.catalog.refresh()
             _ = try await server.get("/_mock/faults", method: .POST, body: "status=503,pack=Levels")
@@ -324,6 +328,108 @@ struct AppleParityTests {
             #expect(await seen.value == 0)  // no digest mismatch, no retry
             #expect(manager.installedPack(withID: "Textures")?.version == 2)
             #expect(try manager.contents(at: "Textures/rock.ktx2") == Scratch.noise(60_000, seed: 9))
+        }
+    }
+
+    /// Code written as an app writes it against Apple's `AssetPackManager` compiles and catches here.
+    @Test func appCodeCatchesManagedBackgroundAssetsErrorAsOnADevice() async throws {
+        try await withSample { server, manager, scratch in
+            var missingFile: FilePath?
+            do {
+                _ = try manager.contents(at: "Videos/Intro.m4v")
+            } catch ManagedBackgroundAssetsError.fileNotFound(let path) {
+                missingFile = path
+            }
+            #expect(missingFile == "Videos/Intro.m4v")
+            var missingPack: String?
+            do {
+                _ = try await manager.assetPack(withID: "Nope")
+            } catch ManagedBackgroundAssetsError.assetPackNotFound(let id) {
+                missingPack = id
+            }
+            #expect(missingPack == "Nope")
+            // As Apple's, a LocalizedError: an app that shows `localizedDescription` shows what is missing.
+            let shown = (ManagedBackgroundAssetsError.assetPackNotFound(withID: "Nope") as any Error)
+                .localizedDescription
+            #expect(shown.contains("Nope"), "\(shown)")
+            // 27.2: `nonisolated func localVersion(ofAssetPackWithID:) throws -> Int`, throwing when not local.
+            var notLocal: String?
+            do {
+                _ = try manager.localVersion(ofAssetPackWithID: "Levels")
+            } catch ManagedBackgroundAssetsError.assetPackNotFound(let id) {
+                notLocal = id
+            }
+            #expect(notLocal == "Levels")
+            await #expect(throws: ManagedBackgroundAssetsError.assetPackNotFound(withID: "Levels")) {
+                try await manager.remove(assetPackWithID: "Levels")
+            }
+            #expect(throws: ManagedBackgroundAssetsError.fileNotFound(at: "No/such.txt")) {
+                try manager.descriptor(for: "No/such.txt")
+            }
+            // The rest is ours, with a code to match.
+            let escape = #expect(throws: AssetPackClientError.self) { try manager.contents(at: "../x") }
+            #expect(escape?.code == .invalidPath)
+        }
+    }
+
+    @Test func assetPackAndAllAssetPacksAnswerFromTheLastFetchedManifestOffline() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let appGroup = scratch.root.appending("AppGroup")
+        let url = try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup, platform: "iOS")
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            return server.url
+        }
+        // The server is gone (a refused connection fails at once): what was last fetched answers.
+        let client = AssetPackManager.makeHTTPClient()
+        let offline = try AssetPackManager(
+            server: URL(string: url)!,
+            appGroup: appGroup,
+            client: client,
+            retryPolicy: RetryPolicy(retries: 0),
+            platform: "iOS"
+        )
+        let tutorial = try await offline.assetPack(withID: "Tutorial")
+        #expect(tutorial.downloadPolicy.name == "essential")
+        #expect(try await offline.allAssetPacks.map(\.id).sorted() == ["Levels", "Tutorial"])
+        await #expect(throws: ManagedBackgroundAssetsError.assetPackNotFound(withID: "Textures")) {
+            try await offline.assetPack(withID: "Textures")  // visionOS only
+        }
+        // A download still needs the server.
+        let download = await #expect(throws: AssetPackClientError.self) {
+            try await offline.ensureLocalAvailability(of: tutorial)
+        }
+        #expect(download?.code == .network)
+        try await client.shutdown()
+        // No server given at all: the same answers.
+        #expect(try await AssetPackManager(server: nil, appGroup: appGroup).allAssetPacks.count == 3)
+        // An app group that never fetched one has nothing to answer with.
+        let fresh = try AssetPackManager(server: nil, appGroup: scratch.root.appending("Fresh"))
+        await #expect(throws: AssetPackClientError.self) { try await fresh.allAssetPacks }
+    }
+
+    @Test func anEssentialPackThatFailsForGoodIsOneTheAppLaunchesWithout() async throws {
+        try await withSample(retries: 0) { server, manager, _ in
+            _ = try await server.get("/_mock/faults", method: .POST, body: "status=500,pack=Tutorial")
+            let report = try await manager.sync(event: .install)
+            #expect(report.essentialFailed)
+            #expect(report.launchesWithout == ["Tutorial"])
+            #expect(report.installed == ["Levels"])
+            _ = try await server.get("/_mock/faults", method: .DELETE)
+            // The app, launched, makes it local itself.
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Tutorial"))
+            #expect(manager.assetPackIsAvailableLocally(withID: "Tutorial"))
+        }
+    }
+
+    @Test func inAppContentTurnedOffDownloadsNothingByPolicy() async throws {
+        try await withSample { server, manager, _ in
+            let report = try await manager.sync(event: .install, inAppContent: false)
+            #expect(report.installed.isEmpty && report.failures.isEmpty && report.launchesWithout.isEmpty)
+            #expect(manager.installedPacks.isEmpty)
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Tutorial"))
+            #expect(manager.assetPackIsAvailableLocally(withID: "Tutorial"))
         }
     }
 }

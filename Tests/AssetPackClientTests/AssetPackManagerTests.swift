@@ -61,18 +61,18 @@ struct AssetPackManagerTests {
 
             try await manager.remove(assetPackWithID: "Textures")
             #expect(!manager.assetPackIsAvailableLocally(withID: "Textures"))
-            let error = #expect(throws: AssetPackClientError.self) { try manager.contents(at: "Textures/rock.ktx2") }
-            #expect(error?.code == .fileNotFound)
+            #expect(throws: ManagedBackgroundAssetsError.fileNotFound(at: "Textures/rock.ktx2")) {
+                try manager.contents(at: "Textures/rock.ktx2")
+            }
             #expect(
                 !FileManager.default.fileExists(atPath: scratch.root.appending("AppGroup/AssetPacks/Textures").string)
             )
 
             try await manager.ensureLocalAvailability(of: pack)
             #expect(try manager.contents(at: "Textures/rock.ktx2") == source)
-            let missing = await #expect(throws: AssetPackClientError.self) {
+            await #expect(throws: ManagedBackgroundAssetsError.assetPackNotFound(withID: "Nope")) {
                 try await manager.assetPack(withID: "Nope")
             }
-            #expect(missing?.code == .assetPackNotFound)
         }
     }
 
@@ -164,10 +164,9 @@ struct AssetPackManagerTests {
             )
             #expect(try manager.assetPackID(containing: "Textures/rock.ktx2") == "Textures")  // "Textures" < "Zoo"
             #expect(try manager.contents(at: "Textures/rock.ktx2", searchingInAssetPackWithID: "Zoo").count == 50_000)
-            let wrongPack = #expect(throws: AssetPackClientError.self) {
+            #expect(throws: ManagedBackgroundAssetsError.fileNotFound(at: "Videos/Intro.m4v")) {
                 try manager.contents(at: "Videos/Intro.m4v", searchingInAssetPackWithID: "Zoo")
             }
-            #expect(wrongPack?.code == .fileNotFound)
             let escape = #expect(throws: AssetPackClientError.self) {
                 try manager.contents(at: "../AppGroup/.ba-sync/state.json")
             }

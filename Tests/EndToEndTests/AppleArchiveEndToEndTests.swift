@@ -251,7 +251,7 @@ struct AppleArchiveEndToEndTests {
         #expect(manifest.contains("\"deltas\""), "\(manifest)")
         let updated = try runTool(
             sync,
-            ["ensure", "--latest", "Levels", "--json", "--server", url, "--app-group", appGroup.string]
+            ["ensure", "--latest", "--delta", "Levels", "--json", "--server", url, "--app-group", appGroup.string]
         )
         #expect(updated.status == 0, "\(updated.stderr)")
         #expect(updated.stdout.contains("\"deltaFrom\":1"), "\(updated.stdout) \(updated.stderr)")

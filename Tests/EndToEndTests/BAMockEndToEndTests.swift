@@ -258,7 +258,7 @@ struct BAMockEndToEndTests {
         #expect(FileManager.default.fileExists(atPath: out.appending(deltaURL).string))
         let atVersion1 = scratch.root.appending("AppGroup-v1")
         try FileManager.default.copyItem(atPath: appGroup.string, toPath: atVersion1.string)
-        let updated = try runTool(sync, ["ensure", "--latest", "Levels", "--json"] + common)
+        let updated = try runTool(sync, ["ensure", "--latest", "--delta", "Levels", "--json"] + common)
         #expect(updated.status == 0, "\(updated.stderr)")
         #expect(updated.stdout.contains(#""event":"delta""#), "\(updated.stdout)")
         #expect(try runTool(sync, ["verify", "--app-group", appGroup.string]).status == 0)
@@ -294,7 +294,7 @@ struct BAMockEndToEndTests {
         )
         let refused = try runTool(
             sync,
-            ["ensure", "--latest", "Levels", "--server", base, "--app-group", atVersion1.string]
+            ["ensure", "--latest", "--delta", "Levels", "--server", base, "--app-group", atVersion1.string]
         )
         #expect(refused.status == 0, "\(refused.stderr)")
         #expect(refused.stderr.contains("Levels: delta from v1"), "\(refused.stderr)")

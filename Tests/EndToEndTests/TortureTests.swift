@@ -254,7 +254,7 @@ struct TortureTests {
                 )
                 sources.append(try snapshot(folder))
                 #expect(waitFor("updated HighResTextures: version 1 -> 2", in: server), "\(server.stderr)")
-                command = ["ensure", "--latest"] + packs + common
+                command = ["ensure", "--latest", "--delta"] + packs + common
             }
             let before = (try? installed(appGroup)) ?? [:]
             // A kill that lands after the victim finished proves nothing: try again, sooner, until one lands.

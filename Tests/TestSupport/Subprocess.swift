@@ -11,11 +11,16 @@ public final class RunningTool: @unchecked Sendable {
     private let firstLine = DispatchSemaphore(value: 0)
     private var firstLineSignalled = false
 
-    /// Starts `tool` with `arguments` in `directory`.
-    public init(_ tool: URL, _ arguments: [String], directory: String? = nil) throws {
+    /// Starts `tool` with `arguments` in `directory`, with `environment` added to this process's.
+    public init(_ tool: URL, _ arguments: [String], directory: String? = nil, environment: [String: String] = [:])
+        throws
+    {
         process = Process()
         process.executableURL = tool
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         let out = Pipe()
         let err = Pipe()
@@ -93,10 +98,14 @@ public final class RunningTool: @unchecked Sendable {
 }
 
 /// Runs a tool to completion: exit status, stdout, stderr.
-public func runTool(_ tool: URL, _ arguments: [String], directory: String? = nil, timeout: Double = 120) throws -> (
-    status: Int32, stdout: String, stderr: String
-) {
-    let running = try RunningTool(tool, arguments, directory: directory)
+public func runTool(
+    _ tool: URL,
+    _ arguments: [String],
+    directory: String? = nil,
+    environment: [String: String] = [:],
+    timeout: Double = 120
+) throws -> (status: Int32, stdout: String, stderr: String) {
+    let running = try RunningTool(tool, arguments, directory: directory, environment: environment)
     let status = running.wait(timeout: timeout)
     return (status, running.stdout, running.stderr)
 }
