@@ -37,8 +37,10 @@ public actor AssetPackManager {
     /// The platform this manager plays (`iOS`, `macOS`, `tvOS`, `visionOS`); packs for other platforms are
     /// invisible to it, as on a device. `nil` sees every pack.
     public nonisolated let platform: String?
-    /// The language localized packs are chosen for, by downloads and reads (Apple's `resolvedLanguage`).
-    public nonisolated var resolvedLanguage: LanguageTag { reader.language }
+    /// The language of the installed localized packs that best matches the preferred language, else the
+    /// primary language (Apple's `resolvedLanguage`); `nil` while no such pack is local. Downloads resolve the
+    /// same way against the server's packs (``AssetPackManifest/resolvedLanguage``).
+    public nonisolated var resolvedLanguage: LanguageTag? { reader.resolvedLanguage }
     /// Downloads `checkForUpdates()` started and did not wait for.
     var backgroundUpdates: Task<[String: AssetPackClientError], Never>?
     let manifests: ManifestClient?
@@ -70,8 +72,11 @@ public actor AssetPackManager {
     ///   - lockTimeout: How long to wait for another process that holds the app group; `nil` waits as long as
     ///     it takes (a cancelled task stops waiting).
     ///   - platform: The platform to play; packs for others are invisible. `nil` sees every pack.
-    ///   - language: The resolved language for localized packs (a BCP-47 tag); `nil` takes the environment's
-    ///     (`LC_ALL`, then `LANG`), else `en`.
+    ///   - language: The app's preferred language (a BCP-47 tag), which the resolved language best matches;
+    ///     kept in the app group at the first change there, as a device keeps an app's language. `nil` takes
+    ///     the one the app group keeps, else the environment's (`LC_ALL`, then `LANG`), else `en`.
+    ///   - primaryLanguage: The app's primary language, the resolved language when the preferred one matches no
+    ///     localized pack (Apple's `AssetPackManifest.primaryLanguage`).
     ///   - collisions: Which pack a path held by several packs is read from.
     ///   - deltaUpdates: Update through a delta archive when the manifest lists one from the installed version
     ///     (only the changed files are downloaded); `false` always downloads whole packs.
@@ -92,6 +97,7 @@ public actor AssetPackManager {
         lockTimeout: Duration? = nil,
         platform: String? = nil,
         language: String? = nil,
+        primaryLanguage: String = "en",
         collisions: CollisionRule = .first,
         deltaUpdates: Bool = true,
         allowInsecureHTTP: Bool = false,
@@ -107,14 +113,27 @@ public actor AssetPackManager {
         let manifestLocation = manifestURL ?? server?.appendingPathComponent("manifest")
         if let manifestLocation { try TransportSecurity.check(manifestLocation, allowHTTP: allowInsecureHTTP) }
         self.server = server ?? manifestURL
-        let resolved: LanguageTag
+        var given: LanguageTag?
+        let primary: LanguageTag
+        if let language {
+            do {
+                given = try LanguageTag(parsing: language)
+            } catch {
+                throw AssetPackClientError.invalidLanguage(language, error)
+            }
+        }
         do {
-            resolved = try LanguageTag.resolve(language)
+            primary = try LanguageTag(parsing: primaryLanguage)
         } catch {
-            throw AssetPackClientError.invalidLanguage(language ?? "", error)
+            throw AssetPackClientError.invalidLanguage(primaryLanguage, error)
         }
         self.platform = platform
-        self.reader = AssetPackReader(appGroup: appGroup, language: resolved, collisions: collisions)
+        self.reader = AssetPackReader(
+            appGroup: appGroup,
+            language: given,
+            primaryLanguage: primary,
+            collisions: collisions
+        )
         self.store = reader.store
         self.manifests = manifestLocation.map {
             ManifestClient(url: $0, client: client, retryPolicy: retryPolicy, timeout: manifestTimeout)
@@ -241,7 +260,16 @@ public actor AssetPackManager {
     /// - Throws: What `body` throws; ``AssetPackClientError`` with code `.lockTimeout` or `.io`;
     ///   `CancellationError` when cancelled while waiting.
     public func withExclusiveControl<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        try await lock.withLock(body)
+        try await lock.withLock {
+            let result: Result<T, any Error>
+            do {
+                result = .success(try await body())
+            } catch {
+                result = .failure(error)
+            }
+            try await self.rememberLanguage()
+            return try result.get()
+        }
     }
 
     // MARK: Managing packs

@@ -132,6 +132,9 @@ extension LanguageTag {
         return LanguageTag(language: "en", script: nil, region: nil)
     }
 
+    /// English, the primary language when an app names none.
+    public static let english = LanguageTag(language: "en", script: nil, region: nil)
+
     /// A tag from its parts (already valid).
     init(language: String, script: String?, region: String?) {
         self.language = language
