@@ -11,11 +11,19 @@ public final class RunningTool: @unchecked Sendable {
     private let firstLine = DispatchSemaphore(value: 0)
     private var firstLineSignalled = false
 
-    /// Starts `tool` with `arguments` in `directory`.
-    public init(_ tool: URL, _ arguments: [String], directory: String? = nil) throws {
+    /// Starts `tool` with `arguments` in `directory`, with `environment` set over this process's (a value of
+    /// `nil` unsets the variable).
+    public init(_ tool: URL, _ arguments: [String], directory: String? = nil, environment: [String: String?] = [:])
+        throws
+    {
         process = Process()
         process.executableURL = tool
         process.arguments = arguments
+        if !environment.isEmpty {
+            var merged = ProcessInfo.processInfo.environment
+            for (key, value) in environment { merged[key] = value }
+            process.environment = merged
+        }
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         let out = Pipe()
         let err = Pipe()
@@ -93,10 +101,14 @@ public final class RunningTool: @unchecked Sendable {
 }
 
 /// Runs a tool to completion: exit status, stdout, stderr.
-public func runTool(_ tool: URL, _ arguments: [String], directory: String? = nil, timeout: Double = 120) throws -> (
-    status: Int32, stdout: String, stderr: String
-) {
-    let running = try RunningTool(tool, arguments, directory: directory)
+public func runTool(
+    _ tool: URL,
+    _ arguments: [String],
+    directory: String? = nil,
+    environment: [String: String?] = [:],
+    timeout: Double = 120
+) throws -> (status: Int32, stdout: String, stderr: String) {
+    let running = try RunningTool(tool, arguments, directory: directory, environment: environment)
     let status = running.wait(timeout: timeout)
     return (status, running.stdout, running.stderr)
 }
