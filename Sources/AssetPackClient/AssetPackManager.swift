@@ -267,7 +267,8 @@ public actor AssetPackManager {
             } catch {
                 result = .failure(error)
             }
-            try await self.rememberLanguage()
+            // Best effort: a full disk must not turn the work done (or the way it failed) into another error.
+            try? await self.rememberLanguage()
             return try result.get()
         }
     }
