@@ -206,6 +206,10 @@ struct AppleParityEndToEndTests {
         #expect(german2["language"] as? String == "none")
         #expect(german2["removed"] as? [String] == ["VoicesEN"])
         #expect(german2["locallyAvailableLanguages"] as? [String] == ["fr"])
+        // status says how a localized pack came: for the language (a switch may remove it) or by hand.
+        let byHandStatus = try runTool(sync, ["status", "VoicesFR", "--json", "--app-group", appGroup.string])
+        let row = try #require((jsonLines(byHandStatus.stdout).last?["packs"] as? [[String: Any]])?.first)
+        #expect(row["installedFor"] as? String == "ensure", "\(byHandStatus.stdout)")
 
         // A platform that is not one, and a language that is not one, are usage errors that say why.
         let tvos = try runTool(sync, ["list", "--platform", "tvos"] + common)
