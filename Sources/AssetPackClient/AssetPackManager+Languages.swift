@@ -25,7 +25,7 @@ extension AssetPackManager {
     nonisolated func manifest(of packs: [String: AssetPack]) -> AssetPackManifest {
         AssetPackManifest(
             assetPacks: Set(packs.values),
-            preferredLanguages: [reader.preferredLanguage],
+            preferredLanguages: reader.preferredLanguages,
             primaryLanguage: reader.primaryLanguage
         )
     }

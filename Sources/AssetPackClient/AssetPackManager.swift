@@ -80,6 +80,8 @@ public actor AssetPackManager {
     ///   - collisions: Which pack a path held by several packs is read from.
     ///   - deltaUpdates: Update through a delta archive when the manifest lists one from the installed version
     ///     (only the changed files are downloaded); `false` always downloads whole packs.
+    ///   - environment: Where the preferred languages come from when none is given or kept in the app group
+    ///     (GNU's `LANGUAGE` list, then `LC_ALL` or `LANG`).
     ///   - onLockWait: Called with the holder's PID when another process holds the app group.
     /// - Throws: ``AssetPackClientError`` with code `.io` when `appGroup` exists and is not a folder,
     ///   `.insecureHTTP` when the manifest's URL is plain http to another machine and that is not allowed.
@@ -101,6 +103,7 @@ public actor AssetPackManager {
         collisions: CollisionRule = .first,
         deltaUpdates: Bool = true,
         allowInsecureHTTP: Bool = false,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
         onLockWait: @escaping @Sendable (Int32?) -> Void = { _ in }
     ) throws {
         var isFolder: ObjCBool = false
@@ -132,7 +135,8 @@ public actor AssetPackManager {
             appGroup: appGroup,
             language: given,
             primaryLanguage: primary,
-            collisions: collisions
+            collisions: collisions,
+            environment: environment
         )
         self.store = reader.store
         self.manifests = manifestLocation.map {

@@ -21,8 +21,9 @@ public final class AssetPackReader: Sendable {
     private let view: Mutex<(namespace: Namespace?, scope: ReadScope?, language: LanguageTag?)>
     /// The state file's path, made once: every read checks it.
     private let stateFilePath: String
-    /// The environment's language (``LanguageTag/preferred(in:)``), taken when none was set or remembered.
-    public let environmentLanguage: LanguageTag
+    /// The environment's languages (``LanguageTag/preferredLanguages(in:)``), most preferred first, taken
+    /// when none was set or remembered.
+    public let environmentLanguages: [LanguageTag]
 
     /// Opens an app group for reading; nothing is created.
     /// - Parameters:
@@ -31,15 +32,17 @@ public final class AssetPackReader: Sendable {
     ///   - primaryLanguage: The app's primary language, resolved to when the preferred one matches no
     ///     installed localized pack (Apple's `AssetPackManifest.primaryLanguage`).
     ///   - collisions: Which pack a path held by several packs is read from.
+    ///   - environment: Where the preferred languages come from when none was set or remembered.
     public init(
         appGroup: FilePath,
         language: LanguageTag? = nil,
         primaryLanguage: LanguageTag = .english,
-        collisions: CollisionRule = .first
+        collisions: CollisionRule = .first,
+        environment: [String: String] = ProcessInfo.processInfo.environment
     ) {
         self.store = AppGroupStore(root: appGroup)
         self.stateFilePath = store.stateFilePath.string
-        self.environmentLanguage = .preferred()
+        self.environmentLanguages = LanguageTag.preferredLanguages(in: environment)
         self.primaryLanguage = primaryLanguage
         self.collisions = collisions
         self.view = Mutex((nil, nil, language))
@@ -60,11 +63,19 @@ public final class AssetPackReader: Sendable {
     /// The app's primary language: the fallback of the resolved language.
     public let primaryLanguage: LanguageTag
 
-    /// The language the app prefers: the one set, else the one the app group remembers, else the
-    /// environment's.
-    public var preferredLanguage: LanguageTag {
-        if let language { return language }
-        return (try? currentNamespace())?.rememberedLanguage ?? environmentLanguage
+    /// The languages the app prefers, most preferred first: the one set, else the one the app group
+    /// remembers, else the environment's.
+    public var preferredLanguages: [LanguageTag] {
+        preferredLanguages(remembered: language == nil ? (try? currentNamespace())?.rememberedLanguage : nil)
+    }
+
+    /// The language the app prefers most (see ``preferredLanguages``).
+    public var preferredLanguage: LanguageTag { preferredLanguages.first ?? primaryLanguage }
+
+    private func preferredLanguages(remembered: LanguageTag?) -> [LanguageTag] {
+        if let language { return [language] }
+        if let remembered { return [remembered] }
+        return environmentLanguages
     }
 
     /// The language of the installed localized packs that best matches ``preferredLanguage``, else the primary
@@ -77,7 +88,7 @@ public final class AssetPackReader: Sendable {
 
     private func resolvedLanguage(in view: Namespace, preferring language: LanguageTag?) -> LanguageTag? {
         LanguageTag.bestMatch(
-            preferred: [language ?? view.rememberedLanguage ?? environmentLanguage],
+            preferred: language.map { [$0] } ?? view.rememberedLanguage.map { [$0] } ?? environmentLanguages,
             available: view.localizedLanguages,
             primary: primaryLanguage
         )

@@ -135,6 +135,25 @@ extension LanguageTag {
     /// English, the primary language when an app names none.
     public static let english = LanguageTag(language: "en", script: nil, region: nil)
 
+    /// The environment's preferred languages, most preferred first: GNU's `LANGUAGE` list (`ja:fr_CA`; tags
+    /// that do not parse are skipped), then ``preferred(in:)``. As gettext does, `LANGUAGE` is ignored when the
+    /// locale is C or POSIX.
+    public static func preferredLanguages(in environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> [LanguageTag]
+    {
+        let locale = preferred(in: environment)
+        let name = (environment["LC_ALL"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["LANG"] ?? "")
+            .prefix { $0 != "." && $0 != "@" }
+        guard name != "C", name != "POSIX", let list = environment["LANGUAGE"], !list.isEmpty else { return [locale] }
+        var tags: [LanguageTag] = []
+        for entry in list.split(separator: ":") {
+            let entry = entry.prefix { $0 != "." && $0 != "@" }
+            if let tag = try? LanguageTag(parsing: String(entry)), !tags.contains(tag) { tags.append(tag) }
+        }
+        if !tags.contains(locale) { tags.append(locale) }
+        return tags
+    }
+
     /// A tag from its parts (already valid).
     init(language: String, script: String?, region: String?) {
         self.language = language

@@ -20,7 +20,7 @@ struct AppGroupOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "The app's language (a BCP-47 tag: fr, pt-BR, zh-Hant-TW). Localized packs are installed and read for its best match among the packs' languages (en-GB takes an en pack, pt-PT takes pt before pt-BR, zh-TW takes zh-Hant), else --primary-language's; a sync, ensure or reconcile keeps it in the app group, as a device keeps an app's language. (default: BA_SYNC_LANGUAGE, else the language the app group keeps, else LC_ALL or LANG, else en)",
+            "The app's language (a BCP-47 tag: fr, pt-BR, zh-Hant-TW). Localized packs are installed and read for its best match among the packs' languages (en-GB takes an en pack, pt-PT takes pt before pt-BR, zh-TW takes zh-Hant), else --primary-language's; a sync, ensure or reconcile keeps it in the app group, as a device keeps an app's language. (default: BA_SYNC_LANGUAGE, else the language the app group keeps, else the LANGUAGE list, then LC_ALL or LANG, else en)",
             valueName: "tag"
         )
     )

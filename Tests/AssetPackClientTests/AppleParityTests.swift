@@ -193,6 +193,26 @@ struct AppleParityTests {
         }
     }
 
+    /// Several preferred languages (GNU's `LANGUAGE`, as a device's list in Settings): the first that matches
+    /// a pack chooses, `en_AU` taking `en-US` before `fr`.
+    @Test func theFirstPreferredLanguageWithAPackWins() async throws {
+        let scratch = try Scratch()
+        try makeLocalizedFolder(scratch)
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: scratch.root.appending("AppGroup"),
+                primaryLanguage: "de",  // no fallback to English: only the list can choose it
+                environment: ["LANGUAGE": "ja:en_AU:fr", "LANG": "ja_JP.UTF-8"]
+            )
+            #expect(try await manager.manifest.resolvedLanguage?.description == "en-US")
+            let report = try await manager.sync(event: .install)
+            #expect(report.installed.contains("VoicesEN") && !report.installed.contains("VoicesFR"))
+            #expect(manager.resolvedLanguage?.description == "en-US")
+            #expect(manager.reader.preferredLanguages.map(\.description) == ["ja", "en-AU", "fr", "ja-JP"])
+        }
+    }
+
     /// The app's language is kept in the app group, as a device keeps it: a reader or a manager opened later
     /// without a language reads and downloads for it.
     @Test func theAppsLanguageIsRememberedInTheAppGroup() async throws {
@@ -220,6 +240,14 @@ struct AppleParityTests {
         #expect(try LanguageTag.resolve(nil, environment: ["LANG": "C.UTF-8"]).description == "en")
         #expect(try LanguageTag.resolve(nil, environment: [:]).description == "en")
         #expect(try LanguageTag.resolve("PT_br", environment: ["LANG": "fr"]).description == "pt-BR")
+        // GNU's LANGUAGE lists several, most preferred first, then the locale's; ignored in the C locale.
+        let list = { (environment: [String: String]) in
+            LanguageTag.preferredLanguages(in: environment).map(\.description)
+        }
+        #expect(list(["LANGUAGE": "ja:fr_CA:bad tag:", "LANG": "de_DE.UTF-8"]) == ["ja", "fr-CA", "de-DE"])
+        #expect(list(["LANGUAGE": "de", "LANG": "de_DE.UTF-8"]) == ["de", "de-DE"])
+        #expect(list(["LANGUAGE": "ja:fr", "LANG": "C"]) == ["en"])
+        #expect(list([:]) == ["en"])
         #expect(throws: LanguageTagError.self) { try LanguageTag.resolve("en-US-x-private") }
         #expect(throws: AssetPackClientError.self) {
             try AssetPackManager(server: nil, appGroup: FilePath("/tmp/none"), language: "english please")
