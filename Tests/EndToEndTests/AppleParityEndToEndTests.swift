@@ -133,6 +133,7 @@ struct AppleParityEndToEndTests {
         let appGroup = scratch.root.appending("AppGroup")
         var environment: [String: String?] = environment
         environment["LC_ALL"] = .some(nil)
+        environment["LANGUAGE"] = .some(nil)
         if environment["BA_SYNC_LANGUAGE"] == nil { environment["BA_SYNC_LANGUAGE"] = .some(nil) }
         let synced = try runTool(
             sync,
@@ -171,7 +172,7 @@ struct AppleParityEndToEndTests {
         let remembered = try runTool(
             sync,
             ["cat", "Voices/hello.txt", "--app-group", appGroup.string],
-            environment: ["LANG": "de_DE.UTF-8", "LC_ALL": nil, "BA_SYNC_LANGUAGE": nil]
+            environment: ["LANG": "de_DE.UTF-8", "LC_ALL": nil, "LANGUAGE": nil, "BA_SYNC_LANGUAGE": nil]
         )
         #expect(remembered.stdout == "bonjour", "\(remembered.stderr)")
         let list = try runTool(sync, ["list", "--language", "fr", "--json"] + common)
