@@ -31,6 +31,10 @@ public struct InstalledPack: Sendable, Hashable, Codable {
     /// For a pack installed from an Apple Archive: how many of its files carried their SHA-256 (`SH2`) and
     /// were checked against it. `nil` for a tar pack, every file of which was checked against its index.
     public var fileDigestsCarried: Int? = nil
+    /// `true` for a localized pack that `sync` or ``AssetPackManager/reconcilePreferredLanguages()`` installed
+    /// for the app's language; `nil` for one the app ensured by hand, which a language switch keeps (Apple:
+    /// reconciling "won't remove any localized asset packs that you've downloaded manually"). An update keeps it.
+    public var installedForLanguage: Bool? = nil
 }
 
 /// The app group's persistent state: what is installed, what is obsolete, the latest versions seen.
@@ -41,6 +45,8 @@ struct StoreState: Sendable, Codable {
     var obsolete: Set<String> = []
     /// The newest version of each pack seen in a manifest, for offline status.
     var latestKnown: [String: Int] = [:]
+    /// The language the app set (a BCP-47 tag), kept as a device keeps it: a later run given none uses it.
+    var language: String? = nil
 }
 
 /// The packs of the manifest last fetched, kept in `.ba-sync/manifest.json` so that `assetPack(withID:)` and

@@ -106,13 +106,6 @@ public struct AssetPack: Sendable, Hashable, Identifiable, Codable {
         }
     }
 
-    /// Whether a device in `language` uses this pack: an unlocalized pack, or a localized one of that
-    /// language (`en` matches `en-US`, not `en-CA`).
-    public func isFor(_ language: LanguageTag) -> Bool {
-        guard let tag = self.language else { return true }
-        return (try? LanguageTag(parsing: tag))?.matches(language) ?? false
-    }
-
     /// The archive as a short name: the digest's first 12 characters, or `v<version>` without a digest.
     var archiveLabel: String { sha256.map { String($0.prefix(12)) } ?? "v\(version)" }
 

@@ -57,9 +57,9 @@ extension AssetPackManager {
             }
             if event != .periodic, inAppContent {
                 let trigger: InstallationEventType = event == .install ? .firstInstallation : .subsequentUpdate
-                let language = self.resolvedLanguage
+                let manifest = self.manifest(of: packs)
                 let wanted = packs.values.filter { pack in
-                    pack.downloadPolicy.installationEventTypes.contains(trigger) && pack.isFor(language)
+                    pack.downloadPolicy.installationEventTypes.contains(trigger) && manifest.isForResolvedLanguage(pack)
                 }
                 for essential in [true, false] {
                     let group = wanted.filter { pack in
@@ -81,6 +81,8 @@ extension AssetPackManager {
             }
             report.launchesWithout.sort()
             let after = try await BlockingIO.run { try store.loadState().installed.mapValues(\.version) }
+            // A localized pack this sync brought came for the language: a language switch may remove it.
+            try await self.markInstalledForLanguage(after.keys.filter { before[$0] == nil })
             for (id, version) in after.sorted(by: { $0.key < $1.key }) {
                 if before[id] != version { report.installed.append(id) } else { report.alreadyLocal.append(id) }
             }

@@ -33,9 +33,10 @@ extension AssetPackManager {
         let packs: [AssetPack]
         switch download {
         case .event:
-            let language = resolvedLanguage
+            let manifest = manifest(of: visible)
             packs = visible.values.filter {
-                $0.downloadPolicy.installationEventTypes.contains(.firstInstallation) && $0.isFor(language)
+                $0.downloadPolicy.installationEventTypes.contains(.firstInstallation)
+                    && manifest.isForResolvedLanguage($0)
             }
         case .packs(let ids):
             packs = ids.compactMap { visible[$0] }  // a pack not listed fails in the command, saying so

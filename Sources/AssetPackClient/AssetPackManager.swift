@@ -37,8 +37,10 @@ public actor AssetPackManager {
     /// The platform this manager plays (`iOS`, `macOS`, `tvOS`, `visionOS`); packs for other platforms are
     /// invisible to it, as on a device. `nil` sees every pack.
     public nonisolated let platform: String?
-    /// The language localized packs are chosen for, by downloads and reads (Apple's `resolvedLanguage`).
-    public nonisolated var resolvedLanguage: LanguageTag { reader.language }
+    /// The language of the installed localized packs that best matches the preferred language, else the
+    /// primary language (Apple's `resolvedLanguage`); `nil` while no such pack is local. Downloads resolve the
+    /// same way against the server's packs (``AssetPackManifest/resolvedLanguage``).
+    public nonisolated var resolvedLanguage: LanguageTag? { reader.resolvedLanguage }
     /// Downloads `checkForUpdates()` started and did not wait for.
     var backgroundUpdates: Task<[String: AssetPackClientError], Never>?
     let manifests: ManifestClient?
@@ -70,12 +72,17 @@ public actor AssetPackManager {
     ///   - lockTimeout: How long to wait for another process that holds the app group; `nil` waits as long as
     ///     it takes (a cancelled task stops waiting).
     ///   - platform: The platform to play; packs for others are invisible. `nil` sees every pack.
-    ///   - language: The resolved language for localized packs (a BCP-47 tag); `nil` takes the environment's
-    ///     (`LC_ALL`, then `LANG`), else `en`.
+    ///   - language: The app's preferred language (a BCP-47 tag), which the resolved language best matches;
+    ///     kept in the app group at the first change there, as a device keeps an app's language. `nil` takes
+    ///     the one the app group keeps, else the environment's (`LC_ALL`, then `LANG`), else `en`.
+    ///   - primaryLanguage: The app's primary language, the resolved language when the preferred one matches no
+    ///     localized pack (Apple's `AssetPackManifest.primaryLanguage`).
     ///   - collisions: Which pack a path held by several packs is read from.
     ///   - deltaUpdates: Update through a delta archive when the manifest lists one from the installed version
     ///     (only the changed files are downloaded): deltas are ours, not Apple's. By default whole packs are
     ///     downloaded, as a device does, so the bytes measured are the bytes users download.
+    ///   - environment: Where the preferred languages come from when none is given or kept in the app group
+    ///     (GNU's `LANGUAGE` list, then `LC_ALL` or `LANG`).
     ///   - onLockWait: Called with the holder's PID when another process holds the app group.
     /// - Throws: ``AssetPackClientError`` with code `.io` when `appGroup` exists and is not a folder,
     ///   `.insecureHTTP` when the manifest's URL is plain http to another machine and that is not allowed.
@@ -93,9 +100,11 @@ public actor AssetPackManager {
         lockTimeout: Duration? = nil,
         platform: String? = nil,
         language: String? = nil,
+        primaryLanguage: String = "en",
         collisions: CollisionRule = .first,
         deltaUpdates: Bool = false,
         allowInsecureHTTP: Bool = false,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
         onLockWait: @escaping @Sendable (Int32?) -> Void = { _ in }
     ) throws {
         var isFolder: ObjCBool = false
@@ -108,14 +117,28 @@ public actor AssetPackManager {
         let manifestLocation = manifestURL ?? server?.appendingPathComponent("manifest")
         if let manifestLocation { try TransportSecurity.check(manifestLocation, allowHTTP: allowInsecureHTTP) }
         self.server = server ?? manifestURL
-        let resolved: LanguageTag
+        var given: LanguageTag?
+        let primary: LanguageTag
+        if let language {
+            do {
+                given = try LanguageTag(parsing: language)
+            } catch {
+                throw AssetPackClientError.invalidLanguage(language, error)
+            }
+        }
         do {
-            resolved = try LanguageTag.resolve(language)
+            primary = try LanguageTag(parsing: primaryLanguage)
         } catch {
-            throw AssetPackClientError.invalidLanguage(language ?? "", error)
+            throw AssetPackClientError.invalidLanguage(primaryLanguage, error)
         }
         self.platform = platform
-        self.reader = AssetPackReader(appGroup: appGroup, language: resolved, collisions: collisions)
+        self.reader = AssetPackReader(
+            appGroup: appGroup,
+            language: given,
+            primaryLanguage: primary,
+            collisions: collisions,
+            environment: environment
+        )
         self.store = reader.store
         self.manifests = manifestLocation.map {
             ManifestClient(url: $0, client: client, retryPolicy: retryPolicy, timeout: manifestTimeout)
@@ -265,7 +288,17 @@ public actor AssetPackManager {
     /// - Throws: What `body` throws; ``AssetPackClientError`` with code `.lockTimeout` or `.io`;
     ///   `CancellationError` when cancelled while waiting.
     public func withExclusiveControl<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        try await lock.withLock(body)
+        try await lock.withLock {
+            let result: Result<T, any Error>
+            do {
+                result = .success(try await body())
+            } catch {
+                result = .failure(error)
+            }
+            // Best effort: a full disk must not turn the work done (or the way it failed) into another error.
+            try? await self.rememberLanguage()
+            return try result.get()
+        }
     }
 
     // MARK: Managing packs

@@ -17,35 +17,81 @@ import SystemPackage
 public final class AssetPackReader: Sendable {
     /// The app group.
     public let store: AppGroupStore
-    /// The namespace last built, what reads see, and the language as given.
-    private let view: Mutex<(namespace: Namespace?, scope: ReadScope, language: LanguageTag)>
+    /// The namespace last built, what reads see in it (made with the namespace), and the language set.
+    private let view: Mutex<(namespace: Namespace?, scope: ReadScope?, language: LanguageTag?)>
     /// The state file's path, made once: every read checks it.
     private let stateFilePath: String
+    /// The environment's languages (``LanguageTag/preferredLanguages(in:)``), most preferred first, taken
+    /// when none was set or remembered.
+    public let environmentLanguages: [LanguageTag]
 
     /// Opens an app group for reading; nothing is created.
     /// - Parameters:
-    ///   - language: The language reads are for: a path held by a localized pack of that language resolves
-    ///     to it, else to an unlocalized pack (Apple's `resolvedLanguage`). `nil` takes the environment's
-    ///     (``LanguageTag/preferred(in:)``).
+    ///   - language: The language the app set (Apple's `resolvedLanguage` setter). `nil` takes the one the app
+    ///     group remembers (the last a manager was given), else the environment's.
+    ///   - primaryLanguage: The app's primary language, resolved to when the preferred one matches no
+    ///     installed localized pack (Apple's `AssetPackManifest.primaryLanguage`).
     ///   - collisions: Which pack a path held by several packs is read from.
-    public init(appGroup: FilePath, language: LanguageTag? = nil, collisions: CollisionRule = .first) {
+    ///   - environment: Where the preferred languages come from when none was set or remembered.
+    public init(
+        appGroup: FilePath,
+        language: LanguageTag? = nil,
+        primaryLanguage: LanguageTag = .english,
+        collisions: CollisionRule = .first,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) {
         self.store = AppGroupStore(root: appGroup)
         self.stateFilePath = store.stateFilePath.string
-        let language = language ?? .preferred()
+        self.environmentLanguages = LanguageTag.preferredLanguages(in: environment)
+        self.primaryLanguage = primaryLanguage
         self.collisions = collisions
-        self.view = Mutex((nil, ReadScope(language: language, collisions: collisions), language))
+        self.view = Mutex((nil, nil, language))
     }
 
-    /// The language reads resolve localized packs for (Apple's `resolvedLanguage`); setting it changes what
-    /// later reads see.
-    public var language: LanguageTag {
+    /// The language the app set, if any; setting it changes what later reads see (and a manager keeps it in
+    /// the app group at its next change there).
+    public var language: LanguageTag? {
         get { view.withLock { $0.language } }
         set {
             view.withLock {
                 $0.language = newValue
-                $0.scope = ReadScope(language: newValue, collisions: collisions)
+                $0.scope = nil
             }
         }
+    }
+
+    /// The app's primary language: the fallback of the resolved language.
+    public let primaryLanguage: LanguageTag
+
+    /// The languages the app prefers, most preferred first: the one set, else the one the app group
+    /// remembers, else the environment's.
+    public var preferredLanguages: [LanguageTag] {
+        preferredLanguages(remembered: language == nil ? (try? currentNamespace())?.rememberedLanguage : nil)
+    }
+
+    /// The language the app prefers most (see ``preferredLanguages``).
+    public var preferredLanguage: LanguageTag { preferredLanguages.first ?? primaryLanguage }
+
+    private func preferredLanguages(remembered: LanguageTag?) -> [LanguageTag] {
+        if let language { return [language] }
+        if let remembered { return [remembered] }
+        return environmentLanguages
+    }
+
+    /// The language of the installed localized packs that best matches ``preferredLanguage``, else the primary
+    /// language (Apple's `resolvedLanguage`): reads prefer its packs. `nil` when no installed localized pack
+    /// has either.
+    public var resolvedLanguage: LanguageTag? {
+        guard let view = try? currentNamespace() else { return nil }
+        return resolvedLanguage(in: view, preferring: language)
+    }
+
+    private func resolvedLanguage(in view: Namespace, preferring language: LanguageTag?) -> LanguageTag? {
+        LanguageTag.bestMatch(
+            preferred: language.map { [$0] } ?? view.rememberedLanguage.map { [$0] } ?? environmentLanguages,
+            available: view.localizedLanguages,
+            primary: primaryLanguage
+        )
     }
 
     /// Which pack a path held by several packs is read from.
@@ -82,8 +128,10 @@ public final class AssetPackReader: Sendable {
     /// only when touched. A mapping taken before an update or a removal keeps the bytes it had.
     /// - Parameters:
     ///   - path: A path relative to the namespace root, e.g. `Levels/World1/level.json`.
-    ///   - assetPackID: Read from this pack only; otherwise a path in several packs resolves to the pack whose
-    ///     ID sorts first.
+    ///   - assetPackID: Read from this pack only; otherwise every installed pack is searched (Apple: "all asset
+    ///     packs"), and a path in several packs resolves to a localized pack of the resolved language, else
+    ///     an unlocalized one, else one of another language; among several of those, the collision rule
+    ///     chooses (by default the ID that sorts first).
     ///   - options: `.mappedIfSafe` or `.alwaysMapped` map (the default); anything else reads a copy.
     /// - Returns: The file's bytes.
     /// - Throws: ``AssetPackClientError`` with code `.fileNotFound`, `.invalidPath` or `.io`.
@@ -96,7 +144,8 @@ public final class AssetPackReader: Sendable {
     }
 
     /// The contents of a file as localized for `language` (Apple's `contents(at:asLocalizedFor:options:)`):
-    /// from a localized pack of that language when one holds the path, else from an unlocalized pack.
+    /// from a localized pack of that language only, as Apple's searches "only the downloaded asset packs that
+    /// are localized in the specified language" (an unlocalized pack holding the path is not read).
     /// - Parameter language: A BCP-47 tag; `en` matches `en-US` but not `en-CA`.
     /// - Throws: ``AssetPackClientError`` with code `.invalidLanguage`, `.fileNotFound`, `.invalidPath`,
     ///   `.pathCollision` or `.io`.
@@ -189,8 +238,7 @@ public final class AssetPackReader: Sendable {
         return try (view.holder(of: relative, in: nil, as: scope) ?? view.folderHolder(of: relative, as: scope))?.id
     }
 
-    /// The namespace paths of every installed file of one pack, or of every file a read sees (in the reader's
-    /// language: packs of other languages are left out), in byte order.
+    /// The namespace paths of every installed file of one pack, or of every installed pack, in byte order.
     /// - Throws: ``AssetPackClientError`` with code `.assetPackNotFound` for a pack that is not installed.
     public func paths(inAssetPackWithID assetPackID: String? = nil) throws -> [String] {
         let (view, scope) = try currentView()
@@ -202,7 +250,7 @@ public final class AssetPackReader: Sendable {
             )
         }
         let paths = view.files.compactMap { path, holders in
-            assetPackID.map { holders.contains($0) } ?? view.isVisible(holders, to: scope.language) ? path : nil
+            assetPackID.map { holders.contains($0) } ?? view.isVisible(holders, as: scope) ? path : nil
         }
         return paths.sorted().map(\.path)
     }
@@ -227,17 +275,22 @@ public final class AssetPackReader: Sendable {
     /// The current namespace and what reads see in it.
     private func currentView(refresh: Bool = false) throws -> (namespace: Namespace, scope: ReadScope) {
         let identity = Namespace.identity(of: stateFilePath)
-        let (cached, scope, _) = view.withLock { $0 }
-        if !refresh, let cached, cached.stateIdentity == identity { return (cached, scope) }
-        let fresh = try Namespace(store: store, state: try store.loadState(), stateIdentity: identity)
-        view.withLock { $0.namespace = fresh }
-        return (fresh, scope)
+        let (cached, scope, language) = view.withLock { $0 }
+        let current = !refresh && cached?.stateIdentity == identity ? cached : nil
+        if let current, let scope { return (current, scope) }
+        let fresh = try current ?? Namespace(store: store, state: try store.loadState(), stateIdentity: identity)
+        let made = ReadScope(resolved: resolvedLanguage(in: fresh, preferring: language), collisions: collisions)
+        view.withLock {
+            $0.namespace = fresh
+            if $0.language == language { $0.scope = made }  // unless the language was set meanwhile
+        }
+        return (fresh, made)
     }
 
-    /// What a read for `language` sees.
+    /// What a read for `language` sees: only the packs localized in it.
     private func scope(for language: String) throws -> ReadScope {
         do {
-            return ReadScope(language: try LanguageTag(parsing: language), collisions: collisions)
+            return ReadScope(only: try LanguageTag(parsing: language), collisions: collisions)
         } catch {
             throw AssetPackClientError.invalidLanguage(language, error)
         }
@@ -316,15 +369,15 @@ public final class AssetPackReader: Sendable {
                 throw error
             }
             if assetPackID == nil, let holders = view.files[PathKey(relative)], !holders.isEmpty {
-                // Installed, but only in localized packs of other languages.
-                let packs = holders.map { "\($0) (\(view.installed[$0]?.language ?? "?"))" }.joined(separator: ", ")
-                let language = view.installed[holders[0]]?.language ?? "LANG"
+                // Installed, but not in a pack localized for the language this read is limited to.
+                let packs = holders.map { "\($0) (\(view.installed[$0]?.language ?? "unlocalized"))" }
                 var error = AssetPackClientError(
                     code: .fileNotFound,
                     message:
-                        "\(path) is only in localized packs of other languages: \(packs); this read is for "
-                        + "\(scope.given). Fix: read it for that language (--language \(language), "
-                        + "asLocalizedFor:) or from that pack (--pack \(holders[0]))"
+                        "\(path) is in no installed pack localized for \(scope.given?.description ?? "this language") "
+                        + "(a read asLocalizedFor: a language searches only those); it is in "
+                        + "\(packs.joined(separator: ", ")). Fix: read it without a language, or from its pack "
+                        + "(searchingInAssetPackWithID: \(holders[0]), --pack \(holders[0]))"
                 )
                 error.path = path
                 throw error

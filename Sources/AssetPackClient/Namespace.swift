@@ -10,9 +10,10 @@ import SystemPackage
 /// packs that hold it, built from the index each pack saved at install time, so a lookup never scans
 /// folders.
 ///
-/// Which packs a read sees: a path held by a localized pack of the read's language resolves to it; else to
-/// an unlocalized pack; localized packs of other languages are not seen. Among several packs that a read
-/// sees, the ``CollisionRule`` chooses, unless the caller names a pack.
+/// Which packs a read sees: a read for a language (`asLocalizedFor:`) sees only the localized packs of that
+/// language. Any other read sees every pack, and a path several packs hold resolves to a localized pack of
+/// the resolved language, else to an unlocalized pack, else to the packs of other languages. Among several
+/// packs that a read sees, the ``CollisionRule`` chooses, unless the caller names a pack.
 final class Namespace: Sendable {
     /// Identity of the state file this view was built from (inode and change time).
     let stateIdentity: StateIdentity
@@ -24,6 +25,10 @@ final class Namespace: Sendable {
     let folders: [PathKey: [String]]
     /// Pack ID → the language of a localized pack, maximized (`en` as `en-Latn-US`) to compare.
     let languages: [String: LanguageTag]
+    /// The languages of the installed localized packs, as published, sorted.
+    let localizedLanguages: [LanguageTag]
+    /// The language the app set, kept in the state (a later run given none uses it).
+    let rememberedLanguage: LanguageTag?
     /// Pack ID → its installed folder as a string ending in `/`, so that a lookup builds a file's path by
     /// concatenation (`FilePath.appending` normalises as it goes and cost more than the rest of a lookup).
     private let packRoots: [String: String]
@@ -62,6 +67,9 @@ final class Namespace: Sendable {
         self.languages = state.installed.compactMapValues { pack in
             pack.language.flatMap { try? LanguageTag(parsing: $0).maximized }
         }
+        self.localizedLanguages = Set(state.installed.values.compactMap { $0.language }).sorted()
+            .compactMap { try? LanguageTag(parsing: $0) }
+        self.rememberedLanguage = state.language.flatMap { try? LanguageTag(parsing: $0) }
     }
 
     /// The pack a read of `path` resolves to (`packID`'s, when given), and the installed file's path.
@@ -89,7 +97,7 @@ final class Namespace: Sendable {
     {
         guard let holders else { return nil }
         if let packID { return holders.contains(packID) ? installed[packID] : nil }
-        let seen = visible(holders, to: scope.language)
+        let seen = visible(holders, as: scope)
         guard let first = seen.first else { return nil }
         if seen.count == 1 { return installed[first] }
         switch scope.collisions {
@@ -110,18 +118,23 @@ final class Namespace: Sendable {
         }
     }
 
-    /// Whether a read in `language` (maximized) sees any of these holders of a path.
-    func isVisible(_ holders: [String], to language: LanguageTag) -> Bool { !visible(holders, to: language).isEmpty }
+    /// Whether a read sees any of these holders of a path.
+    func isVisible(_ holders: [String], as scope: ReadScope) -> Bool { !visible(holders, as: scope).isEmpty }
 
-    /// The holders a read in `language` sees: the localized packs of that language when any holds the path,
-    /// else the unlocalized ones.
-    private func visible(_ holders: [String], to language: LanguageTag) -> [String] {
-        if holders.count == 1 {  // the common case, without building arrays
-            guard let tag = languages[holders[0]] else { return holders }
-            return tag == language ? holders : []
+    /// The holders a read sees: for a read for a language, the localized packs of that language; else those
+    /// of the resolved language when any holds the path, else the unlocalized ones, else all.
+    private func visible(_ holders: [String], as scope: ReadScope) -> [String] {
+        if scope.only {
+            guard let language = scope.language else { return [] }
+            return holders.filter { languages[$0] == language }
         }
-        let localized = holders.filter { languages[$0] == language }
-        return localized.isEmpty ? holders.filter { languages[$0] == nil } : localized
+        if holders.count == 1 { return holders }  // the common case, without building arrays
+        if let language = scope.language {
+            let localized = holders.filter { languages[$0] == language }
+            if !localized.isEmpty { return localized }
+        }
+        let unlocalized = holders.filter { languages[$0] == nil }
+        return unlocalized.isEmpty ? holders : unlocalized
     }
 
     /// The identity of a state file: changes with every atomic rewrite (a new inode each time).
@@ -158,16 +171,30 @@ func namespacePath(_ path: FilePath) throws -> String {
     return normalized
 }
 
-/// What a read sees: the language it is for (maximized) and the rule among several packs holding a path.
+/// What a read sees: the language whose packs come first (maximized), whether it sees only those, and the
+/// rule among several packs holding a path.
 struct ReadScope: Sendable {
-    /// The read's language, maximized.
-    var language: LanguageTag
+    /// The language whose localized packs the read prefers (or, with `only`, is limited to), maximized;
+    /// `nil` when none is resolved.
+    var language: LanguageTag?
+    /// Whether the read sees only the packs of `language` (Apple's `asLocalizedFor:`).
+    var only: Bool
     /// The read's language as given, for messages.
-    var given: LanguageTag
+    var given: LanguageTag?
     var collisions: CollisionRule
 
-    init(language: LanguageTag, collisions: CollisionRule) {
+    /// A read that prefers the packs of the resolved language `resolved`, and sees every pack.
+    init(resolved: LanguageTag?, collisions: CollisionRule) {
+        self.language = resolved?.maximized
+        self.only = false
+        self.given = resolved
+        self.collisions = collisions
+    }
+
+    /// A read of only the packs localized in `language` (`en` takes `en-US` packs, not `en-CA` ones).
+    init(only language: LanguageTag, collisions: CollisionRule) {
         self.language = language.maximized
+        self.only = true
         self.given = language
         self.collisions = collisions
     }

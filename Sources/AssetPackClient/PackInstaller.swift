@@ -425,7 +425,7 @@ struct PackInstaller: Sendable {
             throw AssetPackClientError.io("move the installed pack to", destination, failure)
         }
         _ = fsync(packFolder.rawValue)
-        let installed = InstalledPack(
+        var installed = InstalledPack(
             id: pack.id,
             version: pack.version,
             sha256: pack.sha256,
@@ -439,6 +439,7 @@ struct PackInstaller: Sendable {
         )
         let previous = try store.update { state in
             let previous = state.installed[pack.id]
+            installed.installedForLanguage = previous?.installedForLanguage  // an update keeps how it came
             state.installed[pack.id] = installed
             state.latestKnown[pack.id] = pack.version
             state.obsolete.remove(pack.id)

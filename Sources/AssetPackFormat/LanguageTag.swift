@@ -132,10 +132,72 @@ extension LanguageTag {
         return LanguageTag(language: "en", script: nil, region: nil)
     }
 
+    /// English, the primary language when an app names none.
+    public static let english = LanguageTag(language: "en", script: nil, region: nil)
+
+    /// The environment's preferred languages, most preferred first: GNU's `LANGUAGE` list (`ja:fr_CA`; tags
+    /// that do not parse are skipped), then ``preferred(in:)``. As gettext does, `LANGUAGE` is ignored when the
+    /// locale is C or POSIX.
+    public static func preferredLanguages(in environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> [LanguageTag]
+    {
+        let locale = preferred(in: environment)
+        let name = (environment["LC_ALL"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["LANG"] ?? "")
+            .prefix { $0 != "." && $0 != "@" }
+        guard name != "C", name != "POSIX", let list = environment["LANGUAGE"], !list.isEmpty else { return [locale] }
+        var tags: [LanguageTag] = []
+        for entry in list.split(separator: ":") {
+            let entry = entry.prefix { $0 != "." && $0 != "@" }
+            if let tag = try? LanguageTag(parsing: String(entry)), !tags.contains(tag) { tags.append(tag) }
+        }
+        if !tags.contains(locale) { tags.append(locale) }
+        return tags
+    }
+
     /// A tag from its parts (already valid).
     init(language: String, script: String?, region: String?) {
         self.language = language
         self.script = script
         self.region = region
+    }
+}
+
+extension LanguageTag {
+    /// The language Background Assets resolves to: "the best match between the languages available in the
+    /// app's localized asset packs and the language currently selected", else the app's primary language;
+    /// matched as Darwin Foundation's `Bundle.preferredLocalizations(from:forPreferences:)` matches.
+    ///
+    /// The preferred languages are tried in order; the first that matches an available tag chooses. A tag
+    /// matches only within its language and script (with the likely script when it names none: `zh-TW` is
+    /// `zh-Hant`, never `zh-Hans`). Among those, the exact tag comes first, then one equal to it with likely
+    /// subtags (`en` and `en-US`), then the language with no region (`pt` for `pt-PT`), then any other region
+    /// of it (`pt-BR`), by name. Apple's ICU also knows regional parents (`en-AU` takes `en-GB` before
+    /// `en-US`); this picks by name there.
+    /// - Parameters:
+    ///   - preferred: The preferred languages, most preferred first.
+    ///   - available: The languages of the localized packs.
+    ///   - primary: The app's primary language, taken when no preferred language matches.
+    /// - Returns: One of `available`, or `nil` when neither a preferred nor the primary language matches.
+    public static func bestMatch(preferred: [LanguageTag], available: [LanguageTag], primary: LanguageTag)
+        -> LanguageTag?
+    {
+        for language in preferred + [primary] {
+            if let match = bestMatch(for: language, in: available) { return match }
+        }
+        return nil
+    }
+
+    /// The available tag that serves `language` best, if any (see ``bestMatch(preferred:available:primary:)``).
+    public static func bestMatch(for language: LanguageTag, in available: [LanguageTag]) -> LanguageTag? {
+        let wanted = language.maximized
+        func rank(_ tag: LanguageTag) -> Int? {
+            let full = tag.maximized
+            guard full.language == wanted.language, full.script == wanted.script else { return nil }
+            if tag == language { return 0 }
+            if full == wanted { return 1 }
+            return tag.region == nil ? 2 : 3
+        }
+        return available.compactMap { tag in rank(tag).map { (tag, $0) } }
+            .min { ($0.1, $0.0.description) < ($1.1, $1.0.description) }?.0
     }
 }

@@ -17,7 +17,7 @@ struct Cat: AsyncParsableCommand {
 
     @Option(
         help:
-            "Read from this pack only. (default: a localized pack of --language holding the path, else an unlocalized one; among several, --collisions decides)"
+            "Read from this pack only. (default: every installed pack; a path several hold is read from a localized pack of the resolved language, else an unlocalized one, else one of another language; among several, --collisions decides)"
     )
     var pack: String?
 

@@ -20,11 +20,19 @@ struct AppGroupOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "The language localized packs are installed and read for (a BCP-47 tag: fr, pt-BR, zh-Hant-TW); en matches en-US, not en-CA. (default: from LC_ALL or LANG, else en)",
+            "The app's language (a BCP-47 tag: fr, pt-BR, zh-Hant-TW). Localized packs are installed and read for its best match among the packs' languages (en-GB takes an en pack, pt-PT takes pt before pt-BR, zh-TW takes zh-Hant), else --primary-language's; a sync, ensure or reconcile keeps it in the app group, as a device keeps an app's language. (default: BA_SYNC_LANGUAGE, else the language the app group keeps, else the LANGUAGE list, then LC_ALL or LANG, else en)",
             valueName: "tag"
         )
     )
     var language: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The app's primary language (Apple's AssetPackManifest.primaryLanguage): its packs are used when no pack matches the app's language.",
+            valueName: "tag"
+        )
+    )
+    var primaryLanguage: String = "en"
 
     @Option(
         help: ArgumentHelp(
@@ -35,11 +43,15 @@ struct AppGroupOptions: ParsableArguments {
     var collisions: String = "first"
 
     func validate() throws {
-        if let language {
+        let given = [
+            ("--language", language), ("BA_SYNC_LANGUAGE", language == nil ? environmentLanguage : nil),
+            ("--primary-language", primaryLanguage),
+        ]
+        for case (let name, let tag?) in given {
             do {
-                _ = try LanguageTag(parsing: language)
+                _ = try LanguageTag(parsing: tag)
             } catch {
-                throw ValidationError("--language \(language): the tag \(error); e.g. fr, pt-BR or zh-Hant-TW")
+                throw ValidationError("\(name) \(tag): the tag \(error); e.g. fr, pt-BR or zh-Hant-TW")
             }
         }
         guard CollisionRule(parsing: collisions) != nil else {
@@ -49,8 +61,17 @@ struct AppGroupOptions: ParsableArguments {
         }
     }
 
-    /// The language given, or the environment's.
-    var resolvedLanguage: LanguageTag { (try? LanguageTag.resolve(language)) ?? .preferred() }
+    /// `BA_SYNC_LANGUAGE`, when set.
+    private var environmentLanguage: String? {
+        ProcessInfo.processInfo.environment["BA_SYNC_LANGUAGE"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The app's language as given (`--language`, else `BA_SYNC_LANGUAGE`); `nil` leaves it to the app group
+    /// and the environment.
+    var givenLanguage: LanguageTag? { (language ?? environmentLanguage).flatMap { try? LanguageTag(parsing: $0) } }
+
+    /// The primary language given (validated).
+    var primary: LanguageTag { (try? LanguageTag(parsing: primaryLanguage)) ?? .english }
 
     /// The collision rule given (a random shuffle seed is drawn here, once).
     var collisionRule: CollisionRule { CollisionRule(parsing: collisions) ?? .first }
@@ -83,7 +104,8 @@ struct AppGroupOptions: ParsableArguments {
         let rule = collisionRule
         let reader = AssetPackReader(  // a usage error is printed by main
             appGroup: try appGroupPath,
-            language: resolvedLanguage,
+            language: givenLanguage,
+            primaryLanguage: primary,
             collisions: rule
         )
         announce(rule, bytesOnStdout: bytesOnStdout)
@@ -322,7 +344,8 @@ struct Session {
                 resumableDownloads: downloads?.resumable ?? false,
                 lockTimeout: lock?.lockTimeout.map { .milliseconds(Int64($0 * 1000)) },
                 platform: server.map(\.playedPlatform) ?? "iOS",
-                language: app.resolvedLanguage.description,
+                language: app.givenLanguage?.description,
+                primaryLanguage: app.primary.description,
                 collisions: app.collisionRule,
                 deltaUpdates: downloads?.deltaUpdates ?? false,
                 allowInsecureHTTP: server?.allowHTTP ?? false

@@ -18,14 +18,14 @@ struct List: AsyncParsableCommand {
     func run() async throws {
         var (app, server) = (self.app, self.server)
         _ = try await plist.apply(to: &app, server: &server)
-        let (entries, _) = try await Session(app: app, server: server).run { manager in
-            try await manager.statusOfAllAssetPacks().filter { $0.pack != nil }
+        let ((entries, manifest), _) = try await Session(app: app, server: server).run { manager in
+            (try await manager.statusOfAllAssetPacks().filter { $0.pack != nil }, try await manager.manifest)
         }
-        let language = app.resolvedLanguage
         let platform = server.playedPlatform
         if app.json {
             Console.json([
-                "event": "result", "resolvedLanguage": language.description, "platform": platform ?? "any",
+                "event": "result", "resolvedLanguage": manifest.resolvedLanguage?.description ?? NSNull(),
+                "primaryLanguage": manifest.primaryLanguage.description, "platform": platform ?? "any",
                 "availableLanguages": Set(entries.compactMap(\.pack?.language)).sorted(),
                 "packs": entries.compactMap { entry -> [String: Any]? in
                     guard let pack = entry.pack else { return nil }
@@ -34,7 +34,7 @@ struct List: AsyncParsableCommand {
                         "downloadSize": pack.downloadSize, "installSize": pack.installSize ?? NSNull(),
                         "fileCount": pack.fileCount ?? NSNull(), "sha256": pack.sha256 ?? NSNull(),
                         "language": pack.language ?? NSNull(), "platforms": pack.platforms ?? NSNull(),
-                        "forResolvedLanguage": pack.isFor(language),
+                        "forResolvedLanguage": manifest.isForResolvedLanguage(pack),
                         "installedVersion": entry.installed.map { $0.version as Any } ?? NSNull(),
                         "status": entry.status.names, "statusRawValue": entry.status.rawValue,
                     ]

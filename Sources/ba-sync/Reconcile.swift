@@ -7,9 +7,12 @@ struct Reconcile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "reconcilePreferredLanguages(): make the localized packs follow --language.",
         discussion: """
-            Downloads the essential and prefetch localized packs of the language that are missing, waits for \
-            them, then removes the localized packs of other languages (on-demand ones of the new language are \
-            downloaded when ensured). When a download fails, nothing is removed: the app keeps its language.
+            Resolves --language to its best match among the packs' languages (else --primary-language), \
+            downloads the essential and prefetch localized packs of that language that are missing, waits for \
+            them, then removes the localized packs of other languages that a sync or reconcile installed; one \
+            installed by `ensure` stays, as Apple's "won't remove any localized asset packs that you've \
+            downloaded manually" (on-demand ones of the new language are downloaded when ensured). When a \
+            download fails, nothing is removed: the app keeps its language.
             """
     )
 
@@ -22,15 +25,20 @@ struct Reconcile: AsyncParsableCommand {
     func run() async throws {
         var (app, server) = (self.app, self.server)
         _ = try await plist.apply(to: &app, server: &server)
-        let language = app.resolvedLanguage.description
-        let (outcome, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).run {
-            manager -> Result<LanguageReconciliation, AssetPackManager.LocalAvailabilityError> in
+        let ((outcome, resolved), shown) = try await Session(
+            app: app,
+            server: server,
+            downloads: downloads,
+            lock: lock
+        ).run { manager -> (Result<LanguageReconciliation, AssetPackManager.LocalAvailabilityError>, String?) in
+            let resolved = try await manager.manifest.resolvedLanguage?.description
             do {
-                return .success(try await manager.reconcilePreferredLanguages())
+                return (.success(try await manager.reconcilePreferredLanguages()), resolved)
             } catch let error as AssetPackManager.LocalAvailabilityError {
-                return .failure(error)
+                return (.failure(error), resolved)
             }
         }
+        let language = resolved ?? "none"
         switch outcome {
         case .success(let result):
             if app.json {

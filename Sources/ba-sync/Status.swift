@@ -49,6 +49,10 @@ struct Status: AsyncParsableCommand {
                         row["fileCount"] = installed.fileCount
                         row["downloadPolicy"] = installed.downloadPolicy.name
                         row["language"] = installed.language ?? NSNull()
+                        // How a localized pack came: for the language (reconcile may remove it) or by hand.
+                        row["installedFor"] =
+                            installed.language == nil
+                            ? NSNull() : installed.installedForLanguage == true ? "language" : "ensure"
                         // Without a digest in the manifest (Apple's tools write none), the archive's digest was
                         // not checked; every file was, against the pack's index.
                         row["sha256"] = installed.sha256 ?? NSNull()

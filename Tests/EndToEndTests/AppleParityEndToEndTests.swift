@@ -117,6 +117,34 @@ struct AppleParityEndToEndTests {
         return assets
     }
 
+    /// A CI runner with `LANG=en_GB.UTF-8` gets the English pack (only `en_US` did when languages had to be
+    /// equal), and a language no pack has gets the primary language's.
+    @Test(arguments: [
+        (["LANG": "en_GB.UTF-8"], [String](), "hello"), (["LANG": "ja_JP.UTF-8"], [], "hello"),
+        (["LANG": "ja_JP.UTF-8"], ["--primary-language", "fr"], "bonjour"),
+        (["LANG": "C.UTF-8", "BA_SYNC_LANGUAGE": "fr-CA"], [], "bonjour"),
+    ])
+    func theResolvedLanguageIsABestMatch(environment: [String: String], options: [String], hello: String) throws {
+        let scratch = try Scratch()
+        let assets = try localizedAssets(scratch)
+        let server = try RunningTool(mock, ["serve", assets.string, "--port", "0"])
+        defer { server.interrupt() }
+        let url = try #require(server.waitForFirstLine())
+        let appGroup = scratch.root.appending("AppGroup")
+        var environment: [String: String?] = environment
+        environment["LC_ALL"] = .some(nil)
+        environment["LANGUAGE"] = .some(nil)
+        if environment["BA_SYNC_LANGUAGE"] == nil { environment["BA_SYNC_LANGUAGE"] = .some(nil) }
+        let synced = try runTool(
+            sync,
+            ["sync", "--platform", "iOS", "--server", url, "--app-group", appGroup.string] + options,
+            environment: environment
+        )
+        #expect(synced.status == 0, "\(synced.stderr)")
+        let cat = try runTool(sync, ["cat", "Voices/hello.txt", "--app-group", appGroup.string] + options)
+        #expect(cat.stdout == hello, "\(synced.stdout) \(cat.stderr)")
+    }
+
     @Test func languagesPlatformsAndCollisionsFromTheCommandLine() throws {
         let scratch = try Scratch()
         let assets = try localizedAssets(scratch)
@@ -139,6 +167,14 @@ struct AppleParityEndToEndTests {
         #expect(french.stdout == "bonjour", "\(french.stderr)")
         let german = try runTool(sync, ["cat", "Voices/hello.txt", "--language", "de", "--app-group", appGroup.string])
         #expect(german.stdout == "hello (default)")
+        // The app group keeps the language of the sync: cat reads French without being told again, whatever
+        // the environment says.
+        let remembered = try runTool(
+            sync,
+            ["cat", "Voices/hello.txt", "--app-group", appGroup.string],
+            environment: ["LANG": "de_DE.UTF-8", "LC_ALL": nil, "LANGUAGE": nil, "BA_SYNC_LANGUAGE": nil]
+        )
+        #expect(remembered.stdout == "bonjour", "\(remembered.stderr)")
         let list = try runTool(sync, ["list", "--language", "fr", "--json"] + common)
         let listed = try #require(jsonLines(list.stdout).last)
         #expect(listed["availableLanguages"] as? [String] == ["en", "fr"])
@@ -155,6 +191,26 @@ struct AppleParityEndToEndTests {
             ["cat", "Voices/hello.txt", "--language", "en-US", "--app-group", appGroup.string]
         )
         #expect(english.stdout == "hello")
+
+        // A pack ensured by hand stays through a language switch (Apple: reconciling "won't remove any
+        // localized asset packs that you've downloaded manually"); BA_SYNC_LANGUAGE is --language's default.
+        // German with no German pack, and German the primary language too: no language is resolved.
+        let byHand = try runTool(sync, ["ensure", "VoicesFR", "--platform", "iOS"] + common)
+        #expect(byHand.status == 0, "\(byHand.stderr)")
+        let toGerman = try runTool(
+            sync,
+            ["reconcile", "--platform", "iOS", "--primary-language", "de", "--json"] + common,
+            environment: ["BA_SYNC_LANGUAGE": "de"]
+        )
+        #expect(toGerman.status == 0, "\(toGerman.stderr)")
+        let german2 = try #require(jsonLines(toGerman.stdout).last)
+        #expect(german2["language"] as? String == "none")
+        #expect(german2["removed"] as? [String] == ["VoicesEN"])
+        #expect(german2["locallyAvailableLanguages"] as? [String] == ["fr"])
+        // status says how a localized pack came: for the language (a switch may remove it) or by hand.
+        let byHandStatus = try runTool(sync, ["status", "VoicesFR", "--json", "--app-group", appGroup.string])
+        let row = try #require((jsonLines(byHandStatus.stdout).last?["packs"] as? [[String: Any]])?.first)
+        #expect(row["installedFor"] as? String == "ensure", "\(byHandStatus.stdout)")
 
         // A platform that is not one, and a language that is not one, are usage errors that say why.
         let tvos = try runTool(sync, ["list", "--platform", "tvos"] + common)

@@ -11,15 +11,18 @@ public final class RunningTool: @unchecked Sendable {
     private let firstLine = DispatchSemaphore(value: 0)
     private var firstLineSignalled = false
 
-    /// Starts `tool` with `arguments` in `directory`, with `environment` added to this process's.
-    public init(_ tool: URL, _ arguments: [String], directory: String? = nil, environment: [String: String] = [:])
+    /// Starts `tool` with `arguments` in `directory`, with `environment` set over this process's (a value of
+    /// `nil` unsets the variable).
+    public init(_ tool: URL, _ arguments: [String], directory: String? = nil, environment: [String: String?] = [:])
         throws
     {
         process = Process()
         process.executableURL = tool
         process.arguments = arguments
         if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            var merged = ProcessInfo.processInfo.environment
+            for (key, value) in environment { merged[key] = value }
+            process.environment = merged
         }
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         let out = Pipe()
@@ -102,7 +105,7 @@ public func runTool(
     _ tool: URL,
     _ arguments: [String],
     directory: String? = nil,
-    environment: [String: String] = [:],
+    environment: [String: String?] = [:],
     timeout: Double = 120
 ) throws -> (status: Int32, stdout: String, stderr: String) {
     let running = try RunningTool(tool, arguments, directory: directory, environment: environment)
