@@ -122,8 +122,10 @@ enum SVGPlot {
                 svg +=
                     "<line class=\"grid\" x1=\"\(position)\" y1=\"\(Self.top)\" x2=\"\(position)\" "
                     + "y2=\"\(Self.bottom)\"/>"
+                // The last label ends at its line, so that the panel does not cut it off.
+                let anchor = decade == Swift.max(1, decades) ? "end" : "middle"
                 svg +=
-                    "<text class=\"tick\" x=\"\(position)\" y=\"\(Self.bottom + 16)\" text-anchor=\"middle\">"
+                    "<text class=\"tick\" x=\"\(position)\" y=\"\(Self.bottom + 16)\" text-anchor=\"\(anchor)\">"
                     + "\(percentileLabel(decade: decade))</text>"
             }
             for decade in latencyDecades.low...Swift.max(latencyDecades.low + 1, latencyDecades.high) {
@@ -194,8 +196,8 @@ enum SVGPlot {
         var unit: String
         var bars: [Bar]
 
-        static let labelWidth = 250.0
-        static let barWidth = 380.0
+        static let labelWidth = 290.0
+        static let barWidth = 360.0
         static let rowHeight = 22.0
 
         func svg() -> String {
@@ -216,7 +218,7 @@ enum SVGPlot {
                 svg +=
                     "<text class=\"bar-label\(regressed ? " regressed" : "")\" x=\"\(Self.labelWidth - 8)\" "
                     + "y=\"\(middle)\" text-anchor=\"end\" dominant-baseline=\"middle\">"
-                    + "\(escape(bar.label + (bar.regression.map { " " + $0 } ?? "")))</text>"
+                    + "\(escape(bar.label))</text>"
                 svg +=
                     "<rect x=\"\(Self.labelWidth)\" y=\"\(coordinate(top + 4))\" "
                     + "width=\"\(coordinate(bar.value * scale))\" height=\"\(Self.rowHeight - 8)\"/>"
@@ -238,8 +240,9 @@ enum SVGPlot {
                 }
                 let end = Self.labelWidth + Swift.max(bar.value, bar.spread?.high ?? 0) * scale
                 svg +=
-                    "<text class=\"bar-value\" x=\"\(coordinate(end + 6))\" y=\"\(middle)\" "
-                    + "dominant-baseline=\"middle\">\(figure(bar.value))</text></g>"
+                    "<text class=\"bar-value\(regressed ? " regressed" : "")\" x=\"\(coordinate(end + 6))\" "
+                    + "y=\"\(middle)\" dominant-baseline=\"middle\">"
+                    + "\(escape(figure(bar.value) + (bar.regression.map { " " + $0 } ?? "")))</text></g>"
             }
             svg +=
                 "<text class=\"axis-title\" x=\"\(coordinate(Self.labelWidth + Self.barWidth / 2))\" "
