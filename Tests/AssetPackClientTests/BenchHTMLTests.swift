@@ -235,6 +235,13 @@ struct BenchHTMLTests {
         #expect(charts.map { $0.attributes["data-unit"] } == ["MB/s", "ops/s"])
     }
 
+    /// The check the tests above rely on: libxml2 on Linux recovers from errors and `parse()` says true.
+    @Test func theMarkupCheckRefusesMarkupThatIsNotWellFormed() {
+        #expect(throws: MarkupError.self) { try parseMarkup("<svg><polyline></svg>") }
+        #expect(throws: MarkupError.self) { try parseMarkup("<dl><dd>ext4 & x</dd></dl>") }
+        #expect(throws: Never.self) { try parseMarkup("<dl><dd>ext4 &amp; &#39;x&#39;</dd></dl>") }
+    }
+
     @Test func textFromOutsideIsEscaped() throws {
         let hostile = "<script>alert(\"x\")</script> & 'quoted'"
         var report = try Self.report(Self.everyCase())

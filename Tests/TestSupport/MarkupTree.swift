@@ -42,10 +42,13 @@ public func parseMarkup(_ text: String) throws -> MarkupNode {
     let builder = MarkupTreeBuilder()
     let parser = XMLParser(data: Data(text.utf8))
     parser.delegate = builder
-    guard parser.parse(), let root = builder.root else {
+    // On Linux, parse() returns true after libxml2 recovered from an error: the error is what says.
+    let parsed = parser.parse()
+    guard parsed, builder.error == nil, parser.parserError == nil, let root = builder.root else {
+        let error = builder.error ?? parser.parserError
         throw MarkupError(
-            message: "\(parser.parserError.map { "\($0)" } ?? "no root element") at line \(parser.lineNumber), "
-                + "column \(parser.columnNumber)"
+            message: "\(error.map { "\($0)" } ?? "no root element") at line \(builder.errorLine ?? parser.lineNumber), "
+                + "column \(builder.errorColumn ?? parser.columnNumber)"
         )
     }
     return root
@@ -60,6 +63,16 @@ public struct MarkupError: Error, CustomStringConvertible {
 private final class MarkupTreeBuilder: NSObject, XMLParserDelegate {
     var root: MarkupNode?
     var stack: [MarkupNode] = []
+    var error: (any Error)?
+    var errorLine: Int?
+    var errorColumn: Int?
+
+    func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
+        guard error == nil else { return }
+        error = parseError
+        errorLine = parser.lineNumber
+        errorColumn = parser.columnNumber
+    }
 
     func parser(
         _ parser: XMLParser,
@@ -79,7 +92,7 @@ private final class MarkupTreeBuilder: NSObject, XMLParserDelegate {
         namespaceURI: String?,
         qualifiedName: String?
     ) {
-        stack.removeLast()
+        if !stack.isEmpty { stack.removeLast() }
     }
 
     func parser(_ parser: XMLParser, foundCharacters string: String) {
