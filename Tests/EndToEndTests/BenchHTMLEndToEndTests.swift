@@ -60,6 +60,21 @@ struct BenchHTMLEndToEndTests {
         #expect(root.descendants("section").contains { $0.attributes["id"] == "baseline" })
         #expect(!html.contains("<script") && !html.contains("<link"))
 
+        // Against a baseline 1000 times as fast every case regressed: the command exits 1 and the page,
+        // written all the same, marks every panel.
+        var fast = try #require(try JSONSerialization.jsonObject(with: Data(saved.stdout.utf8)) as? [String: Any])
+        fast["results"] = (fast["results"] as? [[String: Any]])?.map { result in
+            result.merging(["seconds": (result["seconds"] as? Double ?? 1) / 1000]) { _, new in new }
+        }
+        try JSONSerialization.data(withJSONObject: fast).write(to: URL(fileURLWithPath: baseline))
+        try FileManager.default.removeItem(atPath: page)
+        let slower = try runTool(sync, bench + ["--baseline", baseline, "--html", page])
+        #expect(slower.status == 1, "\(slower.stderr)")
+        let marked = try parseMarkup(try String(contentsOfFile: page, encoding: .utf8))
+        let markedPanels = marked.descendants("svg").filter { $0.classes.contains("panel") }
+        #expect(markedPanels.count == 7)
+        #expect(markedPanels.allSatisfy { $0.classes.contains("regressed") })
+
         // A page that cannot be written is refused before the run.
         let refused = try runTool(sync, bench + ["--html", "/nonexistent/folder/out.html"])
         #expect(refused.status != 0)
