@@ -238,7 +238,7 @@ enum SVGPlot {
                         "<line class=\"baseline-mark\" x1=\"\(position)\" y1=\"\(coordinate(top + 1))\" "
                         + "x2=\"\(position)\" y2=\"\(coordinate(top + Self.rowHeight - 1))\"/>"
                 }
-                let end = Self.labelWidth + Swift.max(bar.value, bar.spread?.high ?? 0) * scale
+                let end = Self.labelWidth + Swift.max(bar.value, bar.spread?.high ?? 0, bar.baseline ?? 0) * scale
                 svg +=
                     "<text class=\"bar-value\(regressed ? " regressed" : "")\" x=\"\(coordinate(end + 6))\" "
                     + "y=\"\(middle)\" dominant-baseline=\"middle\">"
