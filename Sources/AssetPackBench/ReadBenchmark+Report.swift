@@ -23,9 +23,20 @@ extension ReadBenchmark {
 
         /// Collects the results of a run.
         public init(benchmark: ReadBenchmark, results: [Result], environment: Environment? = nil) {
-            files = benchmark.targets.count
-            bytes = benchmark.targets.reduce(0) { $0 + $1.size }
-            threads = benchmark.options.threads
+            self.init(
+                files: benchmark.targets.count,
+                bytes: benchmark.targets.reduce(0) { $0 + $1.size },
+                threads: benchmark.options.threads,
+                results: results,
+                environment: environment
+            )
+        }
+
+        /// Collects results measured over `files` files of `bytes` bytes in all.
+        public init(files: Int, bytes: Int, threads: Int, results: [Result], environment: Environment? = nil) {
+            self.files = files
+            self.bytes = bytes
+            self.threads = threads
             self.environment = environment
             self.results = results
             warnings = results.filter { $0.operations < ReadBenchmark.meaningfulOperations }.map {

@@ -122,10 +122,13 @@ public struct ReadBenchmark: Sendable {
         public var spread: Spread?
         /// The latencies of the reported run, in nanoseconds (not in JSON; `--histogram` writes them).
         public var histogram: Histogram<UInt64>?
+        /// The latency at the percentiles `--html` plots (JSON `latencyDistribution`), or `nil` in a report
+        /// saved by an older version.
+        public var distribution: [LatencyPoint]?
 
         enum CodingKeys: String, CodingKey {
             case method, pattern, cache, block, threads, operations, bytes, seconds
-            case megabytesPerSecond, operationsPerSecond, latencyMicroseconds, spread
+            case megabytesPerSecond, operationsPerSecond, latencyMicroseconds, spread, latencyDistribution
         }
 
         public init(benchCase: Case, operations: Int, bytes: Int, seconds: Double, latency: Latency) {
@@ -150,6 +153,7 @@ public struct ReadBenchmark: Sendable {
             seconds = try container.decode(Double.self, forKey: .seconds)
             latency = try container.decode(Latency.self, forKey: .latencyMicroseconds)
             spread = try container.decodeIfPresent(Spread.self, forKey: .spread)
+            distribution = try container.decodeIfPresent([LatencyPoint].self, forKey: .latencyDistribution)
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -166,6 +170,7 @@ public struct ReadBenchmark: Sendable {
             try container.encode(operationsPerSecond, forKey: .operationsPerSecond)
             try container.encode(latency, forKey: .latencyMicroseconds)
             try container.encodeIfPresent(spread, forKey: .spread)
+            try container.encodeIfPresent(distribution, forKey: .latencyDistribution)
         }
     }
 
@@ -354,6 +359,7 @@ public struct ReadBenchmark: Sendable {
             )
         )
         result.histogram = histogram
+        result.distribution = Self.distribution(of: histogram)
         return result
     }
 

@@ -25,12 +25,13 @@ struct Bench: AsyncParsableCommand {
             percentiles are a handful of samples.
             For CI: save a run with --json, then compare later runs with --baseline FILE: the change of each \
             case's operations per second is printed, and the command exits 1 when a case is slower by more \
-            than --tolerance percent.
+            than --tolerance percent. --html FILE writes the report as one HTML page to open offline.
             Examples:
               ba-sync bench --app-group /tmp/ag
               ba-sync bench --app-group /tmp/ag --pack Levels --method descriptor --pattern random --block 4k --threads 2 --json
               ba-sync bench --app-group /tmp/ag --repeat 5 --json > base.json
               ba-sync bench --app-group /tmp/ag --repeat 5 --baseline base.json --tolerance 15 --histogram now.hgrm
+              ba-sync bench --app-group /tmp/ag --repeat 5 --baseline base.json --html report.html
             """
     )
 
@@ -109,6 +110,14 @@ struct Bench: AsyncParsableCommand {
     )
     var histogram: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Write a self-contained HTML report to this file: the environment, throughput bars with the spread of --repeat, each case's latency percentile plot (cold and warm side by side, the --baseline dashed, slower cases marked in red).",
+            valueName: "file"
+        )
+    )
+    var html: String?
+
     @Flag(help: "CSV on stdout (a header row, then a row per case).")
     var csv = false
 
@@ -140,6 +149,12 @@ struct Bench: AsyncParsableCommand {
         if let histogram, !FileManager.default.createFile(atPath: histogram, contents: nil) {
             throw ValidationError("cannot write --histogram \(histogram). Fix: give a file in a writable folder")
         }
+        if let html {
+            let folder = FilePath(html).removingLastComponent()
+            guard FileManager.default.isWritableFile(atPath: folder.isEmpty ? "." : folder.string) else {
+                throw ValidationError("cannot write --html \(html). Fix: give a file in a writable folder")
+            }
+        }
         try app.read { reader in
             let benchmark = try ReadBenchmark(
                 reader: reader,
@@ -164,6 +179,19 @@ struct Bench: AsyncParsableCommand {
                     try Data(report.histograms().utf8).write(to: URL(fileURLWithPath: histogram))
                 } catch {
                     throw ValidationError("cannot write --histogram \(histogram): \(error.localizedDescription)")
+                }
+            }
+            if let html {
+                let options = ReadBenchmark.Report.HTMLOptions(
+                    appGroup: reader.store.root.string,
+                    baselineFile: baseline,
+                    baselineResults: saved,
+                    tolerance: saved == nil ? nil : tolerance
+                )
+                do {
+                    try AtomicFile.write(Array(report.html(options).utf8), to: FilePath(html))
+                } catch {
+                    throw ValidationError("cannot write --html \(html): \(error)")
                 }
             }
             if ReadBenchmark.Environment.isDebugBuild && !app.json {
