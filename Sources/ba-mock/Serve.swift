@@ -143,6 +143,13 @@ struct Serve: AsyncParsableCommand {
     )
     var maxConnections: Int?
 
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Serve the live dashboard at /_mock/ (packs, downloads in flight, request log, faults; loopback only, and with a token printed at start when --host is not loopback)."
+    )
+    var dashboard = true
+
     @Flag(help: "Write request lines as JSON objects, one per line.")
     var jsonLog = false
 
@@ -250,6 +257,7 @@ struct Serve: AsyncParsableCommand {
         let (warnings, packIDs) = try await catalog.check()
         for warning in warnings { events.writeLine("warning: \(warning)") }
         let rules = try faults.map(FaultRule.init(parsing:))
+        let (dashboard, token) = (self.dashboard, ServerConfiguration.token(forHost: host))
         try Self.checkPackIDs(
             pins: Array(try PackVersionPins.parse(packVersions).keys),
             faults: rules.compactMap(\.pack),
@@ -316,12 +324,19 @@ struct Serve: AsyncParsableCommand {
                         "TLS: trust the CA in \(ca): curl --cacert \(ca) \(url)/manifest, or ba-sync --ca-cert \(ca)"
                     )
                 }
+                if dashboard {
+                    events.writeLine("dashboard: \(Self.dashboardURL(url, token: token)) (from this machine only)")
+                } else if let token {
+                    events.writeLine("control token: \(token) (send X-BA-Mock-Token: \(token) to /_mock/)")
+                }
                 let served =
                     ((given.map { [$0.string] } ?? []) + archivePaths.map(\.string)).joined(separator: ", ")
                 events.writeLine("serving \(served) at \(url); Ctrl-C stops")
             }
         )
         configuration.settle = .milliseconds(Int64(settle * 1000))
+        configuration.dashboard = dashboard
+        configuration.controlToken = token
         let (host, publicName) = (self.host, tlsName.first)
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { listening in
             // On a wildcard address, the URL to print is the one clients use: the certificate's first name.
@@ -352,6 +367,11 @@ struct Serve: AsyncParsableCommand {
 }
 
 extension Serve {
+    /// The dashboard under the URL the server printed, with the token when there is one.
+    static func dashboardURL(_ url: String, token: String?) -> String {
+        url + "/_mock/" + (token.map { "?token=\($0)" } ?? "")
+    }
+
     /// A new, empty, private folder under the temporary folder.
     static func makeEmptyFolder() throws -> FilePath {
         var template = Array((NSTemporaryDirectory() + "/ba-mock-serve-XXXXXX").utf8CString)
