@@ -20,6 +20,7 @@ enum DashboardPage {
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>ba-mock</title>
+        <link rel="icon" href="data:,">
         <style>/*STYLE*/</style>
         </head>
         <body>
