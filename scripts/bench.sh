@@ -291,6 +291,20 @@ for r in $(seq 1 "$rounds"); do
     record "serve-64k-32-connections" "small" "$who" "$rps" "req/s"
   done
 done
+# The dashboard's cost: 100 connections downloading at once (wrk -c100) with a dashboard's event stream open
+# ("ours") and with none ("ref"), the same server; the stream reads every response's counters 4 times a second.
+log "serve the same pack, 100 connections, dashboard open vs closed"
+for r in $(seq 1 "$rounds"); do
+  for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
+    events_pid=""
+    if [ "$who" = ours ]; then
+      curl -fsSN -o /dev/null "$mock_url/_mock/events" & events_pid=$!
+    fi
+    rps=$(wrk -t2 -c100 -d"${wrk_seconds}s" "$mock_url/assets/small" | awk '/^Requests\/sec:/ { print $2 }')
+    [ -z "$events_pid" ] || { kill "$events_pid" 2>/dev/null || true; wait "$events_pid" 2>/dev/null || true; }
+    record "serve-dashboard-open-100" "small" "$who" "$rps" "req/s"
+  done
+done
 stop "$mock_pid"
 fi
 
