@@ -1,3 +1,4 @@
+import AssetPackServer
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -155,6 +156,36 @@ struct DashboardBrowserTests {
             try await browser.wait(
                 for: "return [...document.querySelectorAll('#log tbody tr')].some(r => r.dataset.pack === 'Levels')"
             )
+        }
+    }
+
+    /// Over TLS and with a token (as `--host` off loopback sets one): the page opened with `?token=` streams
+    /// and steers (its script sends the token on the event stream and on each control call); without it,
+    /// 401.
+    @Test func overTLSWithATokenThePageStreamsAndSteers() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let tls = try #require(
+            try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", folder: scratch.root.appending("tls-home"))
+        )
+        try await LiveServer.with(folder: scratch.root, tls: tls, controlToken: "t0ken") { server in
+            #expect(server.url.hasPrefix("https://"))
+            try await WebDriver.with(acceptInsecureCerts: true) { browser in
+                try await browser.open(server.url + "/_mock/")
+                let refused = try await browser.run("return document.body.textContent") as? String
+                #expect(refused?.contains("unauthorized") == true, "\(String(describing: refused))")
+                try await browser.open(server.url + "/_mock/?token=t0ken")
+                try await browser.wait(for: "return document.getElementById('status').textContent === 'live'")
+                try await browser.wait(for: Self.packIDs) { ($0 as? [String]) == ["Levels", "Textures", "Tutorial"] }
+                try await browser.type("latency=5,pack=Levels", into: "#fault-raw")
+                try await browser.click("#fault-raw-form button[type=submit]")
+                try await browser.wait(
+                    for: "return [...document.querySelectorAll('#faults li')].map(l => l.dataset.rule)"
+                ) { ($0 as? [String]) == ["latency=5,pack=Levels"] }
+                #expect(
+                    try await browser.run("return document.getElementById('fault-error').textContent") as? String == ""
+                )
+            }
         }
     }
 }

@@ -32,10 +32,12 @@ public final class WebDriver: Sendable {
     }
 
     /// Starts chromedriver on a free loopback port and a headless Chromium session of `width` × `height`
-    /// pixels, runs `body`, then ends both.
+    /// pixels, runs `body`, then ends both. `acceptInsecureCerts` takes any certificate (a self-signed CA the
+    /// browser does not trust).
     public static func with<T: Sendable>(
         width: Int = 1280,
         height: Int = 1100,
+        acceptInsecureCerts: Bool = false,
         _ body: @Sendable (WebDriver) async throws -> T
     ) async throws -> T {
         let port = try freeLoopbackPort()
@@ -47,6 +49,7 @@ public final class WebDriver: Sendable {
             "capabilities": [
                 "alwaysMatch": [
                     "browserName": "chrome",
+                    "acceptInsecureCerts": acceptInsecureCerts,
                     "goog:chromeOptions": [
                         "binary": chromium,
                         "args": [
