@@ -1,3 +1,4 @@
+import AssetPackFormat
 import AssetPackServer
 import AsyncHTTPClient
 import Foundation
@@ -121,6 +122,36 @@ struct DashboardBrowserTests {
                 for: "return [...document.querySelectorAll('#log tbody tr')].map(r => r.dataset.status)"
             ) { ($0 as? [String]) == ["503"] }
         }
+    }
+
+    /// Pin, Unpin, Mark obsolete and Publish again on the page change what the manifest publishes.
+    @Test func pinAndObsoleteFromThePageChangeTheManifest() async throws {
+        try await withDashboard { browser, url, _ in
+            try await browser.wait(for: Self.cell("Levels", "version")) { $0 as? String == "1" }
+            try await browser.type("7", into: "#packs tr[data-pack=\"Levels\"] td.steer input")
+            try await browser.click("#packs tr[data-pack=\"Levels\"] button.pin")
+            try await browser.wait(for: Self.cell("Levels", "version")) { $0 as? String == "7 (content 1)" }
+            #expect(try await browser.run(Self.cell("Levels", "pin")) as? String == "pinned (control)")
+            #expect(try await manifestVersions(url)["Levels"] == 7)
+            try await browser.click("#packs tr[data-pack=\"Levels\"] button.unpin")
+            try await browser.wait(for: Self.cell("Levels", "version")) { $0 as? String == "1" }
+            try await browser.click("#packs tr[data-pack=\"Levels\"] button.obsolete")
+            try await browser.wait(for: Self.cell("Levels", "obsolete")) { $0 as? String == "obsolete" }
+            #expect(try await manifestVersions(url)["Levels"] == nil, "no longer published")
+            try await browser.click("#packs tr[data-pack=\"Levels\"] button.publish")
+            try await browser.wait(for: Self.cell("Levels", "obsolete")) { $0 as? String == "–" }
+            #expect(try await manifestVersions(url)["Levels"] == 1)
+        }
+    }
+
+    func manifestVersions(_ url: String) async throws -> [String: Int] {
+        let response = try await HTTPClient.shared.execute(
+            HTTPClientRequest(url: url + "/manifest"),
+            timeout: .seconds(30)
+        )
+        let body = try await response.body.collect(upTo: 16 << 20)
+        let manifest = try JSONDecoder().decode(DownloadManifest.self, from: Data(body.readableBytesView))
+        return Dictionary(uniqueKeysWithValues: manifest.assetPacks.map { ($0.id, $0.version) })
     }
 
     /// A download kept in flight by `throttle=` shows in "Downloads now" with its bytes going up, then moves to
