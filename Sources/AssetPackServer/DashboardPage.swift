@@ -143,7 +143,8 @@ enum DashboardPage {
     static let script = #"""
         "use strict";
         const token = new URLSearchParams(location.search).get("token");
-        const state = { packs: [], faults: [], log: [], lastSequence: 0, capacity: 500, paused: false };
+        const state = { packs: [], faults: [], log: [], lastSequence: 0, capacity: 500, paused: false,
+          frozen: [] };
 
         function el(tag, attributes, ...children) {
           const node = document.createElement(tag);
@@ -263,14 +264,16 @@ enum DashboardPage {
           if (fresh.length) {
             state.log.push(...fresh);
             if (state.log.length > state.capacity) state.log.splice(0, state.log.length - state.capacity);
-            if (!state.paused) renderLog();
+            renderLog();
           }
         }
         function renderLog() {
+          // Paused, the log shown stays as it was (filters apply to that); new entries are kept meanwhile.
+          const log = state.paused ? state.frozen : state.log;
           const pack = document.getElementById("log-pack").value;
           const status = document.getElementById("log-status").value.trim();
           const fault = document.getElementById("log-fault").value;
-          const shown = state.log.filter((r) => (!pack || r.pack === pack)
+          const shown = log.filter((r) => (!pack || r.pack === pack)
             && (!status || String(r.status).startsWith(status))
             && (!fault || (fault === "yes") === (r.fault !== null))).slice(-200).reverse();
           document.querySelector("#log tbody").replaceChildren(...shown.map((r) =>
@@ -283,8 +286,8 @@ enum DashboardPage {
               el("td", { "data-label": "Bytes" }, bytes(r.sent) + (r.aborted ? " (aborted)" : "")),
               el("td", { "data-label": "ms" }, String(r.ms)),
               el("td", { "data-label": "Fault" }, r.fault || "–"))));
-          document.getElementById("log-count").textContent = shown.length + " shown of the last " + state.log.length
-            + (state.paused ? " (paused)" : "");
+          document.getElementById("log-count").textContent = shown.length + " shown of the last " + log.length
+            + (state.paused ? " (paused; " + (state.log.length - log.length) + " more since)" : "");
         }
 
         for (const id of ["log-pack", "log-status", "log-fault"]) {
@@ -292,6 +295,7 @@ enum DashboardPage {
         }
         document.getElementById("log-pause").addEventListener("click", (event) => {
           state.paused = !state.paused;
+          state.frozen = state.log.slice();
           event.target.textContent = state.paused ? "Resume" : "Pause";
           renderLog();
         });

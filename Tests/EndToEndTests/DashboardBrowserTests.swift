@@ -121,6 +121,17 @@ struct DashboardBrowserTests {
             try await browser.wait(
                 for: "return [...document.querySelectorAll('#log tbody tr')].map(r => r.dataset.status)"
             ) { ($0 as? [String]) == ["503"] }
+            // Paused, the log shown stays put while new entries arrive; resumed, they show.
+            try await browser.type("2", into: "#log-status")
+            let shown = "return document.querySelectorAll('#log tbody tr').length"
+            try await browser.wait(for: shown) { $0 as? Int == 2 }
+            try await browser.click("#log-pause")
+            let kept = try #require(try await browser.run("return state.log.length") as? Int)
+            #expect(try await get(url + "/assets/Levels").status == 200)
+            try await browser.wait(for: "return state.log.length") { ($0 as? Int ?? 0) > kept }
+            #expect(try await browser.run(shown) as? Int == 2, "paused")
+            try await browser.click("#log-pause")
+            try await browser.wait(for: shown) { $0 as? Int == 3 }
         }
     }
 
