@@ -140,9 +140,10 @@ struct DashboardFeed: Sendable {
         let snapshot = catalog.snapshot
         let states = await catalog.packStates
         let served = Dictionary(snapshot.packs.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let ids = Set(states.map(\.id)).union(served.keys).union(snapshot.building).sorted()
+        let byID = Dictionary(states.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let ids = Set(byID.keys).union(served.keys).union(snapshot.building).sorted()
         let packs = ids.map { id -> [String: Any] in
-            let state = states.first { $0.id == id }
+            let state = byID[id]
             let pack = served[id]
             let problems = state?.problems ?? snapshot.problems.filter { $0.pack == id }
             let build =

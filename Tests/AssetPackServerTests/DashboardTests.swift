@@ -100,4 +100,34 @@ struct DashboardTests {
         #expect(token.count == 32)
         #expect(token != ServerConfiguration.token(forHost: "0.0.0.0"))
     }
+
+    /// The request log keeps the last `capacity` responses whatever the rate: a ring, oldest dropped.
+    @Test func theRequestLogIsBounded() {
+        let board = DownloadBoard(capacity: 3)
+        for _ in 1...10 {
+            let id = board.reserveID()
+            let request = DownloadBoard.InFlight(
+                id: id,
+                client: "127.0.0.1",
+                method: "GET",
+                path: "/assets/Levels",
+                pack: "Levels",
+                range: nil,
+                status: 200,
+                total: 10,
+                fault: nil,
+                sent: 0,
+                started: Date()
+            )
+            board.begin(request, entry: ResponseTally.Entry { _, _ in })
+            #expect(board.inFlight.map(\.id) == [id])
+            board.finish(id, bytes: 10, aborted: false)
+        }
+        #expect(board.inFlight.isEmpty)
+        #expect(board.finished(after: 0).map(\.sequence) == [8, 9, 10])
+        #expect(board.finished(after: 9).map(\.sequence) == [10])
+        #expect(board.finishedCount == 10)
+        #expect(DownloadBoard.pack(inPath: "/deltas/Levels/0123456789abcdef") == "Levels")
+        #expect(DownloadBoard.pack(inPath: "/manifest") == nil)
+    }
 }
