@@ -130,4 +130,24 @@ struct DashboardTests {
         #expect(DownloadBoard.pack(inPath: "/deltas/Levels/0123456789abcdef") == "Levels")
         #expect(DownloadBoard.pack(inPath: "/manifest") == nil)
     }
+
+    /// A page left open does not hold a shutdown: its event stream ends, whole, when the server stops (with
+    /// no grace period set here, a stream that went on would hang this test until its time limit).
+    @Test(.timeLimit(.minutes(1))) func anOpenStreamEndsWhenTheServerShutsDown() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let reading = try await LiveServer.with(folder: scratch.root) { server in
+            let response = try await HTTPClient.shared.execute(
+                HTTPClientRequest(url: server.url + "/_mock/events"),
+                timeout: .seconds(60)
+            )
+            return Task {
+                var text = ""
+                for try await chunk in response.body { text += String(buffer: chunk) }
+                return text
+            }
+        }
+        let text = try await reading.value
+        #expect(text.contains("event: snapshot"), "\(text)")
+    }
 }
