@@ -98,6 +98,21 @@ extension ServerConfiguration {
         return TokenMiddleware.make()
     }
 
+    /// The dashboard's address under `served`, the URL `serve` printed, with the token when there is one.
+    /// On a wildcard `host` that URL names what other devices use (a LAN address), and a browser here that
+    /// opened it would arrive from that address, not loopback, and be refused: the dashboard's URL names
+    /// loopback instead.
+    public static func dashboardURL(served url: String, host: String, token: String?) -> String {
+        var base = url
+        if TLSSetup.isWildcard(host), let scheme = url.range(of: "://"), let port = url.lastIndex(of: ":"),
+            port > scheme.upperBound
+        {
+            let loopback = host.contains(":") ? "[::1]" : "127.0.0.1"
+            base = String(url[..<scheme.upperBound]) + loopback + String(url[port...])
+        }
+        return base + "/_mock/" + (token.map { "?token=\($0)" } ?? "")
+    }
+
     /// A cap that fits the machine: half the process's file descriptor limit (each connection takes one, and
     /// packs being served and built take more), at most 4096.
     public static var defaultMaxConnections: Int {

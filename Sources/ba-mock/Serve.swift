@@ -257,7 +257,7 @@ struct Serve: AsyncParsableCommand {
         let (warnings, packIDs) = try await catalog.check()
         for warning in warnings { events.writeLine("warning: \(warning)") }
         let rules = try faults.map(FaultRule.init(parsing:))
-        let (dashboard, token) = (self.dashboard, ServerConfiguration.token(forHost: host))
+        let (dashboard, token, listenHost) = (self.dashboard, ServerConfiguration.token(forHost: host), host)
         try Self.checkPackIDs(
             pins: Array(try PackVersionPins.parse(packVersions).keys),
             faults: rules.compactMap(\.pack),
@@ -325,7 +325,9 @@ struct Serve: AsyncParsableCommand {
                     )
                 }
                 if dashboard {
-                    events.writeLine("dashboard: \(Self.dashboardURL(url, token: token)) (from this machine only)")
+                    events.writeLine(
+                        "dashboard: \(ServerConfiguration.dashboardURL(served: url, host: listenHost, token: token)) (from this machine only)"
+                    )
                 } else if let token {
                     events.writeLine("control token: \(token) (send X-BA-Mock-Token: \(token) to /_mock/)")
                 }
@@ -367,11 +369,6 @@ struct Serve: AsyncParsableCommand {
 }
 
 extension Serve {
-    /// The dashboard under the URL the server printed, with the token when there is one.
-    static func dashboardURL(_ url: String, token: String?) -> String {
-        url + "/_mock/" + (token.map { "?token=\($0)" } ?? "")
-    }
-
     /// A new, empty, private folder under the temporary folder.
     static func makeEmptyFolder() throws -> FilePath {
         var template = Array((NSTemporaryDirectory() + "/ba-mock-serve-XXXXXX").utf8CString)

@@ -96,6 +96,18 @@ struct DashboardTests {
         #expect(ServerConfiguration.token(forHost: "127.0.0.1") == nil)
         #expect(ServerConfiguration.token(forHost: "localhost") == nil)
         #expect(ServerConfiguration.token(forHost: "::1") == nil)
+        #expect(
+            ServerConfiguration.dashboardURL(served: "https://192.168.1.20:8443", host: "0.0.0.0", token: "t")
+                == "https://127.0.0.1:8443/_mock/?token=t"
+        )
+        #expect(
+            ServerConfiguration.dashboardURL(served: "http://[::]:80", host: "::", token: nil)
+                == "http://[::1]:80/_mock/"
+        )
+        #expect(
+            ServerConfiguration.dashboardURL(served: "http://127.0.0.1:9", host: "127.0.0.1", token: nil)
+                == "http://127.0.0.1:9/_mock/"
+        )
         let token = try #require(ServerConfiguration.token(forHost: "0.0.0.0"))
         #expect(token.count == 32)
         #expect(token != ServerConfiguration.token(forHost: "0.0.0.0"))
