@@ -298,10 +298,14 @@ for r in $(seq 1 "$rounds"); do
   for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
     events_pid=""
     if [ "$who" = ours ]; then
-      curl -fsSN -o /dev/null "$mock_url/_mock/events" & events_pid=$!
+      # Bounded and detached from this script's output: a stream left over must not hold a caller's pipes.
+      curl -fsSN --max-time $((wrk_seconds + 60)) -o /dev/null "$mock_url/_mock/events" </dev/null >/dev/null 2>&1 &
+      events_pid=$!
     fi
-    rps=$(wrk -t2 -c100 -d"${wrk_seconds}s" "$mock_url/assets/small" | awk '/^Requests\/sec:/ { print $2 }')
+    rps=$(timeout -k 5 $((wrk_seconds + 60)) wrk -t2 -c100 -d"${wrk_seconds}s" "$mock_url/assets/small" </dev/null \
+      | awk '/^Requests\/sec:/ { print $2 }' || true)
     [ -z "$events_pid" ] || { kill "$events_pid" 2>/dev/null || true; wait "$events_pid" 2>/dev/null || true; }
+    [ -n "$rps" ] || { log "  wrk gave no result ($who); recorded as 0"; rps=0; }
     record "serve-dashboard-open-100" "small" "$who" "$rps" "req/s"
   done
 done
