@@ -304,7 +304,9 @@ for r in $(seq 1 "$rounds"); do
     fi
     rps=$(timeout -k 5 $((wrk_seconds + 60)) wrk -t2 -c100 -d"${wrk_seconds}s" "$mock_url/assets/small" </dev/null \
       | awk '/^Requests\/sec:/ { print $2 }' || true)
-    [ -z "$events_pid" ] || { kill "$events_pid" 2>/dev/null || true; wait "$events_pid" 2>/dev/null || true; }
+    # SIGKILL: a caller may pass SIGTERM on ignored (a Swift test process that ran a service group does), and
+    # an ignored signal stays ignored across exec, so curl would never end and wait would not return.
+    [ -z "$events_pid" ] || { kill -KILL "$events_pid" 2>/dev/null || true; wait "$events_pid" 2>/dev/null || true; }
     [ -n "$rps" ] || { log "  wrk gave no result ($who); recorded as 0"; rps=0; }
     record "serve-dashboard-open-100" "small" "$who" "$rps" "req/s"
   done
