@@ -14,6 +14,8 @@ BENCH_ROUNDS ?= 3
 # liblz4, liblzma and zlib decode and encode Apple Archive blocks; LZFSE is written here.
 APT_PACKAGES := libarchive-dev pkg-config nginx curl libarchive-tools wrk time rsync python3 python3-pip \
   liblz4-dev liblzma-dev zlib1g-dev
+# chromium and chromium-driver run the dashboard's browser tests (headless, through WebDriver).
+APT_PACKAGES += chromium chromium-driver
 # PyPI packages the tests and the bench use as independent references: lzfse binds Apple's reference LZFSE
 # implementation, lz4 binds liblz4's block API (Apple Archive test archives are written with them).
 PIP_PACKAGES := lzfse lz4
@@ -31,7 +33,7 @@ help:
 	@echo "              writes bench/results.md and puts its table into README.md (~6-13 min)"
 	@echo "make fuzz     manifest, archive (.aar too), index-row, fault-rule, glob and LZFSE fuzzing on $(FUZZ_ITERATIONS) inputs each,"
 	@echo "              then libFuzzer on the C decoders for $(FUZZ_SECONDS) s"
-	@echo "make serve    serve $(ASSETS)/ on http://127.0.0.1:$(PORT) until Ctrl-C"
+	@echo "make serve    serve $(ASSETS)/ on http://127.0.0.1:$(PORT) until Ctrl-C; dashboard at /_mock/"
 	@echo "make build    build (CONFIG=debug|release)"
 	@echo "make lint     swift format lint --strict;  make format  rewrite in place"
 	@echo "make install  release build of ba-mock and ba-sync into \$$PREFIX/bin (default $(PREFIX))"
@@ -85,6 +87,7 @@ demo: build
 	@bash scripts/demo.sh "$(BIN)/ba-mock" "$(ASSETS)"
 
 serve: build
+	@echo "dashboard: http://127.0.0.1:$(PORT)/_mock/ (open it in a browser on this machine)"
 	"$(BIN)/ba-mock" serve "$(ASSETS)" --port $(PORT)
 
 lint:

@@ -205,6 +205,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "AssetPackFormat",
+                "AssetPackServer",
                 "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -54,6 +54,7 @@ function goal_of(step, set) {
     if (step == "pack" && (set == "big" || set == "many" || set == "mixed")) return ">= 1.0"
     if (step == "serve-1-stream") return ">= 0.9"
     if (step == "serve-64k-32-connections") return ">= 0.7"
+    if (step == "serve-dashboard-open-100") return ">= 0.95"
     if (step == "ensure" && set == "big") return "<= 1.1"
     if (step == "ensure" && (set == "many" || set == "files10000")) return "<= 1.1"
     if (step == "ensure" && set == "files100000") return "<= 1.3"
@@ -139,6 +140,7 @@ END {
     print "]}" > json
     print "\nSteps: pack = ba-mock package vs bsdtar --zstd (level 3), input MB/s; serve-1-stream = one curl of the" > md
     print "1 GiB pack from ba-mock vs nginx (sendfile); serve-64k-32-connections = wrk -t2 -c32, requests/s;" > md
+    print "serve-dashboard-open-100 = wrk -t2 -c100 on ba-mock with a dashboard event stream open vs none, req/s;" > md
     print "ensure = ba-sync ensure vs curl | bsdtar -xf - && sync from the same nginx, wall seconds; read-* =" > md
     print "ba-sync bench vs bench/benchtool.c (mmap + sum, pread); hash-installed = ba-sync verify vs sha256sum;" > md
     print "lookup-p99 and contents-call-p99-warm = ba-sync bench percentiles; rss-* = peak RSS (VmHWM, time -v);" > md

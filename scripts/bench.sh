@@ -291,6 +291,26 @@ for r in $(seq 1 "$rounds"); do
     record "serve-64k-32-connections" "small" "$who" "$rps" "req/s"
   done
 done
+# The dashboard's cost: 100 connections downloading at once (wrk -c100) with a dashboard's event stream open
+# ("ours") and with none ("ref"), the same server; the stream reads every response's counters 4 times a second.
+log "serve the same pack, 100 connections, dashboard open vs closed"
+for r in $(seq 1 "$rounds"); do
+  for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
+    events_pid=""
+    if [ "$who" = ours ]; then
+      # Bounded and detached from this script's output: a stream left over must not hold a caller's pipes.
+      curl -fsSN --max-time $((wrk_seconds + 60)) -o /dev/null "$mock_url/_mock/events" </dev/null >/dev/null 2>&1 &
+      events_pid=$!
+    fi
+    rps=$(timeout -k 5 $((wrk_seconds + 60)) wrk -t2 -c100 -d"${wrk_seconds}s" "$mock_url/assets/small" </dev/null \
+      | awk '/^Requests\/sec:/ { print $2 }' || true)
+    # SIGKILL: a caller may pass SIGTERM on ignored (a Swift test process that ran a service group does), and
+    # an ignored signal stays ignored across exec, so curl would never end and wait would not return.
+    [ -z "$events_pid" ] || { kill -KILL "$events_pid" 2>/dev/null || true; wait "$events_pid" 2>/dev/null || true; }
+    [ -n "$rps" ] || { log "  wrk gave no result ($who); recorded as 0"; rps=0; }
+    record "serve-dashboard-open-100" "small" "$who" "$rps" "req/s"
+  done
+done
 stop "$mock_pid"
 fi
 

@@ -57,3 +57,7 @@ echo "\$ ba-sync ensure HighResTextures && ba-sync verify"
 echo
 echo "request log:"
 sed -n '/^manifest:/,$p' "$log" | tail -n +2
+
+echo
+echo "live dashboard (packs, downloads in flight, request log, faults): run make serve, then open"
+echo "  http://127.0.0.1:8443/_mock/   (ba-mock serve prints the URL on stderr as it starts)"

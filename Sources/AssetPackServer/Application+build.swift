@@ -1,4 +1,5 @@
 import AssetPackFormat
+import Foundation
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
@@ -48,6 +49,12 @@ public struct ServerConfiguration: Sendable {
     /// How long a control request (`POST /_mock/faults`) may take to send its body: a slower one is answered
     /// 408 and its connection closed.
     public var controlBodyTimeout: TimeAmount
+    /// Serve the live dashboard at `/_mock/` (with its event stream); on by default. Off, responses are
+    /// counted only for the request log.
+    public var dashboard = true
+    /// The token every `/_mock/` request must carry (`?token=` or `X-BA-Mock-Token`), or `nil` for none.
+    /// ``ServerConfiguration/token(forHost:)`` makes one when the host is not loopback.
+    public var controlToken: String?
 
     /// Creates a configuration; the defaults serve plain HTTP on 127.0.0.1:8443 and watch every second.
     public init(
@@ -82,6 +89,30 @@ public struct ServerConfiguration: Sendable {
 }
 
 extension ServerConfiguration {
+    /// A new random token for `/_mock/` when `host` is not a loopback address or `localhost`, else `nil`: off
+    /// loopback, a forwarded peer (a tunnel, a proxy) can look local, so the dashboard and the control API
+    /// ask for a secret the person who started the server has.
+    public static func token(forHost host: String) -> String? {
+        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        if bare == "localhost" || bare.hasPrefix("127.") || bare == "::1" { return nil }
+        return TokenMiddleware.make()
+    }
+
+    /// The dashboard's address under `served`, the URL `serve` printed, with the token when there is one.
+    /// On a wildcard `host` that URL names what other devices use (a LAN address), and a browser here that
+    /// opened it would arrive from that address, not loopback, and be refused: the dashboard's URL names
+    /// loopback instead.
+    public static func dashboardURL(served url: String, host: String, token: String?) -> String {
+        var base = url
+        if TLSSetup.isWildcard(host), let scheme = url.range(of: "://"), let port = url.lastIndex(of: ":"),
+            port > scheme.upperBound
+        {
+            let loopback = host.contains(":") ? "[::1]" : "127.0.0.1"
+            base = String(url[..<scheme.upperBound]) + loopback + String(url[port...])
+        }
+        return base + "/_mock/" + (token.map { "?token=\($0)" } ?? "")
+    }
+
     /// A cap that fits the machine: half the process's file descriptor limit (each connection takes one, and
     /// packs being served and built take more), at most 4096.
     public static var defaultMaxConnections: Int {
@@ -101,8 +132,16 @@ func buildRouter(
     tally: ResponseTally?
 ) -> Router<MockRequestContext> {
     let router = Router(context: MockRequestContext.self, options: .autoGenerateHeadEndpoints)
-    if let requestLog = configuration.requestLog, let tally {
-        router.add(middleware: RequestLogMiddleware(json: configuration.jsonLog, tally: tally, write: requestLog))
+    let board = configuration.dashboard ? DownloadBoard() : nil
+    if let tally, configuration.requestLog != nil || board != nil {
+        router.add(
+            middleware: RequestLogMiddleware(
+                json: configuration.jsonLog,
+                tally: tally,
+                write: configuration.requestLog,
+                board: board
+            )
+        )
     }
     router.add(middleware: JSONErrorMiddleware())
     PackController(
@@ -112,8 +151,13 @@ func buildRouter(
         faults: configuration.faults,
         sendfile: sendfile
     ).addRoutes(to: router)
-    ControlController(catalog: catalog, faults: configuration.faults, bodyTimeout: configuration.controlBodyTimeout)
-        .addRoutes(to: router)
+    ControlController(
+        catalog: catalog,
+        faults: configuration.faults,
+        bodyTimeout: configuration.controlBodyTimeout,
+        token: configuration.controlToken,
+        dashboard: board.map { DashboardController(catalog: catalog, faults: configuration.faults, board: $0) }
+    ).addRoutes(to: router)
     return router
 }
 
@@ -136,8 +180,8 @@ public func buildApplication(
     let scheme = tls == nil ? "http" : "https"
     // Pack bodies go out by sendfile on plain HTTP; TLS has to encrypt them, so they go through buffers.
     let sendfile = tls == nil ? SendfileRegistry() : nil
-    // The request log counts what each connection's socket took; without a log nothing is counted.
-    let tally = configuration.requestLog == nil ? nil : ResponseTally()
+    // The request log and the dashboard count what each connection's socket took; without them nothing is.
+    let tally = configuration.requestLog == nil && !configuration.dashboard ? nil : ResponseTally()
     let router = buildRouter(
         catalog: catalog,
         configuration: configuration,

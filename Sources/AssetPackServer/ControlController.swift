@@ -29,6 +29,7 @@ public struct MockRequestContext: RequestContext, RemoteAddressRequestContext {
 /// GET    /_mock/faults                       the rules in force and the seed
 /// POST   /_mock/faults        (body: a rule) add a rule, e.g. reset-after=65536,pack=Levels
 /// DELETE /_mock/faults                       remove every rule
+/// DELETE /_mock/faults/<n>                   remove the rule at index n of the list (0 first)
 /// GET    /_mock/packs                        every pack: content and published version, pins, obsolete marks
 /// PUT    /_mock/packs/<id>/version/<n>       publish pack <id> at version <n> (1 or more)
 /// DELETE /_mock/packs/<id>/version           remove that pin
@@ -42,12 +43,19 @@ struct ControlController {
     let catalog: PackCatalog
     let faults: FaultPlan
     let bodyTimeout: TimeAmount
+    /// The token every `/_mock/` request must carry, or `nil` (listening on loopback only).
+    var token: String? = nil
+    /// The dashboard's routes, served in the same group (same loopback and token rules).
+    var dashboard: DashboardController? = nil
 
     func addRoutes(to router: Router<MockRequestContext>) {
         let group = router.group("_mock").add(middleware: LoopbackOnlyMiddleware())
+        if let token { group.add(middleware: TokenMiddleware(token: token)) }
+        dashboard?.addRoutes(to: group)
         group.get("faults", use: listFaults)
         group.post("faults", use: addFault)
         group.delete("faults", use: clearFaults)
+        group.delete("faults/{index}", use: removeFault)
         group.get("packs", use: listPacks)
         group.put("packs/{id}/version/{version}", use: setVersion)
         group.delete("packs/{id}/version", use: clearVersion)
@@ -99,6 +107,19 @@ struct ControlController {
     @Sendable func clearFaults(_ request: Request, context: MockRequestContext) async throws -> Response {
         faults.clear()
         return json(["faults": [String]()])
+    }
+
+    @Sendable func removeFault(_ request: Request, context: MockRequestContext) async throws -> Response {
+        let rules = faults.rules
+        guard let index = context.parameters.get("index").flatMap(Int.init), let removed = faults.remove(at: index)
+        else {
+            throw AssetPackServerError(
+                code: .invalidOption,
+                message: "there is no fault rule at \(context.parameters.get("index") ?? ""): "
+                    + "give an index from 0 to \(rules.count - 1) of GET /_mock/faults (\(rules.count) rule(s))"
+            )
+        }
+        return json(["removed": removed.description, "faults": faults.rules.map(\.description)])
     }
 
     @Sendable func setVersion(_ request: Request, context: MockRequestContext) async throws -> Response {
@@ -176,5 +197,49 @@ struct LoopbackOnlyMiddleware: RouterMiddleware {
     static func isLoopback(_ address: SocketAddress?) -> Bool {
         guard let ip = address?.ipAddress else { return false }
         return ip.hasPrefix("127.") || ip == "::1" || ip.hasPrefix("::ffff:127.")
+    }
+}
+
+/// With `--host` off loopback, every `/_mock/` request carries the token printed at start: `?token=` (what a
+/// browser's address bar and `EventSource` can send) or an `X-BA-Mock-Token` header (what the page's script
+/// and `curl -H` send). A peer the server sees as loopback may still be a remote one forwarded by a tunnel or a
+/// proxy on this machine; and a page of any site open in a browser here can send requests to it.
+struct TokenMiddleware: RouterMiddleware {
+    let token: String
+
+    func handle(
+        _ request: Request,
+        context: MockRequestContext,
+        next: (Request, MockRequestContext) async throws -> Response
+    ) async throws -> Response {
+        let given = request.headers[Self.header] ?? request.uri.queryParameters.get("token") ?? ""
+        guard Self.same(Array(given.utf8), Array(token.utf8)) else {
+            return JSONErrorMiddleware<MockRequestContext>.response(
+                .unauthorized,
+                code: "unauthorized",
+                message: "ba-mock listens beyond this machine, so /_mock/ needs the token it printed at start: "
+                    + "open the dashboard URL it printed (…/_mock/?token=…), or send X-BA-Mock-Token: TOKEN"
+            )
+        }
+        return try await next(request, context)
+    }
+
+    static var header: HTTPField.Name { HTTPField.Name("X-BA-Mock-Token") ?? .authorization }
+
+    /// Compares in time that depends on the lengths only, not on where the first difference is.
+    static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+
+    /// A new random token: 128 bits, hex.
+    static func make() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in
+            let hex = String(generator.next() as UInt64, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
     }
 }

@@ -31,6 +31,14 @@ public final class FaultPlan: Sendable {
     /// Adds a rule.
     public func add(_ rule: FaultRule) { state.withLock { $0.entries.append(Entry(rule: rule)) } }
 
+    /// Removes the rule at `index` of ``rules``; `nil` when there is none there.
+    public func remove(at index: Int) -> FaultRule? {
+        state.withLock { state in
+            guard state.entries.indices.contains(index) else { return nil }
+            return state.entries.remove(at: index).rule
+        }
+    }
+
     /// Removes every rule.
     public func clear() { state.withLock { $0.entries.removeAll() } }
 

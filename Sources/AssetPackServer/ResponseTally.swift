@@ -27,6 +27,9 @@ final class ResponseTally: Sendable {
             self.settle = settle
         }
 
+        /// The body bytes the socket took so far.
+        var bytes: Int { state.withLock { $0.bytes } }
+
         /// A body write completed: the socket took `count` bytes.
         func took(_ count: Int) { state.withLock { $0.bytes += count } }
 

@@ -65,7 +65,10 @@ struct RequestLogMiddleware: RouterMiddleware {
 
     let json: Bool
     let tally: ResponseTally
-    let write: @Sendable (String) -> Void
+    /// Where lines go, or `nil` when only the dashboard's board is kept.
+    let write: (@Sendable (String) -> Void)?
+    /// The dashboard's responses in flight and request log, or `nil` without a dashboard.
+    var board: DownloadBoard? = nil
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
@@ -80,10 +83,32 @@ struct RequestLogMiddleware: RouterMiddleware {
             fault: response.headers[.mockFault]
         )
         let (json, write) = (self.json, self.write)
+        // The dashboard's own requests (its event stream lasts as long as the page) are not downloads.
+        let board = line.path.hasPrefix("/_mock") ? nil : self.board
+        let boardID = board?.reserveID()
         // Settled on the connection's event loop when the response's last write completes (the line must
         // not block: a command hands it to a queue).
         let entry = ResponseTally.Entry { bytes, aborted in
-            write(line.render(bytes: bytes, elapsed: .now - start, json: json, aborted: aborted))
+            write?(line.render(bytes: bytes, elapsed: .now - start, json: json, aborted: aborted))
+            if let board, let boardID { board.finish(boardID, bytes: bytes, aborted: aborted) }
+        }
+        if let board, let boardID {
+            board.begin(
+                DownloadBoard.InFlight(
+                    id: boardID,
+                    client: context.remoteAddress?.ipAddress ?? "?",
+                    method: line.method,
+                    path: line.path,
+                    pack: DownloadBoard.pack(inPath: line.path),
+                    range: line.range,
+                    status: line.status,
+                    total: response.headers[.contentLength].flatMap { Int($0) } ?? response.body.contentLength,
+                    fault: line.fault,
+                    sent: 0,
+                    started: Date()
+                ),
+                entry: entry
+            )
         }
         tally.expect(entry, on: context.channel)
         return response

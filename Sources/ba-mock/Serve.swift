@@ -143,6 +143,13 @@ struct Serve: AsyncParsableCommand {
     )
     var maxConnections: Int?
 
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Serve the live dashboard at /_mock/ (packs, downloads in flight, request log, faults; loopback only, and with a token printed at start when --host is not loopback)."
+    )
+    var dashboard = true
+
     @Flag(help: "Write request lines as JSON objects, one per line.")
     var jsonLog = false
 
@@ -250,6 +257,7 @@ struct Serve: AsyncParsableCommand {
         let (warnings, packIDs) = try await catalog.check()
         for warning in warnings { events.writeLine("warning: \(warning)") }
         let rules = try faults.map(FaultRule.init(parsing:))
+        let (dashboard, token, listenHost) = (self.dashboard, ServerConfiguration.token(forHost: host), host)
         try Self.checkPackIDs(
             pins: Array(try PackVersionPins.parse(packVersions).keys),
             faults: rules.compactMap(\.pack),
@@ -316,12 +324,21 @@ struct Serve: AsyncParsableCommand {
                         "TLS: trust the CA in \(ca): curl --cacert \(ca) \(url)/manifest, or ba-sync --ca-cert \(ca)"
                     )
                 }
+                if dashboard {
+                    events.writeLine(
+                        "dashboard: \(ServerConfiguration.dashboardURL(served: url, host: listenHost, token: token)) (from this machine only)"
+                    )
+                } else if let token {
+                    events.writeLine("control token: \(token) (send X-BA-Mock-Token: \(token) to /_mock/)")
+                }
                 let served =
                     ((given.map { [$0.string] } ?? []) + archivePaths.map(\.string)).joined(separator: ", ")
                 events.writeLine("serving \(served) at \(url); Ctrl-C stops")
             }
         )
         configuration.settle = .milliseconds(Int64(settle * 1000))
+        configuration.dashboard = dashboard
+        configuration.controlToken = token
         let (host, publicName) = (self.host, tlsName.first)
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { listening in
             // On a wildcard address, the URL to print is the one clients use: the certificate's first name.

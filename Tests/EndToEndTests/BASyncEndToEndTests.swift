@@ -391,7 +391,8 @@ struct BASyncEndToEndTests {
         let markdown = try String(contentsOfFile: out.appending("results.md").string, encoding: .utf8)
         for step in [
             "| pack | big |", "| pack | many |", "| pack | mixed |", "| serve-1-stream | big |",
-            "| serve-64k-32-connections | small |", "| ensure | big |", "| ensure | many |",
+            "| serve-64k-32-connections | small |", "| serve-dashboard-open-100 | small |", "| ensure | big |",
+            "| ensure | many |",
             "| read-contents-whole-warm | big |", "| read-descriptor-random-4k-warm | big |",
             "| contents-call-p99-warm | many |", "| hash-installed | big |", "| lookup-p99 | files1000 |",
             "| rss-serve-8-clients | big |", "| rss-pack |", "| rss-ensure |", "| update-time | update |",

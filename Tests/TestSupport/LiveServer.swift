@@ -34,6 +34,7 @@ public struct LiveServer: Sendable {
         controlBodyTimeout: TimeAmount = .seconds(10),
         deltaDepth: Int = 3,
         format: PackFormat = .tar,
+        controlToken: String? = nil,
         _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
         let catalog = try PackCatalog(
@@ -47,7 +48,7 @@ public struct LiveServer: Sendable {
         guard report.problems.isEmpty else { throw report.problems[0] }
         let lines = Lines()
         let (urls, continuation) = AsyncStream<String>.makeStream()
-        let configuration = ServerConfiguration(
+        var configuration = ServerConfiguration(
             host: "127.0.0.1",
             port: 0,
             jsonLog: jsonLog,
@@ -58,6 +59,7 @@ public struct LiveServer: Sendable {
             requestHeadTimeout: requestHeadTimeout,
             controlBodyTimeout: controlBodyTimeout
         )
+        configuration.controlToken = controlToken
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { url in
             continuation.yield(url)
         }

@@ -1,0 +1,204 @@
+import AssetPackFormat
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// `/_mock/`: the live dashboard. The page, its style and its script are compiled into the binary
+/// (``DashboardPage``: nothing is fetched from elsewhere, and an installed binary needs no resource folder); `/_mock/events` streams what it shows as Server-Sent Events:
+///
+/// ```
+/// GET /_mock/               the page, its style and script inline (one request, one token check)
+/// GET /_mock/events         text/event-stream: `snapshot` (packs, problems, faults) when they change,
+///                           `downloads` (responses in flight, finished ones since the last event) at most
+///                           every `interval`
+/// ```
+///
+/// The page changes nothing itself: its buttons and forms call the control API next to it.
+struct DashboardController {
+    let catalog: PackCatalog
+    let faults: FaultPlan
+    let board: DownloadBoard
+    /// The shortest time between two events on one stream.
+    var interval: Duration = .milliseconds(250)
+
+    func addRoutes(to group: RouterGroup<MockRequestContext>) {
+        group.get(use: page)  // /_mock and /_mock/ alike
+        group.get("events", use: events)
+    }
+
+    @Sendable func page(_ request: Request, context: MockRequestContext) async throws -> Response {
+        Self.file(DashboardPage.document, type: "text/html; charset=utf-8")
+    }
+
+    private static func file(_ text: String, type: String) -> Response {
+        Response(
+            status: .ok,
+            headers: [.contentType: type, .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text))
+        )
+    }
+
+    @Sendable func events(_ request: Request, context: MockRequestContext) async throws -> Response {
+        let feed = DashboardFeed(catalog: catalog, faults: faults, board: board)
+        let interval = self.interval
+        return Response(
+            status: .ok,
+            headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
+            body: ResponseBody { writer in
+                // The stream ends when the server shuts down (a page left open does not hold the process for
+                // its grace period), within one interval, or when the page goes (a write fails).
+                let stopping = ShutdownFlag()
+                var feed = feed
+                try await withGracefulShutdownHandler {
+                    var quiet = ContinuousClock.now
+                    try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+                    while !stopping.isSet, !Task.isCancelled {
+                        let events = await feed.next()
+                        if events.isEmpty, ContinuousClock.now - quiet > .seconds(15) {
+                            try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                            quiet = .now
+                        }
+                        for event in events {
+                            try await writer.write(ByteBuffer(string: event))
+                            quiet = .now
+                        }
+                        try? await Task.sleep(for: interval)
+                    }
+                } onGracefulShutdown: {
+                    stopping.set()
+                }
+                try await writer.finish(nil)
+            }
+        )
+    }
+}
+
+/// What one event stream has sent, to send only what changed: the snapshot when it differs, the downloads
+/// while any are in flight (and once after the last ends), finished ones not sent yet.
+struct DashboardFeed: Sendable {
+    let catalog: PackCatalog
+    let faults: FaultPlan
+    let board: DownloadBoard
+    private var lastSnapshot: Data?
+    private var lastSequence = 0
+    private var lastInFlight = -1
+    /// Bytes and time of each response at the previous event, for its rate.
+    private var samples: [Int: (bytes: Int, at: ContinuousClock.Instant)] = [:]
+
+    init(catalog: PackCatalog, faults: FaultPlan, board: DownloadBoard) {
+        self.catalog = catalog
+        self.faults = faults
+        self.board = board
+    }
+
+    /// The events to send now, each `event: NAME\ndata: JSON\n\n`.
+    mutating func next() async -> [String] {
+        var events: [String] = []
+        let snapshot = Self.json(await snapshotObject())
+        if snapshot != lastSnapshot {
+            lastSnapshot = snapshot
+            events.append(Self.event("snapshot", snapshot))
+        }
+        let inFlight = board.inFlight
+        let finished = board.finished(after: lastSequence)
+        if !inFlight.isEmpty || inFlight.count != lastInFlight || !finished.isEmpty {
+            lastInFlight = inFlight.count
+            lastSequence = finished.last?.sequence ?? lastSequence
+            let now = ContinuousClock.now
+            var rows: [[String: Any]] = []
+            var samples: [Int: (bytes: Int, at: ContinuousClock.Instant)] = [:]
+            for request in inFlight {
+                var row = Self.object(request)
+                if let sample = self.samples[request.id] {
+                    let seconds =
+                        Double((now - sample.at).components.attoseconds) / 1e18
+                        + Double((now - sample.at).components.seconds)
+                    if seconds > 0 { row["rate"] = Double(request.sent - sample.bytes) / seconds }
+                }
+                samples[request.id] = (request.sent, now)
+                rows.append(row)
+            }
+            self.samples = samples
+            let log = finished.map { item -> [String: Any] in
+                var row = Self.object(item.request)
+                row["sequence"] = item.sequence
+                row["ms"] = (item.milliseconds * 10).rounded() / 10
+                row["aborted"] = item.aborted
+                return row
+            }
+            events.append(
+                Self.event("downloads", Self.json(["inFlight": rows, "finished": log, "capacity": board.capacity]))
+            )
+        }
+        return events
+    }
+
+    private func snapshotObject() async -> [String: Any] {
+        let snapshot = catalog.snapshot
+        let states = await catalog.packStates
+        let served = Dictionary(snapshot.packs.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let byID = Dictionary(states.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let ids = Set(byID.keys).union(served.keys).union(snapshot.building).sorted()
+        let packs = ids.map { id -> [String: Any] in
+            let state = byID[id]
+            let pack = served[id]
+            let problems = state?.problems ?? snapshot.problems.filter { $0.pack == id }
+            let build =
+                !problems.isEmpty ? "broken" : pack == nil && snapshot.building.contains(id) ? "building" : "published"
+            var object: [String: Any] = [
+                "id": id, "build": build, "building": snapshot.building.contains(id),
+                "problems": problems.map(ControlController.object),
+                "obsolete": state?.obsolete ?? false, "removed": state?.removed ?? false,
+                "pinnedBy": state?.pinnedBy as Any? ?? NSNull(),
+                "contentVersion": state?.contentVersion as Any? ?? NSNull(),
+                "publishedVersion": (state?.publishedVersion ?? pack?.version).map { $0 as Any } ?? NSNull(),
+            ]
+            if let pack {
+                object["policy"] = pack.downloadPolicy.name
+                object["platforms"] = pack.platforms as Any? ?? NSNull()
+                object["language"] = pack.language as Any? ?? NSNull()
+                object["version"] = pack.version
+                object["size"] = pack.downloadSize
+                object["installSize"] = pack.installSize
+                object["files"] = pack.fileCount
+                object["sha256"] = pack.sha256
+                object["deltas"] = pack.deltas.map { ["fromVersion": $0.fromVersion, "size": $0.downloadSize] }
+            }
+            return object
+        }
+        return [
+            "packs": packs,
+            "problems": snapshot.problems.map(ControlController.object),
+            "faults": faults.rules.map(\.description),
+            "seed": String(faults.seed),
+        ]
+    }
+
+    private static func object(_ request: DownloadBoard.InFlight) -> [String: Any] {
+        [
+            "id": request.id, "client": request.client, "method": request.method, "path": request.path,
+            "pack": request.pack as Any? ?? NSNull(), "range": request.range as Any? ?? NSNull(),
+            "status": request.status, "total": request.total as Any? ?? NSNull(),
+            "fault": request.fault as Any? ?? NSNull(), "sent": request.sent,
+            "started": request.started.timeIntervalSince1970,
+        ]
+    }
+
+    private static func json(_ object: [String: Any]) -> Data {
+        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+    }
+
+    private static func event(_ name: String, _ data: Data) -> String {
+        "event: \(name)\ndata: \(String(decoding: data, as: UTF8.self))\n\n"
+    }
+}
+
+/// Set once the server begins to shut down; read by an event stream between two events.
+private final class ShutdownFlag: Sendable {
+    private let value = Atomic(false)
+    var isSet: Bool { value.load(ordering: .relaxed) }
+    func set() { value.store(true, ordering: .relaxed) }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Synchronization
+
+/// The responses in flight and the last finished ones, for the dashboard: what the server knows about each
+/// response while it goes out (client, path, range, bytes the socket took of the total, fault) and a request
+/// log of bounded size whatever the request rate.
+///
+/// Bytes are counted by ``ResponseTally`` (writes that completed), read here only when the dashboard asks,
+/// so a response costs one insertion and one removal under a lock, and nothing per write beyond the tally.
+public final class DownloadBoard: Sendable {
+    /// A response going out.
+    public struct InFlight: Sendable, Hashable {
+        /// Unique for the server's lifetime.
+        public var id: Int
+        public var client: String
+        public var method: String
+        public var path: String
+        /// The pack the path names (`/assets/<id>`, `/deltas/<id>/...`), if any.
+        public var pack: String?
+        public var range: String?
+        public var status: Int
+        /// The body's length, when the response says it.
+        public var total: Int?
+        public var fault: String?
+        /// Body bytes the client's socket took so far.
+        public var sent: Int
+        /// When the response began.
+        public var started: Date
+    }
+
+    /// A finished response.
+    public struct Finished: Sendable, Hashable {
+        /// Counts finished responses from 1, so a reader can ask only for those after the last it saw.
+        public var sequence: Int
+        public var request: InFlight
+        public var milliseconds: Double
+        /// The response did not go out whole (a write failed, the connection closed).
+        public var aborted: Bool
+    }
+
+    private struct Tracked {
+        var request: InFlight
+        var entry: ResponseTally.Entry
+    }
+
+    private struct State {
+        var nextID = 1
+        var inFlight: [Int: Tracked] = [:]
+        var log: [Finished] = []
+        var logStart = 0  // the index of the oldest entry in `log`, a ring once full
+        var finishedCount = 0
+    }
+
+    /// How many finished responses are kept.
+    public let capacity: Int
+    private let state = Mutex(State())
+
+    /// Creates a board keeping the last `capacity` finished responses.
+    public init(capacity: Int = 500) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// A new ID for a response, taken before its tally entry is made (the entry's end names it).
+    func reserveID() -> Int {
+        state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+    }
+
+    /// Records a response that begins, under the ID ``reserveID()`` gave it.
+    func begin(_ request: InFlight, entry: ResponseTally.Entry) {
+        state.withLock { $0.inFlight[request.id] = Tracked(request: request, entry: entry) }
+    }
+
+    /// Moves a response to the log.
+    func finish(_ id: Int, bytes: Int, aborted: Bool) {
+        let now = Date()
+        state.withLock { state in
+            guard var request = state.inFlight.removeValue(forKey: id)?.request else { return }
+            request.sent = bytes
+            state.finishedCount += 1
+            let finished = Finished(
+                sequence: state.finishedCount,
+                request: request,
+                milliseconds: now.timeIntervalSince(request.started) * 1000,
+                aborted: aborted
+            )
+            if state.log.count < capacity {
+                state.log.append(finished)
+            } else {
+                state.log[state.logStart] = finished
+                state.logStart = (state.logStart + 1) % capacity
+            }
+        }
+    }
+
+    /// The responses in flight, oldest first, with the bytes sent so far.
+    public var inFlight: [InFlight] {
+        let tracked = state.withLock { Array($0.inFlight.values) }
+        return tracked.map { item in
+            var request = item.request
+            request.sent = item.entry.bytes
+            return request
+        }.sorted { $0.id < $1.id }
+    }
+
+    /// The finished responses kept whose sequence is above `sequence`, oldest first.
+    public func finished(after sequence: Int) -> [Finished] {
+        state.withLock { state in
+            let ordered = state.log[state.logStart...] + state.log[..<state.logStart]
+            return ordered.filter { $0.sequence > sequence }
+        }
+    }
+
+    /// How many responses have finished since start.
+    public var finishedCount: Int { state.withLock { $0.finishedCount } }
+
+    /// The pack a request path names: `/assets/<id>` or `/deltas/<id>/<base>`.
+    static func pack(inPath path: String) -> String? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        guard parts.count >= 2, parts[0] == "assets" || parts[0] == "deltas" else { return nil }
+        return String(parts[1]).removingPercentEncoding ?? String(parts[1])
+    }
+}

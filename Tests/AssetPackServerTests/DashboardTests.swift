@@ -1,0 +1,165 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import TestSupport
+import Testing
+
+@testable import AssetPackServer
+
+/// The dashboard's page and event stream, and the control API it calls, without a browser (the browser
+/// tests are in EndToEndTests).
+@Suite("Dashboard")
+struct DashboardTests {
+    /// The first event of `/_mock/events` on `server`: its name and JSON data.
+    func firstEvent(_ server: LiveServer, path: String = "/_mock/events") async throws -> (String, [String: Any]) {
+        let response = try await HTTPClient.shared.execute(
+            HTTPClientRequest(url: server.url + path),
+            timeout: .seconds(30)
+        )
+        #expect(response.status == .ok)
+        #expect(response.headers.first(name: "Content-Type") == "text/event-stream")
+        var text = ""
+        for try await chunk in response.body {
+            text += String(buffer: chunk)
+            // Only blocks whose blank line arrived are whole.
+            let blocks = text.components(separatedBy: "\n\n").dropLast().filter { $0.hasPrefix("event: ") }
+            guard let block = blocks.first else { continue }
+            let lines = block.split(separator: "\n")
+            let name = String(lines[0].dropFirst("event: ".count))
+            let data = Data(lines[1].dropFirst("data: ".count).utf8)
+            return (name, try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any]))
+        }
+        throw CancellationError()
+    }
+
+    @Test func thePageIsOneDocumentThatFetchesNothingElsewhere() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            for path in ["/_mock/", "/_mock"] {
+                let page = try await server.get(path)
+                #expect(page.status == 200, "\(path)")
+                #expect(page.header("Content-Type") == "text/html; charset=utf-8")
+                let html = String(decoding: page.body, as: UTF8.self)
+                #expect(html.contains("new EventSource(\"/_mock/events\""))
+                #expect(!html.contains("/*STYLE*/") && !html.contains("/*SCRIPT*/"), "style and script inline")
+                #expect(!html.contains("src=") && !html.contains("href=\"http"), "nothing fetched from elsewhere")
+            }
+        }
+    }
+
+    @Test func theStreamStartsWithTheSnapshotOfPacksAndFaults() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let faults = FaultPlan(rules: [try FaultRule(parsing: "status=503,pack=Levels")], seed: 7)
+        try await LiveServer.with(folder: scratch.root, faults: faults) { server in
+            let (name, snapshot) = try await firstEvent(server)
+            #expect(name == "snapshot")
+            let packs = try #require(snapshot["packs"] as? [[String: Any]])
+            #expect(packs.compactMap { $0["id"] as? String } == ["Levels", "Textures", "Tutorial"])
+            #expect(packs.allSatisfy { $0["build"] as? String == "published" })
+            #expect(packs.first?["policy"] as? String == "prefetch")
+            #expect(snapshot["faults"] as? [String] == ["status=503,pack=Levels"])
+        }
+    }
+
+    @Test func oneFaultRuleIsRemovedByItsIndex() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            _ = try await server.get("/_mock/faults", method: .POST, body: "latency=1")
+            _ = try await server.get("/_mock/faults", method: .POST, body: "status=503")
+            let removed = try await server.get("/_mock/faults/0", method: .DELETE)
+            #expect(removed.status == 200)
+            #expect(removed.json?["removed"] as? String == "latency=1")
+            #expect(removed.json?["faults"] as? [String] == ["status=503"])
+            let missing = try await server.get("/_mock/faults/5", method: .DELETE)
+            #expect(missing.status == 400)
+        }
+    }
+
+    @Test func aTokenIsNeededWhenOneIsSet() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root, controlToken: "s3cret") { server in
+            let refused = try await server.get("/_mock/")
+            #expect(refused.status == 401)
+            #expect(refused.errorCode == "unauthorized")
+            #expect(try await server.get("/_mock/faults").status == 401)
+            #expect(try await server.get("/_mock/?token=wrong").status == 401)
+            #expect(try await server.get("/_mock/?token=s3cret").status == 200)
+            #expect(try await server.get("/_mock/faults", headers: [("X-BA-Mock-Token", "s3cret")]).status == 200)
+            #expect(try await firstEvent(server, path: "/_mock/events?token=s3cret").0 == "snapshot")
+            #expect(try await server.get("/manifest").status == 200, "packs need no token")
+        }
+        #expect(ServerConfiguration.token(forHost: "127.0.0.1") == nil)
+        #expect(ServerConfiguration.token(forHost: "localhost") == nil)
+        #expect(ServerConfiguration.token(forHost: "::1") == nil)
+        #expect(
+            ServerConfiguration.dashboardURL(served: "https://192.168.1.20:8443", host: "0.0.0.0", token: "t")
+                == "https://127.0.0.1:8443/_mock/?token=t"
+        )
+        #expect(
+            ServerConfiguration.dashboardURL(served: "http://[::]:80", host: "::", token: nil)
+                == "http://[::1]:80/_mock/"
+        )
+        #expect(
+            ServerConfiguration.dashboardURL(served: "http://127.0.0.1:9", host: "127.0.0.1", token: nil)
+                == "http://127.0.0.1:9/_mock/"
+        )
+        let token = try #require(ServerConfiguration.token(forHost: "0.0.0.0"))
+        #expect(token.count == 32)
+        #expect(token != ServerConfiguration.token(forHost: "0.0.0.0"))
+    }
+
+    /// The request log keeps the last `capacity` responses whatever the rate: a ring, oldest dropped.
+    @Test func theRequestLogIsBounded() {
+        let board = DownloadBoard(capacity: 3)
+        for _ in 1...10 {
+            let id = board.reserveID()
+            let request = DownloadBoard.InFlight(
+                id: id,
+                client: "127.0.0.1",
+                method: "GET",
+                path: "/assets/Levels",
+                pack: "Levels",
+                range: nil,
+                status: 200,
+                total: 10,
+                fault: nil,
+                sent: 0,
+                started: Date()
+            )
+            board.begin(request, entry: ResponseTally.Entry { _, _ in })
+            #expect(board.inFlight.map(\.id) == [id])
+            board.finish(id, bytes: 10, aborted: false)
+        }
+        #expect(board.inFlight.isEmpty)
+        #expect(board.finished(after: 0).map(\.sequence) == [8, 9, 10])
+        #expect(board.finished(after: 9).map(\.sequence) == [10])
+        #expect(board.finishedCount == 10)
+        #expect(DownloadBoard.pack(inPath: "/deltas/Levels/0123456789abcdef") == "Levels")
+        #expect(DownloadBoard.pack(inPath: "/manifest") == nil)
+    }
+
+    /// A page left open does not hold a shutdown: its event stream ends, whole, when the server stops (with
+    /// no grace period set here, a stream that went on would hang this test until its time limit).
+    @Test(.timeLimit(.minutes(1))) func anOpenStreamEndsWhenTheServerShutsDown() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let reading = try await LiveServer.with(folder: scratch.root) { server in
+            let response = try await HTTPClient.shared.execute(
+                HTTPClientRequest(url: server.url + "/_mock/events"),
+                timeout: .seconds(60)
+            )
+            return Task {
+                var text = ""
+                for try await chunk in response.body { text += String(buffer: chunk) }
+                return text
+            }
+        }
+        let text = try await reading.value
+        #expect(text.contains("event: snapshot"), "\(text)")
+    }
+}

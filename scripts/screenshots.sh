@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Writes docs/dashboard.png, the README's picture of the dashboard: the browser test that keeps a throttled
+# download in flight takes it in headless Chromium (make deps installs chromium and chromium-driver).
+#
+#   scripts/screenshots.sh
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+mkdir -p docs
+swift build --build-tests
+BA_DASHBOARD_SCREENSHOT="$here/docs/dashboard.png" \
+  swift test --skip-build --filter 'DashboardBrowserTests/aDownloadInFlightShowsItsProgress'
+echo "wrote docs/dashboard.png"
