@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Writes docs/dashboard.png, the README's picture of the dashboard: the browser test that keeps a throttled
+# Writes docs/dashboard.png and docs/bench-report.png, the README's pictures of the dashboard and of a bench
+# report. For the dashboard, the browser test that keeps a throttled
 # download in flight takes it in headless Chromium (make deps installs chromium and chromium-driver).
 #
 #   scripts/screenshots.sh
@@ -11,3 +12,6 @@ swift build --build-tests
 BA_DASHBOARD_SCREENSHOT="$here/docs/dashboard.png" \
   swift test --skip-build --filter 'DashboardBrowserTests/aDownloadInFlightShowsItsProgress'
 echo "wrote docs/dashboard.png"
+BA_BENCH_SCREENSHOT="$here/docs/bench-report.png" \
+  swift test --skip-build --filter 'BenchHTMLEndToEndTests/theReportIsDrawnInABrowser'
+echo "wrote docs/bench-report.png"

@@ -80,4 +80,52 @@ struct BenchHTMLEndToEndTests {
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("cannot write --html"))
     }
+
+    /// The page as a reader sees it, in headless Chromium: every panel and both bar charts are drawn with a
+    /// size (nothing collapsed or clipped to nothing), and no part of the page is wider than the window. With
+    /// `BA_BENCH_SCREENSHOT=path` the page is saved as a PNG there (`scripts/screenshots.sh` writes
+    /// docs/bench-report.png so).
+    @Test(.disabled(if: WebDriver.unavailable != nil, Comment(rawValue: WebDriver.unavailable ?? "")))
+    func theReportIsDrawnInABrowser() async throws {
+        let scratch = try Scratch()
+        let folder = try scratch.copySampleAssets()
+        let server = try RunningTool(mock, ["serve", folder.string, "--port", "0"])
+        defer { server.interrupt() }
+        let url = try #require(server.waitForFirstLine())
+        let appGroup = scratch.root.appending("AppGroup").string
+        #expect(try runTool(sync, ["ensure", "--server", url, "--app-group", appGroup, "Levels"]).status == 0)
+        let bench = [
+            "bench", "--app-group", appGroup, "--pack", "Levels", "--iterations", "200", "--block", "4k,64k",
+            "--repeat", "3",
+        ]
+        let saved = try runTool(sync, bench + ["--json"])
+        let baseline = scratch.root.appending("base.json").string
+        try Data(saved.stdout.utf8).write(to: URL(fileURLWithPath: baseline))
+        let page = scratch.root.appending("report.html").string
+        _ = try runTool(sync, bench + ["--baseline", baseline, "--html", page])
+        let drawn = try await WebDriver.with(width: 1280, height: 1600) { browser in
+            try await browser.open("file://" + page)
+            let sizes = try await browser.run(
+                "return [...document.querySelectorAll('svg.panel, svg.bars')].map(s => {"
+                    + " const r = s.getBoundingClientRect(); return [r.width, r.height] })"
+            )
+            let wide = try await browser.run(
+                "return document.documentElement.scrollWidth <= window.innerWidth"
+            )
+            // The picture shows the latency plots: the page scrolled to the first case's panels.
+            _ = try await browser.run(
+                "document.querySelector('svg.panel').closest('section').scrollIntoView(); return true"
+            )
+            let png = try await browser.screenshot()
+            if let path = ProcessInfo.processInfo.environment["BA_BENCH_SCREENSHOT"] {
+                try png.write(to: URL(fileURLWithPath: path))
+            }
+            return (sizes as? [[Double]] ?? [], wide as? Bool ?? false, png)
+        }
+        // 3 methods x (sequential, random 4 KiB, random 64 KiB, first-byte) x cold and warm, the lookup, 2 bars.
+        #expect(drawn.0.count == 11, "\(drawn.0)")
+        #expect(drawn.0.allSatisfy { $0.count == 2 && $0[0] > 100 && $0[1] > 50 }, "\(drawn.0)")
+        #expect(drawn.1, "the page is wider than the window")
+        #expect(drawn.2.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+    }
 }
