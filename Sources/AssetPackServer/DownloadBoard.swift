@@ -105,11 +105,16 @@ public final class DownloadBoard: Sendable {
         }.sorted { $0.id < $1.id }
     }
 
-    /// The finished responses kept whose sequence is above `sequence`, oldest first.
-    public func finished(after sequence: Int) -> [Finished] {
+    /// The finished responses kept whose sequence is above `sequence`, oldest first, at most the `limit` newest
+    /// of them: only those are copied, under the lock the responses that finish take too.
+    public func finished(after sequence: Int, limit: Int = .max) -> [Finished] {
         state.withLock { state in
-            let ordered = state.log[state.logStart...] + state.log[..<state.logStart]
-            return ordered.filter { $0.sequence > sequence }
+            let wanted = min(max(0, state.finishedCount - sequence), state.log.count, max(0, limit))
+            guard wanted > 0 else { return [] }
+            // The newest is just before logStart once the ring is full, else at the end.
+            let count = state.log.count
+            let newest = (state.logStart + count - 1) % count
+            return (0..<wanted).reversed().map { back in state.log[(newest - back + count) % count] }
         }
     }
 

@@ -138,6 +138,9 @@ struct DashboardTests {
         #expect(board.inFlight.isEmpty)
         #expect(board.finished(after: 0).map(\.sequence) == [8, 9, 10])
         #expect(board.finished(after: 9).map(\.sequence) == [10])
+        // A tick takes at most its limit, the newest: a reader far behind skips the rest.
+        #expect(board.finished(after: 0, limit: 2).map(\.sequence) == [9, 10])
+        #expect(board.finished(after: 10, limit: 2).isEmpty)
         #expect(board.finishedCount == 10)
         #expect(DownloadBoard.pack(inPath: "/deltas/Levels/0123456789abcdef") == "Levels")
         #expect(DownloadBoard.pack(inPath: "/manifest") == nil)
