@@ -204,8 +204,15 @@ public struct AppGroupStore: Sendable {
 
     /// The manifest last fetched into this app group, for offline answers; `nil` when none was, or the file
     /// is damaged (it is only a cache).
+    /// Read as the state is, inside the app group's own folder: never through a symlink, never from a FIFO.
     func lastFetchedManifest() throws -> LastFetchedManifest? {
-        try? StateFile<LastFetchedManifest>(controlFolder.appending("manifest.json")).load()
+        guard let folder = try? openFolder(".ba-sync", creating: false) else { return nil }
+        defer { try? folder.close() }
+        return try? lastFetchedManifestFile.load(in: folder)
+    }
+
+    private var lastFetchedManifestFile: StateFile<LastFetchedManifest> {
+        StateFile(controlFolder.appending("manifest.json"))
     }
 
     /// Keeps the packs of a manifest just fetched (when they differ from those kept), for offline answers. An
@@ -214,10 +221,10 @@ public struct AppGroupStore: Sendable {
     func keepFetchedManifest(_ packs: [String: AssetPack], from url: URL) throws {
         guard FileManager.default.fileExists(atPath: root.string) else { return }
         let kept = LastFetchedManifest(url: url, packs: packs.values.sorted { $0.id < $1.id })
-        let file = StateFile<LastFetchedManifest>(controlFolder.appending("manifest.json"))
-        guard (try? file.load()) != kept else { return }
-        try openFolder(".ba-sync", creating: true).close()
-        try file.save(kept)
+        let folder = try openFolder(".ba-sync", creating: true)
+        defer { try? folder.close() }
+        guard (try? lastFetchedManifestFile.load(in: folder)) != kept else { return }
+        try lastFetchedManifestFile.save(kept, in: folder)
     }
 
     /// Removes what a crashed or killed run left behind: staging folders, temporary files of atomic writes,

@@ -519,6 +519,20 @@ struct AppleParityTests {
         // An app group that never fetched one has nothing to answer with.
         let fresh = try AssetPackManager(server: nil, appGroup: scratch.root.appending("Fresh"))
         await #expect(throws: AssetPackClientError.self) { try await fresh.allAssetPacks }
+        // The kept manifest is only a cache, read as the app group's state is: a FIFO or a symlink planted in its
+        // place (to a manifest that would answer) is not read, and answers nothing.
+        let kept = appGroup.appending(".ba-sync/manifest.json").string
+        let elsewhere = scratch.root.appending("elsewhere.json")
+        try FileManager.default.moveItem(atPath: kept, toPath: elsewhere.string)
+        #expect(mkfifo(kept, 0o644) == 0)
+        await #expect(throws: AssetPackClientError.self) {
+            try await AssetPackManager(server: nil, appGroup: appGroup).allAssetPacks
+        }
+        try FileManager.default.removeItem(atPath: kept)
+        try FileManager.default.createSymbolicLink(atPath: kept, withDestinationPath: elsewhere.string)
+        await #expect(throws: AssetPackClientError.self) {
+            try await AssetPackManager(server: nil, appGroup: appGroup).allAssetPacks
+        }
     }
 
     @Test func anEssentialPackThatFailsForGoodIsOneTheAppLaunchesWithout() async throws {
