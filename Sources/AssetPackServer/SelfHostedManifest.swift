@@ -141,19 +141,16 @@ public enum SelfHostedManifest {
     /// - Throws: ``AssetPackFormatError`` with code `.notFound` (saying to create one), `.io`, `.invalidJSON`
     ///   or `.invalidManifest`.
     public static func load(_ path: FilePath) throws -> DownloadManifest {
-        let data: Data
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path.string))
-        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
+            // As a client reads one: a FIFO or a device in its place is refused unread, its size bounded.
+            return try DownloadManifest.read(file: path).manifest
+        } catch let error as AssetPackFormatError where (error.cause as? Errno) == .noSuchFileOrDirectory {
             throw AssetPackFormatError(
                 code: .notFound,
                 message: "\(path) does not exist. Fix: make it with `ba-mock download-manifest create`, or give "
                     + "the published manifest's path"
             )
-        } catch {
-            throw AssetPackFormatError(code: .io, message: "cannot read \(path): \(error)")
         }
-        return try DownloadManifest.decode(data, source: path.string)
     }
 
     /// Writes `manifest` to `path` atomically (temporary file, fsync, rename), making its folder if needed.
