@@ -59,15 +59,30 @@ struct AppleParityTests {
         }
     }
 
-    @Test func syncInstallsTheResolvedLanguageAndReadsFallBackToUnlocalizedPacks() async throws {
+    /// Runs `body` with a live server over the localized folder and a manager of a new app group that plays
+    /// `language` (and falls back to `primaryLanguage`).
+    func withLocalized(
+        language: String? = nil,
+        primaryLanguage: String = "en",
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        _ body: @Sendable (LiveServer, AssetPackManager, Scratch) async throws -> Void
+    ) async throws {
         let scratch = try Scratch()
         try makeLocalizedFolder(scratch)
         try await LiveServer.with(folder: scratch.root) { server in
             let manager = try AssetPackManager(
                 server: URL(string: server.url)!,
                 appGroup: scratch.root.appending("AppGroup"),
-                language: "fr-FR"
+                language: language,
+                primaryLanguage: primaryLanguage,
+                environment: environment
             )
+            try await body(server, manager, scratch)
+        }
+    }
+
+    @Test func syncInstallsTheResolvedLanguageAndReadsFallBackToUnlocalizedPacks() async throws {
+        try await withLocalized(language: "fr-FR") { server, manager, scratch in
             let manifest = try await manager.manifest
             #expect(manifest.availableLanguages == ["en-US", "fr"])
             // Only the packs of the resolved language (Apple: "the subset … that best match the current preferred
@@ -144,15 +159,7 @@ struct AppleParityTests {
         resolved: String,
         hello: String
     ) async throws {
-        let scratch = try Scratch()
-        try makeLocalizedFolder(scratch)
-        try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup"),
-                language: preferred,
-                primaryLanguage: primary
-            )
+        try await withLocalized(language: preferred, primaryLanguage: primary) { server, manager, scratch in
             #expect(manager.resolvedLanguage == nil)  // nothing local yet
             let manifest = try await manager.manifest
             #expect(manifest.resolvedLanguage?.description == resolved)
@@ -167,14 +174,7 @@ struct AppleParityTests {
     /// "It won't remove any localized asset packs that you've downloaded manually": a pack the app ensured
     /// stays through a language switch; one that came for a language goes when the language does.
     @Test func reconcileKeepsPacksEnsuredByHand() async throws {
-        let scratch = try Scratch()
-        try makeLocalizedFolder(scratch)
-        try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup"),
-                language: "fr"
-            )
+        try await withLocalized(language: "fr") { server, manager, scratch in
             _ = try await manager.sync(event: .install)  // VoicesFR comes for the language
             try await manager.ensureLocalAvailability(ofAssetPacksWithIDs: ["VoicesEN"])  // by hand
             try manager.setResolvedLanguage("de")
@@ -196,15 +196,11 @@ struct AppleParityTests {
     /// Several preferred languages (GNU's `LANGUAGE`, as a device's list in Settings): the first that matches
     /// a pack chooses, `en_AU` taking `en-US` before `fr`.
     @Test func theFirstPreferredLanguageWithAPackWins() async throws {
-        let scratch = try Scratch()
-        try makeLocalizedFolder(scratch)
-        try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup"),
-                primaryLanguage: "de",  // no fallback to English: only the list can choose it
-                environment: ["LANGUAGE": "ja:en_AU:fr", "LANG": "ja_JP.UTF-8"]
-            )
+        // No fallback to English (the primary language is German): only the list can choose it.
+        try await withLocalized(
+            primaryLanguage: "de",
+            environment: ["LANGUAGE": "ja:en_AU:fr", "LANG": "ja_JP.UTF-8"]
+        ) { server, manager, scratch in
             #expect(try await manager.manifest.resolvedLanguage?.description == "en-US")
             let report = try await manager.sync(event: .install)
             #expect(report.installed.contains("VoicesEN") && !report.installed.contains("VoicesFR"))

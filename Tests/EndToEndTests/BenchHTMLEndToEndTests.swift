@@ -9,7 +9,8 @@ struct BenchHTMLEndToEndTests {
     let mock = builtProduct("ba-mock")
     let sync = builtProduct("ba-sync")
 
-    @Test func benchWritesOneSelfContainedPageWithTheEnvironmentAndAPanelPerCase() throws {
+    /// A scratch folder and an app group in it where the built tools installed Levels from the sample assets.
+    func levelsInstalled() throws -> (scratch: Scratch, appGroup: String) {
         let scratch = try Scratch()
         let folder = try scratch.copySampleAssets()
         let server = try RunningTool(mock, ["serve", folder.string, "--port", "0"])
@@ -18,6 +19,11 @@ struct BenchHTMLEndToEndTests {
         let appGroup = scratch.root.appending("AppGroup").string
         let ensured = try runTool(sync, ["ensure", "--server", url, "--app-group", appGroup, "Levels"])
         #expect(ensured.status == 0, "\(ensured.stderr)")
+        return (scratch, appGroup)
+    }
+
+    @Test func benchWritesOneSelfContainedPageWithTheEnvironmentAndAPanelPerCase() throws {
+        let (scratch, appGroup) = try levelsInstalled()
 
         let bench = ["bench", "--app-group", appGroup, "--pack", "Levels", "--iterations", "35", "--block", "4k"]
         let saved = try runTool(sync, bench + ["--json"])
@@ -87,13 +93,7 @@ struct BenchHTMLEndToEndTests {
     /// docs/bench-report.png so).
     @Test(.disabled(if: WebDriver.unavailable != nil, Comment(rawValue: WebDriver.unavailable ?? "")))
     func theReportIsDrawnInABrowser() async throws {
-        let scratch = try Scratch()
-        let folder = try scratch.copySampleAssets()
-        let server = try RunningTool(mock, ["serve", folder.string, "--port", "0"])
-        defer { server.interrupt() }
-        let url = try #require(server.waitForFirstLine())
-        let appGroup = scratch.root.appending("AppGroup").string
-        #expect(try runTool(sync, ["ensure", "--server", url, "--app-group", appGroup, "Levels"]).status == 0)
+        let (scratch, appGroup) = try levelsInstalled()
         let bench = [
             "bench", "--app-group", appGroup, "--pack", "Levels", "--iterations", "200", "--block", "4k,64k",
             "--repeat", "3",
