@@ -99,6 +99,20 @@ extension AppInfoPlist {
                 size(pack).map { "\(pack.id) \(ByteFormat.string($0))" } ?? pack.id
             }.joined(separator: ", ")
         }
+        /// Records that `packs` take `total` bytes where `limit` allows `allowed`, when they do.
+        func check(_ limit: LimitViolation.Limit, total: Int64, allowed: Int64, packs: [InitialPack], _ said: String) {
+            guard total > allowed else { return }
+            violations.append(
+                LimitViolation(
+                    limit: limit,
+                    total: total,
+                    allowed: allowed,
+                    packs: packs.map(\.id).sorted(),
+                    message: said,
+                    fix: "raise \(limit.rawValue) to \(total) or more, or make those packs smaller or fewer"
+                )
+            )
+        }
         let installChecks: [(LimitViolation.Limit, [InitialPack], Int64?, String)] = [
             (.essentialMaxInstallSize, essential, essentialMaxInstallSize, "the essential packs take"),
             (.maxInstallSize, others, maxInstallSize, "the non-essential packs take"),
@@ -107,17 +121,12 @@ extension AppInfoPlist {
             guard let allowed else { continue }
             let sized = group.filter { $0.installSize != nil }
             let total = sum(sized.compactMap(\.installSize))
-            guard total > allowed else { continue }
-            violations.append(
-                LimitViolation(
-                    limit: limit,
-                    total: total,
-                    allowed: allowed,
-                    packs: sized.map(\.id).sorted(),
-                    message: "\(what) \(bytes(total)) installed, over the \(bytes(allowed)) it allows: "
-                        + list(sized, \.installSize),
-                    fix: "raise \(limit.rawValue) to \(total) or more, or make those packs smaller or fewer"
-                )
+            check(
+                limit,
+                total: total,
+                allowed: allowed,
+                packs: sized,
+                "\(what) \(bytes(total)) installed, over the \(bytes(allowed)) it allows: " + list(sized, \.installSize)
             )
         }
         let restrictions = initialDownloadRestrictions
@@ -134,20 +143,16 @@ extension AppInfoPlist {
         for (limit, group, allowed, extra, what) in downloadChecks {
             guard let allowed else { continue }
             let total = sum(group.map(\.downloadSize) + [extra])
-            guard total > allowed else { continue }
             let manifestNote =
                 limit == .essentialDownloadAllowance && manifestSize != nil
                 ? " with the manifest's \(bytes(extra))" : ""
-            violations.append(
-                LimitViolation(
-                    limit: limit,
-                    total: total,
-                    allowed: allowed,
-                    packs: group.map(\.id).sorted(),
-                    message: "\(what) \(bytes(total))\(manifestNote), over the \(bytes(allowed)) it allows: "
-                        + list(group, \.downloadSize),
-                    fix: "raise \(limit.rawValue) to \(total) or more, or make those packs smaller or fewer"
-                )
+            check(
+                limit,
+                total: total,
+                allowed: allowed,
+                packs: group,
+                "\(what) \(bytes(total))\(manifestNote), over the \(bytes(allowed)) it allows: "
+                    + list(group, \.downloadSize)
             )
         }
         if let allowList = restrictions?.domainAllowList {
