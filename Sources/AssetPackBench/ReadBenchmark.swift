@@ -316,7 +316,7 @@ public struct ReadBenchmark: Sendable {
                 // contents(at:) mapping paid a TLB-shootdown IPI to the other core.
                 plan.work(workers[0], handles: handles, counter: counter, limit: roundOperations, deadline: deadline)
             } else {
-                BlockingIO.runOnThreadsOfTheirOwn(threads) { thread in
+                BlockingIO.longJobs(threads) { thread in
                     plan.work(
                         workers[thread],
                         handles: handles,

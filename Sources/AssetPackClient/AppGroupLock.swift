@@ -187,10 +187,10 @@ actor AppGroupLockHolder {
     private func takeLock() -> Task<AppGroupLock, any Error> {
         let (store, timeout, onWait) = (self.store, self.timeout, self.onWait)
         return Task {
-            try await BlockingIO.run { try store.createFolders() }
+            try await BlockingIO.shortCall { try store.createFolders() }
             let lock = try await AppGroupLock.acquire(store, timeout: timeout, onWait: onWait)
             do {
-                try await BlockingIO.run { try store.recover() }
+                try await BlockingIO.shortCall { try store.recover() }
             } catch {
                 lock.release()
                 throw error

@@ -72,7 +72,7 @@ extension AssetPackManager {
     /// - Returns: The error to throw: the pack is obsolete.
     func obsolete(_ id: String) async throws -> AssetPackClientError {
         let store = self.store
-        _ = try await BlockingIO.run { try store.update { $0.obsolete.insert(id) } }
+        _ = try await BlockingIO.shortCall { try store.update { $0.obsolete.insert(id) } }
         return AssetPackClientError(
             code: .obsolete,
             message: "pack \(id) is obsolete: \(server?.absoluteString ?? "the server") no longer lists it",
@@ -87,7 +87,7 @@ extension AssetPackManager {
     func ensure(_ pack: AssetPack, latest: Bool) async throws {
         let store = self.store
         try await gate.run(pack) {
-            let state = try await BlockingIO.run { try store.loadState() }
+            let state = try await BlockingIO.shortCall { try store.loadState() }
             if let installed = state.installed[pack.id], !latest || installed.version >= pack.version {
                 return false
             }
@@ -95,7 +95,7 @@ extension AssetPackManager {
                 // Apple's rule: an obsolete pack cannot be downloaded again. `pack` comes from the server's
                 // current listing, though: a pack published again is a new listing (otherwise a manifest
                 // broken for a minute would lose it for good).
-                _ = try await BlockingIO.run { try store.update { $0.obsolete.remove(pack.id) } }
+                _ = try await BlockingIO.shortCall { try store.update { $0.obsolete.remove(pack.id) } }
             }
             return true
         } install: {

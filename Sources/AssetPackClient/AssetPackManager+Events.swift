@@ -46,7 +46,7 @@ extension AssetPackManager {
             var report = SyncReport()
             let packs = try await self.serverPacks()
             let store = self.store
-            let before = try await BlockingIO.run { try store.loadState().installed.mapValues(\.version) }
+            let before = try await BlockingIO.shortCall { try store.loadState().installed.mapValues(\.version) }
             if event != .install {
                 do {
                     let (_, removed) = try await self.checkForUpdatesAndWait()
@@ -80,7 +80,7 @@ extension AssetPackManager {
                 }
             }
             report.launchesWithout.sort()
-            let after = try await BlockingIO.run { try store.loadState().installed.mapValues(\.version) }
+            let after = try await BlockingIO.shortCall { try store.loadState().installed.mapValues(\.version) }
             // A localized pack this sync brought came for the language: a language switch may remove it.
             try await self.markInstalledForLanguage(after.keys.filter { before[$0] == nil })
             for (id, version) in after.sorted(by: { $0.key < $1.key }) {

@@ -26,7 +26,7 @@ extension AssetPackManager {
     {
         let store = self.store
         if case .event(let event) = download, event != .install { return false }
-        guard try await BlockingIO.run({ try InitialDownloadLimits.isFirstInstall(store) }) else { return false }
+        guard try await BlockingIO.shortCall({ try InitialDownloadLimits.isFirstInstall(store) }) else { return false }
         guard let manifests else { return false }  // the command itself says a server is needed
         let (all, bytes) = try await manifests.fetchCountingBytes()
         let visible = listing(of: all).visible

@@ -91,7 +91,7 @@ extension AssetPackManager {
         let ids = Set(ids)
         guard !ids.isEmpty else { return }
         let store = self.store
-        try await BlockingIO.run {
+        try await BlockingIO.shortCall {
             try store.update { state in
                 for id in ids where state.installed[id]?.language != nil {
                     state.installed[id]?.installedForLanguage = true
@@ -105,7 +105,7 @@ extension AssetPackManager {
     func rememberLanguage() async throws {
         guard let language = reader.language?.description else { return }
         let store = self.store
-        try await BlockingIO.run {
+        try await BlockingIO.shortCall {
             guard FileManager.default.fileExists(atPath: store.stateFilePath.string),
                 try store.loadState().language != language
             else { return }

@@ -31,7 +31,7 @@ extension AssetPackManager {
     /// another version) and `obsolete` (it listed none); empty for an unknown ID.
     public func localStatus(ofAssetPackWithID id: String) async -> AssetPack.Status {
         let store = self.store
-        let state = (try? await BlockingIO.run { try store.loadState() }) ?? StoreState()
+        let state = (try? await BlockingIO.shortCall { try store.loadState() }) ?? StoreState()
         return PackStatus.local(id, state: state)
     }
 
@@ -59,7 +59,7 @@ extension AssetPackManager {
         let listing = try await serverListing()
         let packs = listing.all
         let store = self.store
-        let state = try await BlockingIO.run { try store.loadState() }
+        let state = try await BlockingIO.shortCall { try store.loadState() }
         let downloading = await gate.installing
         if let pack = packs[id] {
             return PackStatus.relative(to: pack, serverPacks: packs, state: state, downloading: downloading)
@@ -77,7 +77,7 @@ extension AssetPackManager {
     public func status(relativeTo pack: AssetPack) async throws -> AssetPack.Status {
         let packs = try await serverListing().all
         let store = self.store
-        let state = try await BlockingIO.run { try store.loadState() }
+        let state = try await BlockingIO.shortCall { try store.loadState() }
         return PackStatus.relative(to: pack, serverPacks: packs, state: state, downloading: await gate.installing)
     }
 
@@ -90,7 +90,7 @@ extension AssetPackManager {
         let listing = try await serverListing()
         let packs = listing.all
         let store = self.store
-        let state = try await BlockingIO.run { try store.loadState() }
+        let state = try await BlockingIO.shortCall { try store.loadState() }
         let downloading = await gate.installing
         return Set(listing.visible.keys).union(state.installed.keys).sorted().map { id in
             let installed = state.installed[id]
@@ -113,7 +113,7 @@ extension AssetPackManager {
     /// - Throws: ``AssetPackClientError`` when the app group's state cannot be read (that is not "offline").
     public func statusReport(ofAssetPackWithID id: String? = nil) async throws -> AssetPackStatusReport {
         let store = self.store
-        let state = try await BlockingIO.run { try store.loadState() }
+        let state = try await BlockingIO.shortCall { try store.loadState() }
         let online: [AssetPackStatusEntry]?
         var offlineReason: AssetPackClientError?
         do {

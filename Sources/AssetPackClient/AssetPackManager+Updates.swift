@@ -60,7 +60,7 @@ extension AssetPackManager {
         let packs = listing.all
         let visible = listing.visible
         let store = self.store
-        return try await BlockingIO.run {
+        return try await BlockingIO.shortCall {
             let (removed, state) = try store.update { state in
                 let removed = state.installed.values.filter { packs[$0.id] == nil }
                 for pack in removed { state.installed[pack.id] = nil }

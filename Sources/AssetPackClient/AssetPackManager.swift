@@ -204,7 +204,7 @@ public actor AssetPackManager {
         let store = self.store
         let url = manifests.url
         // Kept for offline answers (`assetPack(withID:)`, `allAssetPacks`); an answer is not worth failing over.
-        try? await BlockingIO.run { try store.keepFetchedManifest(packs, from: url) }
+        try? await BlockingIO.shortCall { try store.keepFetchedManifest(packs, from: url) }
         return listing(of: packs)
     }
 
@@ -257,7 +257,7 @@ public actor AssetPackManager {
             return try await serverListing()
         } catch let error as AssetPackClientError where error.code == .network {
             let store = self.store
-            guard let last = try await BlockingIO.run({ try store.lastFetchedManifest() }) else { throw error }
+            guard let last = try await BlockingIO.shortCall({ try store.lastFetchedManifest() }) else { throw error }
             return listing(of: Dictionary(last.packs.map { ($0.id, $0) }) { first, _ in first })
         }
     }
@@ -311,7 +311,7 @@ public actor AssetPackManager {
         try await withExclusiveControl {
             await self.gate.waitForInstall(of: id)
             let store = self.store
-            try await BlockingIO.run {
+            try await BlockingIO.shortCall {
                 guard try store.removeInstalled(id) != nil else {
                     throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
                 }

@@ -91,7 +91,7 @@ struct PackDownloader: Sendable {
     func downloadToFile(_ pack: AssetPack, store: AppGroupStore, events: DownloadEvents) async throws -> FilePath {
         let partial = PartialDownload(store: store, pack: pack)
         return try await download(pack, events: events) {
-            let offset = try await BlockingIO.run { try partial.prepare() }
+            let offset = try await BlockingIO.shortCall { try partial.prepare() }
             return TransferConsumer(destination: partial.file, startOffset: offset) { reader in
                 let fd = try partial.open(keeping: offset)
                 defer { try? fd.close() }
@@ -113,7 +113,7 @@ struct PackDownloader: Sendable {
             if client?.isIntegrityFailure == true || client?.code == .httpStatus
                 || AssetPackClientError.isDiskFull(error)
             {
-                _ = try? await BlockingIO.run { partial.discard() }
+                _ = try? await BlockingIO.shortCall { partial.discard() }
             }
         }
     }

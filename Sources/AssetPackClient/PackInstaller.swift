@@ -30,7 +30,7 @@ struct PackInstaller: Sendable {
         try TransportSecurity.check(pack.url, allowHTTP: allowInsecureHTTP, pack: pack.id)
         let store = self.store
         if deltaUpdates, !pack.deltas.isEmpty,
-            let base = try await BlockingIO.run({ try store.loadState().installed[pack.id] }),
+            let base = try await BlockingIO.shortCall({ try store.loadState().installed[pack.id] }),
             let delta = pack.delta(from: base)
         {
             events.delta(DeltaNotice(fromVersion: base.version, delta: delta, fullSize: pack.downloadSize))
@@ -66,14 +66,14 @@ struct PackInstaller: Sendable {
         }
         let partial = PartialDownload(store: store, pack: download)
         do {
-            let fromFile = try await BlockingIO.run { [resumableDownloads] in resumableDownloads || partial.exists }
+            let fromFile = try await BlockingIO.shortCall { [resumableDownloads] in resumableDownloads || partial.exists }
             let (index, absent, staging) =
                 fromFile
                 ? try await downloadThenExtract(download, events: events, delta: binding)
                 : try await extractWhileDownloading(download, events: events, delta: binding)
             let store = self.store
             if let base = delta?.base {
-                try await BlockingIO.runOnThreadOfItsOwn {
+                try await BlockingIO.longJob {
                     do {
                         try Self.copyUnchanged(absent, from: base, into: staging, pack, store: store)
                     } catch {
@@ -82,7 +82,7 @@ struct PackInstaller: Sendable {
                     }
                 }
             }
-            let installed = try await BlockingIO.run {
+            let installed = try await BlockingIO.shortCall {
                 do {
                     return try Self.commit(staging, index: index, pack: pack, store: store)
                 } catch {
@@ -90,10 +90,10 @@ struct PackInstaller: Sendable {
                     throw error
                 }
             }
-            if fromFile { _ = try? await BlockingIO.run { partial.discard() } }
+            if fromFile { _ = try? await BlockingIO.shortCall { partial.discard() } }
             return installed
         } catch  where AssetPackClientError.isDiskFull(error) {
-            _ = try? await BlockingIO.run { partial.discard() }
+            _ = try? await BlockingIO.shortCall { partial.discard() }
             if let error = error as? AssetPackClientError, error.message.hasPrefix("no space") { throw error }
             throw AssetPackClientError(
                 code: .io,
@@ -120,7 +120,7 @@ struct PackInstaller: Sendable {
     {
         let archive = try await downloader.downloadToFile(pack, store: store, events: events)
         let store = self.store
-        return try await BlockingIO.runOnThreadOfItsOwn {
+        return try await BlockingIO.longJob {
             let staging = try Self.makeStaging(pack, store: store)
             do {
                 let (index, absent) = try Self.extract(pack) {
@@ -161,7 +161,7 @@ struct PackInstaller: Sendable {
     {
         let store = self.store
         return try await downloader.download(pack, events: events) {
-            let staging = try await BlockingIO.run { try Self.makeStaging(pack, store: store) }
+            let staging = try await BlockingIO.shortCall { try Self.makeStaging(pack, store: store) }
             return TransferConsumer(destination: staging) { reader in
                 let name = pack.url.absoluteString
                 let (index, absent) = try Self.extract(pack) {
@@ -192,7 +192,7 @@ struct PackInstaller: Sendable {
             }
         } end: { consumer, _ in
             await consumer.stop()
-            _ = try? await BlockingIO.run { Self.removeStaging(consumer.destination) }
+            _ = try? await BlockingIO.shortCall { Self.removeStaging(consumer.destination) }
         }
     }
 

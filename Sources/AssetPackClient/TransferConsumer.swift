@@ -46,7 +46,7 @@ final class TransferConsumer<Product: Sendable>: Sendable {
         self.destination = destination
         self.pushedCount = Atomic(startOffset)
         self.task = Task {
-            try await BlockingIO.runOnThreadOfItsOwn {
+            try await BlockingIO.longJob {
                 let reader = HashingReader(feed)
                 do {
                     let product = try work(reader)

@@ -1,33 +1,40 @@
 import Foundation
 import NIOPosix
 
-/// The one way blocking work leaves async code.
+/// The one way blocking work leaves async code, with names that say where it runs.
 ///
 /// Swift's cooperative pool has as many threads as cores (two here), and the server's request handlers and
 /// the client's downloads share them: an `fsync`, an `unlink` of a large file, a file read or write, or
-/// hashing on one of them stalls everything else. Short blocking calls go to NIO's thread pool; work that
-/// blocks for long or waits on other tasks (an extraction fed by a download, a benchmark) gets a thread of
-/// its own, so that it holds neither pool.
+/// hashing on one of them stalls everything else. So:
+/// - ``shortCall(_:)``: a short blocking call (open, stat, read or write a small file, `fsync` one file) on
+///   NIO's thread pool (two threads here, shared with the server's file reads);
+/// - ``longJob(_:)``: work that blocks for long or waits on other tasks (a pack or delta build, an
+///   extraction, an install's flush and recursive delete, a benchmark) on a thread of its own, so that it
+///   starves neither pool.
+///
+/// The blocking primitives (file I/O, hashing, archive work, locks) call ``checkOffPool(_:)``: with
+/// `BA_CHECK_BLOCKING=1` in the environment, one of them reached on the cooperative pool stops the process
+/// with the call's name, which is how the end-to-end tests prove that no blocking call runs there.
 public enum BlockingIO {
-    /// Runs short blocking work (file I/O, `fsync`, `unlink`, hashing a file) on NIO's thread pool.
+    /// Runs a short blocking call (file I/O, `fsync`, `unlink`, hashing a small file) on NIO's thread pool.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws, or NIO's error if the pool has shut down.
-    public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    public static func shortCall<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await NIOThreadPool.singleton.runIfActive(body)
     }
 
     /// Runs work that blocks for long, or waits on other tasks, on a thread of its own and awaits it.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
-    public static func runOnThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    public static func longJob<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            startThread { continuation.resume(with: Result { try body() }) }
+            startLongJob { continuation.resume(with: Result { try body() }) }
         }
     }
 
     /// Starts `body` on a new thread (1 MiB of stack) and returns at once: for a stage of a pipeline that
     /// hands its work over through a queue of its own.
-    public static func startThread(_ body: @escaping @Sendable () -> Void) {
+    public static func startLongJob(_ body: @escaping @Sendable () -> Void) {
         let thread = Thread(block: body)
         thread.stackSize = 1 << 20
         thread.start()
@@ -35,15 +42,34 @@ public enum BlockingIO {
 
     /// Runs `body(index)` on `count` threads of their own at once, and waits for them all (blocking the
     /// calling thread, which must not be one of the pools').
-    public static func runOnThreadsOfTheirOwn(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    public static func longJobs(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        checkOffPool("BlockingIO.longJobs")
         let group = DispatchGroup()
         for index in 0..<count {
             group.enter()
-            startThread {
+            startLongJob {
                 body(index)
                 group.leave()
             }
         }
         group.wait()
+    }
+
+    /// Whether the calling code runs inside a Swift task, that is on the cooperative pool (this code base
+    /// sets no task executors): blocking there stalls every other task.
+    public static var isOnCooperativePool: Bool {
+        withUnsafeCurrentTask { $0 != nil }
+    }
+
+    /// Whether ``checkOffPool(_:)`` checks: `BA_CHECK_BLOCKING=1` in the environment.
+    public static let checking = ProcessInfo.processInfo.environment["BA_CHECK_BLOCKING"] == "1"
+
+    /// Called by the blocking primitives: when ``checking``, stops the process if `call` runs on the
+    /// cooperative pool, naming it, so that a test run shows where blocking work escaped this layer.
+    public static func checkOffPool(_ call: @autoclosure () -> String) {
+        guard checking, isOnCooperativePool else { return }
+        let message = "BA_CHECK_BLOCKING: blocking call \(call()) ran on Swift's cooperative pool\n"
+        FileHandle.standardError.write(Data(message.utf8))
+        fatalError(message)
     }
 }

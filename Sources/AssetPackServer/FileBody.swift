@@ -23,7 +23,7 @@ enum FileBody {
     /// connection takes bytes again, so a peer that stops reading holds one chunk or two, not a queue of them.
     static func make(path: FilePath, range: ClosedRange<Int>, channel: any Channel) -> ResponseBody {
         ResponseBody(contentLength: range.count) { writer in
-            let fd = try await BlockingIO.run {
+            let fd = try await BlockingIO.shortCall {
                 try SystemPackage.FileDescriptor.open(path, .readOnly, retryOnInterrupt: true)
             }
             defer { try? fd.close() }
@@ -36,7 +36,7 @@ enum FileBody {
                 let want = min(chunkLength, range.upperBound - offset + 1)
                 let start = offset
                 try await SendTimeoutHandler.waitUntilWritable(channel)
-                try await BlockingIO.run { try slot.fill(from: fd, at: start, count: want, path: path) }
+                try await BlockingIO.shortCall { try slot.fill(from: fd, at: start, count: want, path: path) }
                 try await writer.write(slot.buffer)
                 offset += want
             }

@@ -167,7 +167,7 @@ public actor PackCatalog {
 
     private func scanAndBuild(settle: Duration?) async throws -> CatalogReport {
         let (folder, packsFolder) = (self.folder, self.packsFolder)
-        let (scan, archives) = try await BlockingIO.run {
+        let (scan, archives) = try await BlockingIO.shortCall {
             let scan = try folder.scan()
             try Self.createFolder(packsFolder)
             return (scan, Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? []))
@@ -179,7 +179,7 @@ public actor PackCatalog {
             let referenced = Set(state.packs.values.filter { !$0.removed }.map(\.archive))
             let leftovers = archives.filter { !referenced.contains($0) }.map { packsFolder.appending($0) }
             if !leftovers.isEmpty {
-                _ = try? await BlockingIO.run { for path in leftovers { _ = unlink(path.string) } }
+                _ = try? await BlockingIO.shortCall { for path in leftovers { _ = unlink(path.string) } }
             }
         }
         if let settle, Self.isRecent(scan.lastChange, within: settle) {
@@ -268,7 +268,7 @@ public actor PackCatalog {
         }
         if changed {
             let (state, file) = (self.state, folder.stateFolder.appending("state.json"))
-            try await BlockingIO.run { try state.save(to: file) }
+            try await BlockingIO.shortCall { try state.save(to: file) }
         }
         publish()
         await removeExpiredArchives()
@@ -286,7 +286,7 @@ public actor PackCatalog {
         if lastSaved.map({ now - $0 >= .milliseconds(500) }) ?? true {
             lastSaved = now
             let (state, file) = (self.state, folder.stateFolder.appending("state.json"))
-            try await BlockingIO.run { try state.save(to: file) }
+            try await BlockingIO.shortCall { try state.save(to: file) }
         }
     }
 
@@ -297,7 +297,7 @@ public actor PackCatalog {
     ///   folder cannot be read.
     public func check() async throws -> (warnings: [String], packIDs: Set<String>) {
         let folder = self.folder
-        let scan = try await BlockingIO.run { try folder.scan() }
+        let scan = try await BlockingIO.shortCall { try folder.scan() }
         guard scan.problems.isEmpty else {
             throw AssetPackServerError(
                 code: .invalidAssetFolder,
@@ -317,7 +317,7 @@ public actor PackCatalog {
         // What was built before is published at once; the packs with no archive yet are announced as being
         // built (503 with Retry-After, not 404), and the manifest waits for them.
         let (packsFolder, state) = (self.packsFolder, self.state)
-        let unbuilt = try await BlockingIO.run { () -> Set<String> in
+        let unbuilt = try await BlockingIO.shortCall { () -> Set<String> in
             let archives = Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [])
             return Set(
                 scan.sources.filter { source in
@@ -361,7 +361,7 @@ public actor PackCatalog {
         var lastProblems: [String] = []
         let folder = self.folder
         var initial = lastWarnings
-        if initial == nil { initial = try? await BlockingIO.run { try folder.scan().warnings } }
+        if initial == nil { initial = try? await BlockingIO.shortCall { try folder.scan().warnings } }
         var shownWarnings = Set(initial ?? [])
         while !Task.isCancelled {
             do {
@@ -419,7 +419,7 @@ public actor PackCatalog {
         let packsFolder = self.packsFolder
         let building = packsFolder.appending("\(id).building")
         log("building \(id): \(ByteFormat.count(source.files.count, "file")), \(ByteFormat.string(source.installSize))")
-        let (built, index, name) = try await BlockingIO.run {
+        let (built, index, name) = try await BlockingIO.shortCall {
             let (built, index) = try PackBuilder.buildIndexed(source, to: building, options: options)
             let name = "\(id)-\(built.sha256.prefix(16)).\(built.format == .aar ? "aar" : "pack")"
             if rename(building.string, packsFolder.appending(name).string) != 0 {
@@ -451,7 +451,7 @@ public actor PackCatalog {
         )
         let (deltaStore, log) = (self.deltaStore, self.log)
         let previousVersion = previous.map { published($0, id: id) }
-        return try await BlockingIO.run { [record] in
+        return try await BlockingIO.shortCall { [record] in
             var record = record
             try deltaStore.saveIndex(index, sha256: built.sha256)
             try deltaStore.update(
@@ -541,7 +541,7 @@ public actor PackCatalog {
             superseded[id] = Array(old.suffix(keep))
         }
         let (paths, records, deltaStore) = (expired, state.packs, self.deltaStore)
-        _ = try? await BlockingIO.run {
+        _ = try? await BlockingIO.shortCall {
             for path in paths { _ = unlink(path.string) }
             deltaStore.sweep(records)
         }

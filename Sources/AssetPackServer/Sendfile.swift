@@ -40,7 +40,7 @@ enum Sendfile {
         registry: SendfileRegistry
     ) -> ResponseBody {
         ResponseBody(contentLength: range.count) { writer in
-            let raw = try await BlockingIO.run {
+            let raw = try await BlockingIO.shortCall {
                 let fd = try SystemPackage.FileDescriptor.open(
                     path,
                     .readOnly,

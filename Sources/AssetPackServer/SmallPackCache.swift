@@ -20,7 +20,7 @@ final class SmallPackCache: Sendable {
     func bytes(of pack: ServedPack) async throws -> ByteBuffer {
         if let cached = entries.withLock({ $0.packs[pack.sha256] }) { return cached }
         let path = pack.archive
-        let bytes = try await BlockingIO.run {
+        let bytes = try await BlockingIO.shortCall {
             ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: path.string)))
         }
         guard Int64(bytes.readableBytes) == pack.downloadSize else {

@@ -76,7 +76,7 @@ struct SelfHostedOptions: ParsableArguments {
     func write(to path: FilePath, _ make: @escaping @Sendable () throws -> SelfHostedManifest.Result) async throws {
         let result: SelfHostedManifest.Result
         do {
-            result = try await BlockingIO.runOnThreadOfItsOwn(make)
+            result = try await BlockingIO.longJob(make)
         } catch {
             throw usageError(error)
         }

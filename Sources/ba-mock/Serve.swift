@@ -232,7 +232,7 @@ struct Serve: AsyncParsableCommand {
         let events = OutputQueue(.standardError, what: "messages")
         defer { events.flush() }  // what was queued is written before an error (or the end) is printed
         let versions = assetPackVersions
-        let archives = try await BlockingIO.runOnThreadOfItsOwn {
+        let archives = try await BlockingIO.longJob {
             try archivePaths.enumerated().map { number, path in
                 try ServedPack.archive(at: path, version: number < versions.count ? versions[number] : 1)
             }

@@ -37,7 +37,7 @@ struct InfoPlistOptions: ParsableArguments {
     /// - Parameter targets: What `validate` was given: folders and manifest files.
     func problems(in targets: [FilePath]) async throws -> [ManifestProblem] {
         guard let infoPlist else { return [] }
-        let check = try await BlockingIO.run { try AppInfoPlist.read(file: infoPlist) }
+        let check = try await BlockingIO.shortCall { try AppInfoPlist.read(file: infoPlist) }
         guard let plist = check.plist else { return check.problems }
         let file = infoPlist.string
         let problems = check.problems + plist.problems(file: file)
@@ -45,7 +45,7 @@ struct InfoPlistOptions: ParsableArguments {
         let manifest: DownloadManifest
         let size: Int64
         if let downloadManifest {
-            (manifest, size) = try await BlockingIO.run { try DownloadManifest.read(file: downloadManifest) }
+            (manifest, size) = try await BlockingIO.shortCall { try DownloadManifest.read(file: downloadManifest) }
         } else {
             let folder = targets.first { path in
                 var isFolder: ObjCBool = false

@@ -42,7 +42,7 @@ struct Validate: AsyncParsableCommand {
             if FileManager.default.fileExists(atPath: target.string, isDirectory: &isFolder), isFolder.boolValue {
                 let folder = AssetFolder(root: target)
                 do {
-                    problems += try await BlockingIO.run { try folder.scan().manifestProblems }
+                    problems += try await BlockingIO.shortCall { try folder.scan().manifestProblems }
                 } catch let error as AssetPackServerError where error.code == .noAssetFolder {
                     // Said as a problem of the folder, so that --json still prints one document.
                     var (message, fix) = Self.split(error.message)
@@ -63,7 +63,7 @@ struct Validate: AsyncParsableCommand {
         }
         if !manifests.isEmpty {
             let members = manifests
-            problems += try await BlockingIO.run { ManifestSet.check(members).problems }
+            problems += try await BlockingIO.shortCall { ManifestSet.check(members).problems }
         }
         problems += try await plist.problems(in: targets)
         let errors = problems.filter { $0.severity == .error }.count

@@ -20,7 +20,7 @@ struct InfoPlistOptions: ParsableArguments {
     func apply(to app: inout AppGroupOptions, server: inout ServerOptions) async throws -> InitialDownloadLimits? {
         guard let infoPlist else { return nil }
         let file = FilePath(infoPlist)
-        let check = try await BlockingIO.run { try AppInfoPlist.read(file: file) }
+        let check = try await BlockingIO.shortCall { try AppInfoPlist.read(file: file) }
         let errors = (check.plist.map { check.problems + $0.problems(file: infoPlist) } ?? check.problems)
             .filter { $0.severity == .error }
         guard let plist = check.plist, errors.isEmpty else {

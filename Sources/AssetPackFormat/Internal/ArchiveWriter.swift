@@ -45,8 +45,8 @@ final class ArchiveSink: @unchecked Sendable {
         free = Handoff(buffers.all)
         stages.enter()
         stages.enter()
-        BlockingIO.startThread { [self] in hashStage() }
-        BlockingIO.startThread { [self] in writeStage() }
+        BlockingIO.startLongJob { [self] in hashStage() }
+        BlockingIO.startLongJob { [self] in writeStage() }
     }
 
     /// The first write error, once the writer met one.

@@ -45,7 +45,7 @@ final class PackFileReader: @unchecked Sendable {
     init(_ files: [PackFile]) {
         self.files = files
         free = Handoff(buffers.all)
-        BlockingIO.startThread { [self] in produce() }
+        BlockingIO.startLongJob { [self] in produce() }
     }
 
     /// Hands file number `index` (the next one in order) to `body`, a run at a time, each valid during its
