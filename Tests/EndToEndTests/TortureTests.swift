@@ -12,12 +12,13 @@ struct TortureTests {
     let mock = builtProduct("ba-mock")
     let sync = builtProduct("ba-sync")
 
-    /// Runs per fault rule and SIGKILL points: `BA_TORTURE_RUNS` (default 1 and 4).
-    var runs: Int { Int(ProcessInfo.processInfo.environment["BA_TORTURE_RUNS"] ?? "") ?? 1 }
+    /// Runs per fault rule and SIGKILL points: `BA_TORTURE_RUNS` (default 2 and 4): two, so that `make test`
+    /// reaches both the fresh app group (even runs) and the half-updated one (odd runs).
+    var runs: Int { max(2, Int(ProcessInfo.processInfo.environment["BA_TORTURE_RUNS"] ?? "") ?? 2) }
 
     /// Every fault rule, with what a run under it must end as. Rules that hit every request cannot be
-    /// recovered from; `times` rules must be; `bad-manifest,times=1` is eaten by the first manifest fetch,
-    /// which in the runs that start from an installed app group is the install run's.
+    /// recovered from; `times` rules must be. The rule is added (through the control API) only once the
+    /// setup is done, so it always meets the run under test.
     static let rules: [(rule: String, expected: @Sendable (Int) -> Expected)] = [
         ("reset-after=150000", { _ in .recovered }),
         ("truncate", { _ in .failedCleanly }),
@@ -31,7 +32,7 @@ struct TortureTests {
         ("stall=3,times=1", { _ in .recovered }),
         ("no-ranges", { _ in .recovered }),
         ("stale-manifest,times=1", { _ in .recovered }),
-        ("bad-manifest,times=1", { run in run % 2 == 1 ? .recovered : .failedCleanly }),
+        ("bad-manifest,times=1", { _ in .failedCleanly }),
     ]
 
     enum Expected: Equatable { case recovered, failedCleanly }
@@ -152,6 +153,26 @@ struct TortureTests {
         return false
     }
 
+    /// Adds a fault rule to a running server through its control API, as a tester steering it would.
+    func addFault(_ rule: String, at url: String) throws {
+        let curl = URL(fileURLWithPath: "/usr/bin/curl")
+        let added = try runTool(
+            curl,
+            ["-sS", "--fail-with-body", "-X", "POST", "--data-binary", rule, url + "/_mock/faults"]
+        )
+        try #require(added.status == 0, "POST /_mock/faults \(rule): \(added.stdout) \(added.stderr)")
+    }
+
+    /// Waits (up to 20 s) until the running `ba-sync --json` printed `event`; false if it ended first.
+    func waitForEvent(_ event: String, in victim: RunningTool) -> Bool {
+        for _ in 0..<4000 {
+            if victim.stdout.contains(#""event":"\#(event)""#) { return true }
+            if !victim.process.isRunning { return victim.stdout.contains(#""event":"\#(event)""#) }
+            usleep(5000)
+        }
+        return false
+    }
+
     @Test func faultsAndKillsNeverCorruptTheAppGroup() throws {
         let tally = Tally()
         for (rule, expected) in Self.rules {
@@ -161,23 +182,22 @@ struct TortureTests {
                 let folder = try scratch.copySampleAssets()
                 let appGroup = scratch.root.appending("AppGroup")
                 var sources = [try snapshot(folder)]
-                // Half of the runs start from a half-updated app group: v1 installed, v2 on the server.
+                // Odd runs start from a half-updated app group: v1 installed, v2 on the server.
                 let server = try RunningTool(
                     mock,
-                    [
-                        "serve", folder.string, "--port", "0", "--fault", rule, "--seed", "\(run)", "--watch-interval",
-                        "0.2",
-                    ]
+                    ["serve", folder.string, "--port", "0", "--seed", "\(run)", "--watch-interval", "0.2"]
                 )
                 defer { server.interrupt() }
                 let url = try #require(server.waitForFirstLine(), "\(server.stderr)")
                 let common = ["--server", url, "--app-group", appGroup.string, "--retries", "3", "--timeout", "2"]
                 if run % 2 == 1 {
-                    _ = try runTool(sync, ["sync", "--event", "install"] + common)
+                    let setup = try runTool(sync, ["sync", "--event", "install"] + common)
+                    try #require(setup.status == 0, "\(rule): the setup install failed: \(setup.stderr)")
                     try scratch.write("Assets/Levels/README.txt", "updated in run \(run)\n")
                     sources.append(try snapshot(folder))
                     #expect(waitFor("updated Levels: version 1 -> 2", in: server), "\(rule): \(server.stderr)")
                 }
+                try addFault(rule, at: url)
                 let before = (try? installed(appGroup)) ?? [:]
                 let result = try runTool(sync, ["sync", "--event", "update"] + common, timeout: 120)
                 let kind = String(rule.prefix { $0 != "=" && $0 != "," })
@@ -219,34 +239,37 @@ struct TortureTests {
             }
             tally.add(rule, runs: runs, recovered: recovered, failedCleanly: failed, corrupted: corrupted)
         }
-        // SIGKILL at random moments of download, extraction, swap and state write; every other kill lands in an
-        // update through a delta (v1 installed, a texture changed: the delta carries it, the rest is copied), and
-        // every other pair of kills is of packs served as Apple Archives.
+        // SIGKILL of ba-sync while it works: each kill waits for the run to show it has begun (a delta update's
+        // `delta` event, a whole install's first bytes), then lands a random moment later, in the download,
+        // the extraction, the swap or the state write. Odd kills land in an update through a delta (v1
+        // installed, a texture changed: the delta carries it, the rest is taken from v1), within 40 ms of its
+        // start, so before its commit; the first whole kill lands within 20 ms of the first bytes, so before
+        // any pack is installed; every other pair of kills is of packs served as Apple Archives.
         var (recovered, failed, corrupted) = (0, 0, 0)
-        var deltaKills = 0
-        let kills = runs * 4
+        var deltaReruns = 0
+        var beforeAnyInstall = 0
+        let kills = runs * 2
         var generator = SystemRandomNumberGenerator()
         for kill in 0..<kills {
             let scratch = try Scratch()
             let folder = try scratch.copySampleAssets()
             let appGroup = scratch.root.appending("AppGroup")
             var sources = [try snapshot(folder)]
-            // Every other pair of kills is served as Apple Archives: the same kills, the other reader.
             let format = (kill / 2) % 2 == 1 ? ["--format", "aar"] : []
             let server = try RunningTool(
                 mock,
-                ["serve", folder.string, "--port", "0", "--fault", "throttle=2000000", "--watch-interval", "0.2"]
-                    + format
+                ["serve", folder.string, "--port", "0", "--watch-interval", "0.2"] + format
             )
             defer { server.interrupt() }
             let url = try #require(server.waitForFirstLine())
-            let common = ["--server", url, "--app-group", appGroup.string]
+            let common = ["--server", url, "--app-group", appGroup.string, "--json"]
             let packs = ["HighResTextures", "Levels", "Tutorial"]
             var command = ["ensure"] + packs + common
             let pristine = scratch.root.appending("AppGroup-v1")
-            if kill % 2 == 1 {
+            let throughDelta = kill % 2 == 1
+            if throughDelta {
                 let first = try runTool(sync, command)
-                #expect(first.status == 0, "\(first.stderr)")
+                try #require(first.status == 0, "the setup install failed: \(first.stderr)")
                 try FileManager.default.copyItem(atPath: appGroup.string, toPath: pristine.string)
                 try scratch.write(
                     "Assets/Textures/HighRes/rock_albedo.ktx2",
@@ -256,24 +279,39 @@ struct TortureTests {
                 #expect(waitFor("updated HighResTextures: version 1 -> 2", in: server), "\(server.stderr)")
                 command = ["ensure", "--latest", "--delta"] + packs + common
             }
+            // 2 MB/s: a whole install takes about a second, the delta about 0.15 s.
+            try addFault("throttle=2000000", at: url)
             let before = (try? installed(appGroup)) ?? [:]
-            // A kill that lands after the victim finished proves nothing: try again, sooner, until one lands.
+            let latest = throughDelta ? 0.04 : kill == 0 ? 0.02 : 0.6
+            let trigger = throughDelta ? "delta" : "progress"
+            var victim = try RunningTool(sync, command)
             var landed = false
-            var latest = 0.6
-            for _ in 0..<6 where !landed {
-                if kill % 2 == 1 {  // every attempt is the delta update: one that ran to its end is undone
-                    try FileManager.default.removeItem(atPath: appGroup.string)
-                    try FileManager.default.copyItem(atPath: pristine.string, toPath: appGroup.string)
+            // A kill that lands after the victim finished proves nothing: try again, sooner, until one lands.
+            for attempt in 0..<6 where !landed {
+                if attempt > 0 {
+                    if throughDelta {  // every attempt is the delta update: one that ran to its end is undone
+                        try FileManager.default.removeItem(atPath: appGroup.string)
+                        try FileManager.default.copyItem(atPath: pristine.string, toPath: appGroup.string)
+                    }
+                    victim = try RunningTool(sync, command)
                 }
-                let victim = try RunningTool(sync, command)
-                usleep(UInt32(Double.random(in: 0.02...latest, using: &generator) * 1_000_000))
+                #expect(waitForEvent(trigger, in: victim), "kill \(kill): no \(trigger) event: \(victim.stdout)")
+                usleep(UInt32(Double.random(in: 0...(latest / Double(1 << attempt)), using: &generator) * 1_000_000))
                 victim.interrupt(signal: SIGKILL, timeout: 5)
                 landed = victim.process.terminationReason == .uncaughtSignal
-                latest /= 2
             }
-            #expect(landed, "no SIGKILL landed while ba-sync ran")
-            let rerun = try runTool(sync, command + ["--json"])
-            if kill % 2 == 1, rerun.stdout.contains(#""event":"delta""#) { deltaKills += 1 }
+            try #require(landed, "kill \(kill): no SIGKILL landed while ba-sync ran")
+            let installedAtKill = victim.stdout.components(separatedBy: #""event":"finished""#).count - 1
+            if installedAtKill == 0 { beforeAnyInstall += 1 }
+            let after = (try? installed(appGroup)) ?? [:]
+            let rerun = try runTool(sync, command)
+            if throughDelta {
+                // Unless the kill landed after the commit, v1 is still installed: the rerun starts the delta again.
+                let committed = after["HighResTextures"] != before["HighResTextures"]
+                let viaDelta = rerun.stdout.contains(#""event":"delta""#)
+                #expect(committed || viaDelta, "kill \(kill): the rerun after an uncommitted delta: \(rerun.stdout)")
+                if !committed && viaDelta { deltaReruns += 1 }
+            }
             switch try judge(appGroup: appGroup, status: rerun.status, before: before, sources: sources) {
             case .recovered: recovered += 1
             case .failedCleanly: failed += 1
@@ -288,11 +326,12 @@ struct TortureTests {
             for (id, files) in final { #expect(files == self.files(of: id, in: newest), "after SIGKILL: \(id)") }
             #expect(debris(appGroup).isEmpty, "after SIGKILL: \(debris(appGroup))")
         }
-        // The rerun after a kill in a delta update installs through a delta again (the kill never commits a
-        // half version, so the installed one is still the delta's base) — unless the kill landed after the commit.
-        #expect(deltaKills >= 1 || kills < 2, "no rerun after a kill went through a delta")
+        // What was hit: at least one kill in the middle of a delta update whose rerun went through the delta
+        // again, and at least one kill before any pack was installed.
+        #expect(deltaReruns >= 1, "no kill landed inside a delta update before its commit")
+        #expect(beforeAnyInstall >= 1, "no kill landed before the first pack was installed")
         tally.add(
-            "SIGKILL at a random moment",
+            "SIGKILL at a random moment (\(deltaReruns) in a delta, \(beforeAnyInstall) before any install)",
             runs: kills,
             recovered: recovered,
             failedCleanly: failed,
