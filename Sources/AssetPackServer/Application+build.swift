@@ -113,6 +113,15 @@ extension ServerConfiguration {
         return base + "/_mock/" + (token.map { "?token=\($0)" } ?? "")
     }
 
+    /// The URL to print for a server listening at `listening`: on a wildcard `host` (`0.0.0.0`, `::`) it names
+    /// what clients use, the TLS certificate's first name `publicName`, instead of the wildcard address.
+    public static func publicURL(listening: String, host: String, publicName: String?) -> String {
+        guard let publicName, TLSSetup.isWildcard(host) else { return listening }
+        let shown = publicName.contains(":") ? "[\(publicName)]" : publicName
+        let bound = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return listening.replacingOccurrences(of: "://\(bound):", with: "://\(shown):")
+    }
+
     /// A cap that fits the machine: half the process's file descriptor limit (each connection takes one, and
     /// packs being served and built take more), at most 4096.
     public static var defaultMaxConnections: Int {

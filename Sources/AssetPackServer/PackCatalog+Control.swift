@@ -106,3 +106,24 @@ public enum PackVersionPins {
         return pins
     }
 }
+
+/// Pack IDs a command line names (`--pack-version ID=N`, `--fault …,pack=ID`) must be packs being served: a
+/// typo would pin or break nothing, silently.
+public enum NamedPacks {
+    /// - Throws: ``AssetPackServerError`` with code `.invalidOption` naming the first unknown ID, its option
+    ///   and the packs there are.
+    public static func check(pins: [String], faults: [String], known: Set<String>) throws {
+        let list = known.sorted().joined(separator: ", ")
+        let named: [(ids: [String], option: (String) -> String)] = [
+            (pins, { "--pack-version \($0)=…" }), (faults, { "--fault …,pack=\($0)" }),
+        ]
+        for (ids, option) in named {
+            for id in ids.sorted() where !known.contains(id) {
+                throw AssetPackServerError(
+                    code: .invalidOption,
+                    message: "\(option(id)): there is no pack \(id) in the folder (packs: \(list))"
+                )
+            }
+        }
+    }
+}

@@ -243,38 +243,50 @@ struct Serve: AsyncParsableCommand {
                 "\(twice.value.map(\.archive.string).joined(separator: " and ")) are both pack \(twice.key); serve one"
             )
         }
-        let catalog = try PackCatalog(
-            folder: assetFolder,
-            options: build.packOptions,
-            pinnedVersions: try PackVersionPins.parse(packVersions),
-            archivesKept: keepArchives,
-            deltaDepth: deltas.deltaDepth,
-            archives: archives.map(\.pack),
-            log: { events.writeLine($0) }
+        let (options, pins, kept, depth) = (
+            build.packOptions, try PackVersionPins.parse(packVersions), keepArchives, deltas.deltaDepth
         )
+        let catalog = try await BlockingIO.shortCall {  // reads the state file
+            try PackCatalog(
+                folder: assetFolder,
+                options: options,
+                pinnedVersions: pins,
+                archivesKept: kept,
+                deltaDepth: depth,
+                archives: archives.map(\.pack),
+                log: { events.writeLine($0) }
+            )
+        }
         // Manifests are checked before listening; packs are built once the server listens, each served as
         // soon as it is built.
         let (warnings, packIDs) = try await catalog.check()
         for warning in warnings { events.writeLine("warning: \(warning)") }
         let rules = try faults.map(FaultRule.init(parsing:))
         let (dashboard, token, listenHost) = (self.dashboard, ServerConfiguration.token(forHost: host), host)
-        try Self.checkPackIDs(
-            pins: Array(try PackVersionPins.parse(packVersions).keys),
-            faults: rules.compactMap(\.pack),
-            known: packIDs.union(await catalog.knownPackIDs)
-        )
+        do {
+            try NamedPacks.check(
+                pins: Array(try PackVersionPins.parse(packVersions).keys),
+                faults: rules.compactMap(\.pack),
+                known: packIDs.union(await catalog.knownPackIDs)
+            )
+        } catch let error as AssetPackServerError {
+            throw ValidationError(error.message)
+        }
         let tlsMode: TLSMode =
             if let tlsCert, let tlsKey { .files(certificate: tlsCert, key: tlsKey) } else if tlsSelfSigned {
                 .selfSigned
             } else { .none }
-        let tls = try TLSSetup.make(
-            mode: tlsMode,
-            host: host,
-            names: tlsName,
-            folder: tlsDir ?? TLSSetup.defaultFolder(),
-            legacyFolder: assetFolder.stateFolder.appending("tls"),
-            assetFolder: assetFolder.root
-        )
+        let (tlsHost, tlsNames, tlsFolder) = (host, tlsName, tlsDir ?? TLSSetup.defaultFolder())
+        let tls = try await BlockingIO.longJob {  // may generate keys, and reads and writes PEM files
+            try TLSSetup.make(
+                mode: tlsMode,
+                host: tlsHost,
+                names: tlsNames,
+                folder: tlsFolder,
+                legacyFolder: assetFolder.stateFolder.appending("tls"),
+                assetFolder: assetFolder.root
+            )
+        }
         for note in tls?.notes ?? [] { events.writeLine(note) }
         let jsonLog = self.jsonLog
         let plan = FaultPlan(
@@ -341,13 +353,7 @@ struct Serve: AsyncParsableCommand {
         configuration.controlToken = token
         let (host, publicName) = (self.host, tlsName.first)
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { listening in
-            // On a wildcard address, the URL to print is the one clients use: the certificate's first name.
-            var url = listening
-            if let publicName, TLSSetup.isWildcard(host) {
-                let shown = publicName.contains(":") ? "[\(publicName)]" : publicName
-                let bound = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-                url = listening.replacingOccurrences(of: "://\(bound):", with: "://\(shown):")
-            }
+            let url = ServerConfiguration.publicURL(listening: listening, host: host, publicName: publicName)
             servedURL.withLock { $0 = url }
             let pending = catalog.snapshot.building.count
             if pending > 0 {
@@ -376,17 +382,5 @@ extension Serve {
             throw AssetPackServerError(code: .state, message: "cannot create a folder in \(NSTemporaryDirectory())")
         }
         return FilePath(String(cString: made))
-    }
-
-    /// Pack IDs named by --pack-version and --fault must be packs of the folder: a typo would pin or break
-    /// nothing, silently.
-    static func checkPackIDs(pins: [String], faults: [String], known: Set<String>) throws {
-        let list = known.sorted().joined(separator: ", ")
-        for id in pins.sorted() where !known.contains(id) {
-            throw ValidationError("--pack-version \(id)=…: there is no pack \(id) in the folder (packs: \(list))")
-        }
-        for id in faults.sorted() where !known.contains(id) {
-            throw ValidationError("--fault …,pack=\(id): there is no pack \(id) in the folder (packs: \(list))")
-        }
     }
 }

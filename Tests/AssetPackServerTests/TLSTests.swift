@@ -140,4 +140,34 @@ struct TLSTests {
         #expect(error?.code == .tls)
         #expect(error?.message.contains("/nonexistent/cert.pem") == true)
     }
+
+    /// On a wildcard address the URL printed names the certificate's first name (bracketed when IPv6), not
+    /// the address bound; elsewhere it is the URL listened at.
+    @Test func thePrintedURLNamesWhatClientsUse() {
+        let url = ServerConfiguration.publicURL
+        #expect(url("https://0.0.0.0:8443", "0.0.0.0", "mac.local") == "https://mac.local:8443")
+        #expect(url("https://[::]:8443", "::", "fd00::5") == "https://[fd00::5]:8443")
+        #expect(url("https://[::]:8443", "[::]", "mac.local") == "https://mac.local:8443")
+        #expect(url("https://0.0.0.0:8443", "0.0.0.0", nil) == "https://0.0.0.0:8443")
+        #expect(url("http://127.0.0.1:8443", "127.0.0.1", "mac.local") == "http://127.0.0.1:8443")
+    }
+
+    /// `--pack-version` and `--fault …,pack=` name packs being served: an unknown one is refused with the
+    /// option, the ID and the packs there are.
+    @Test func unknownPackIDsOnTheCommandLineAreRefused() throws {
+        #expect(throws: Never.self) {
+            try NamedPacks.check(pins: ["Levels"], faults: [], known: ["Levels", "Tutorial"])
+        }
+        let pin = #expect(throws: AssetPackServerError.self) {
+            try NamedPacks.check(pins: ["Levls"], faults: [], known: ["Levels", "Tutorial"])
+        }
+        #expect(
+            pin?.message == "--pack-version Levls=…: there is no pack Levls in the folder (packs: Levels, Tutorial)"
+        )
+        let fault = #expect(throws: AssetPackServerError.self) {
+            try NamedPacks.check(pins: [], faults: ["Nope"], known: ["Levels"])
+        }
+        #expect(fault?.message == "--fault …,pack=Nope: there is no pack Nope in the folder (packs: Levels)")
+        #expect(fault?.code == .invalidOption)
+    }
 }
