@@ -19,15 +19,28 @@ final class AppGroupLock: Sendable {
 
     /// Takes the lock, waiting while another process holds it; `onWait` is called once with the holder's PID
     /// before waiting. The wait ends when the task is cancelled (`CancellationError`) or after `timeout`.
+    /// Every file call (open, `flock`, the PID's write and read) is a ``BlockingIO/shortCall(_:)``.
     /// - Throws: ``AssetPackClientError`` with code `.lockTimeout` or `.io`, or `CancellationError`.
     static func acquire(
         _ store: AppGroupStore,
         timeout: Duration?,
         onWait: @Sendable (Int32?) -> Void
     ) async throws -> AppGroupLock {
+        let fd = try await BlockingIO.shortCall { try open(store) }
+        do {
+            try await take(fd, path: store.lockFile, timeout: timeout, onWait: onWait)
+        } catch {
+            try? fd.close()
+            throw error
+        }
+        return AppGroupLock(fd: fd)
+    }
+
+    /// Opens `.ba-sync/lock` relative to the control folder, opened without following links, and never
+    /// through a link at `lock` itself: a planted `lock -> PATH` would otherwise create PATH.
+    private static func open(_ store: AppGroupStore) throws -> FileDescriptor {
+        BlockingIO.checkOffPool("AppGroupLock.open")
         let path = store.lockFile
-        // Relative to the control folder, opened without following links, and never through a link at
-        // `lock` itself: a planted `lock -> PATH` would otherwise create PATH.
         let control = try store.openFolder(".ba-sync", creating: true)
         let raw = openat(control.rawValue, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o640)
         let failure = Errno(rawValue: errno)
@@ -52,20 +65,33 @@ final class AppGroupLock: Sendable {
                 message: "\(path) is not a regular file. Fix: remove it, then run again"
             )
         }
-        let fd = FileDescriptor(rawValue: raw)
-        do {
-            try await take(fd, path: path, timeout: timeout, onWait: onWait)
-        } catch {
-            try? fd.close()
-            throw error
-        }
-        _ = ftruncate(fd.rawValue, 0)
-        _ = try? fd.writeAll(toAbsoluteOffset: 0, Array("\(getpid())\n".utf8))
-        return AppGroupLock(fd: fd)
+        return FileDescriptor(rawValue: raw)
     }
 
-    /// Polls `flock` without blocking, so that the wait holds no thread and can be cancelled; `errno` is read
-    /// right after the call that set it.
+    /// What one try of the lock found: taken (and the PID written), or held by another process.
+    private enum Attempt: Sendable {
+        case taken
+        case held(by: Int32?)
+    }
+
+    /// Tries `flock` without blocking; when taken, writes this process's PID into the file, else reads the
+    /// holder's. `errno` is read right after the call that set it.
+    private static func attempt(_ fd: FileDescriptor, path: FilePath) throws -> Attempt {
+        BlockingIO.checkOffPool("AppGroupLock.attempt")
+        if flock(fd.rawValue, LOCK_EX | LOCK_NB) == 0 {
+            _ = ftruncate(fd.rawValue, 0)
+            _ = try? fd.writeAll(toAbsoluteOffset: 0, Array("\(getpid())\n".utf8))
+            return .taken
+        }
+        let failure = errno
+        guard failure == EWOULDBLOCK || failure == EINTR else {
+            throw AssetPackClientError.io("lock", path, Errno(rawValue: failure))
+        }
+        return .held(by: holder(of: fd))
+    }
+
+    /// Polls the lock (a short call every ``pollInterval``), so that the wait holds no thread and can be
+    /// cancelled.
     private static func take(
         _ fd: FileDescriptor,
         path: FilePath,
@@ -76,17 +102,15 @@ final class AppGroupLock: Sendable {
         let start = clock.now
         var announced = false
         while true {
-            if flock(fd.rawValue, LOCK_EX | LOCK_NB) == 0 { return }
-            let failure = errno
-            guard failure == EWOULDBLOCK || failure == EINTR else {
-                throw AssetPackClientError.io("lock", path, Errno(rawValue: failure))
+            guard case .held(let holder) = try await BlockingIO.shortCall({ try attempt(fd, path: path) }) else {
+                return
             }
             if !announced {
                 announced = true
-                onWait(holder(of: path))
+                onWait(holder)
             }
             if let timeout, clock.now - start >= timeout {
-                let who = holder(of: path).map { "ba-sync (pid \($0))" } ?? "another process"
+                let who = holder.map { "ba-sync (pid \($0))" } ?? "another process"
                 throw AssetPackClientError(
                     code: .lockTimeout,
                     message:
@@ -98,20 +122,23 @@ final class AppGroupLock: Sendable {
         }
     }
 
-    /// The PID written into the lock file by its holder.
-    private static func holder(of path: FilePath) -> Int32? {
+    /// The PID written into the lock file by its holder, read through this process's own descriptor of it.
+    private static func holder(of fd: FileDescriptor) -> Int32? {
         var bytes = [UInt8](repeating: 0, count: 32)
-        guard let fd = try? FileDescriptor.open(path, .readOnly, options: [.noFollow, .nonBlocking, .closeOnExec]),
-            let count = try? fd.closeAfter({ try bytes.withUnsafeMutableBytes { try fd.read(into: $0) } })
+        guard let count = try? bytes.withUnsafeMutableBytes({ try fd.read(fromAbsoluteOffset: 0, into: $0) })
         else { return nil }
         let text = String(decoding: bytes.prefix(count), as: UTF8.self)
         return Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    func release() {
-        _ = ftruncate(fd.rawValue, 0)
-        _ = flock(fd.rawValue, LOCK_UN)
-        try? fd.close()
+    /// Empties the PID, unlocks and closes: a short call.
+    func release() async {
+        let fd = self.fd
+        _ = try? await BlockingIO.shortCall {
+            _ = ftruncate(fd.rawValue, 0)
+            _ = flock(fd.rawValue, LOCK_UN)
+            try? fd.close()
+        }
     }
 }
 
@@ -125,6 +152,7 @@ actor AppGroupLockHolder {
     private var lock: AppGroupLock?
     private var holders = 0
     private var acquiring: Task<AppGroupLock, any Error>?
+    private var releasing: Task<Void, Never>?
 
     init(store: AppGroupStore, timeout: Duration?, onWait: @escaping @Sendable (Int32?) -> Void) {
         self.store = store
@@ -137,10 +165,10 @@ actor AppGroupLockHolder {
         try await enter()
         do {
             let result = try await body()
-            leave()
+            await leave()
             return result
         } catch {
-            leave()
+            await leave()
             throw error
         }
     }
@@ -150,6 +178,11 @@ actor AppGroupLockHolder {
             if lock != nil {
                 holders += 1
                 return
+            }
+            if let releasing {
+                await releasing.value
+                if self.releasing == releasing { self.releasing = nil }  // whoever gets here first
+                continue
             }
             // The first task in starts taking the lock; others of this process wait for the same attempt.
             let task: Task<AppGroupLock, any Error>
@@ -190,20 +223,26 @@ actor AppGroupLockHolder {
             try await BlockingIO.shortCall { try store.createFolders() }
             let lock = try await AppGroupLock.acquire(store, timeout: timeout, onWait: onWait)
             do {
-                try await BlockingIO.shortCall { try store.recover() }
+                // A crashed run's staging folders may be large: their delete is a long job.
+                try await BlockingIO.longJob { try store.recover() }
             } catch {
-                lock.release()
+                await lock.release()
                 throw error
             }
             return lock
         }
     }
 
-    private func leave() {
+    /// The last one out releases the lock; a task entering meanwhile waits for that release before it takes
+    /// the lock anew (else it would find this very process holding it).
+    private func leave() async {
         holders -= 1
-        if holders == 0 {
-            lock?.release()
-            lock = nil
+        if holders == 0, let lock {
+            self.lock = nil
+            let release = Task { await lock.release() }
+            releasing = release
+            await release.value
+            if releasing == release { releasing = nil }
         }
     }
 }

@@ -98,6 +98,7 @@ public struct AppGroupStore: Sendable {
     /// planted in place of one (`.ba-sync/staging` to a folder elsewhere) is refused, never followed.
     /// - Throws: ``AssetPackClientError`` with code `.io`.
     func createFolders() throws {
+        BlockingIO.checkOffPool("AppGroupStore.createFolders")
         for folder in ["AssetPacks", ".ba-sync/downloads", ".ba-sync/staging"] {
             try openFolder(folder, creating: true).close()
         }
@@ -110,6 +111,7 @@ public struct AppGroupStore: Sendable {
     /// - Returns: A descriptor the caller closes.
     /// - Throws: ``AssetPackClientError`` with code `.io`, which says when a link or a file was in the way.
     func openFolder(_ relative: String, creating: Bool) throws -> FileDescriptor {
+        BlockingIO.checkOffPool("AppGroupStore.openFolder")
         let path = root.appending(relative)
         do {
             if creating, !FileManager.default.fileExists(atPath: root.string) {
@@ -136,6 +138,7 @@ public struct AppGroupStore: Sendable {
     /// The state, empty when nothing was ever installed.
     /// - Throws: ``AssetPackClientError`` with code `.io` when the state file is damaged.
     func loadState() throws -> StoreState {
+        BlockingIO.checkOffPool("AppGroupStore.loadState")
         do {
             return try stateFile.load() ?? StoreState()
         } catch let error as AssetPackFormatError {
@@ -155,7 +158,8 @@ public struct AppGroupStore: Sendable {
     /// - Throws: What `change` throws (nothing is saved), or ``AssetPackClientError`` with code `.io`.
     @discardableResult
     func update<T>(_ change: (inout StoreState) throws -> T) throws -> T {
-        try updates.withLock {
+        BlockingIO.checkOffPool("AppGroupStore.update")
+        return try updates.withLock {
             var state = try loadState()
             let result = try change(&state)
             do {
@@ -169,6 +173,7 @@ public struct AppGroupStore: Sendable {
 
     /// Removes an installed version's folder and index (after the state stopped naming them).
     func removeVersion(_ pack: InstalledPack) {
+        BlockingIO.checkOffPool("AppGroupStore.removeVersion")
         try? FileManager.default.removeItem(atPath: root.appending(pack.directory).string)
         _ = unlink(indexFile(for: pack).string)
     }
@@ -176,6 +181,7 @@ public struct AppGroupStore: Sendable {
     /// Removes a pack that is no longer installed: its version folder and index, and its folder under
     /// `AssetPacks/`.
     func removePack(_ pack: InstalledPack) {
+        BlockingIO.checkOffPool("AppGroupStore.removePack")
         removeVersion(pack)
         try? FileManager.default.removeItem(atPath: packsFolder.appending(pack.id).string)
     }
@@ -185,6 +191,7 @@ public struct AppGroupStore: Sendable {
     /// space) and deleted first, and the state written then: the command that frees space works when space
     /// has run out. A crash in between leaves a state that names a missing folder, which recovery drops.
     func removeInstalled(_ id: String) throws -> InstalledPack? {
+        BlockingIO.checkOffPool("AppGroupStore.removeInstalled")
         do {
             guard let removed = try update({ $0.installed.removeValue(forKey: id) }) else { return nil }
             removePack(removed)
@@ -206,6 +213,7 @@ public struct AppGroupStore: Sendable {
     /// is damaged (it is only a cache).
     /// Read as the state is, inside the app group's own folder: never through a symlink, never from a FIFO.
     func lastFetchedManifest() throws -> LastFetchedManifest? {
+        BlockingIO.checkOffPool("AppGroupStore.lastFetchedManifest")
         guard let folder = try? openFolder(".ba-sync", creating: false) else { return nil }
         defer { try? folder.close() }
         return try? lastFetchedManifestFile.load(in: folder)
@@ -219,6 +227,7 @@ public struct AppGroupStore: Sendable {
     /// app group that does not exist yet is not created for it: a device keeps what the app's container holds.
     /// - Throws: ``AssetPackClientError`` with code `.io`, or ``AssetPackFormatError``.
     func keepFetchedManifest(_ packs: [String: AssetPack], from url: URL) throws {
+        BlockingIO.checkOffPool("AppGroupStore.keepFetchedManifest")
         guard FileManager.default.fileExists(atPath: root.string) else { return }
         let kept = LastFetchedManifest(url: url, packs: packs.values.sorted { $0.id < $1.id })
         let folder = try openFolder(".ba-sync", creating: true)
@@ -233,6 +242,7 @@ public struct AppGroupStore: Sendable {
     /// folder is not a folder of the app group's own is no longer installed.
     /// - Throws: ``AssetPackClientError`` when the state cannot be read.
     func recover() throws {
+        BlockingIO.checkOffPool("AppGroupStore.recover")
         var state = try loadState()
         // A pack whose folder is gone (a removal on a full disk that was cut short), or reached only through a
         // link, is not installed.

@@ -56,7 +56,9 @@ extension AssetPackManager {
     {
         try await withExclusiveControl {
             let reader = self.reader
-            let wanted = Set(ids).filter { requireLatestVersions || !reader.assetPackIsAvailableLocally(withID: $0) }
+            let wanted = try await BlockingIO.shortCall {
+                Set(ids).filter { requireLatestVersions || !reader.assetPackIsAvailableLocally(withID: $0) }
+            }
             guard !wanted.isEmpty else { return }
             let listing = try await self.serverListing()
             var packs: Set<AssetPack> = []

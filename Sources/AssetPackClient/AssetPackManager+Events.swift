@@ -57,7 +57,7 @@ extension AssetPackManager {
             }
             if event != .periodic, inAppContent {
                 let trigger: InstallationEventType = event == .install ? .firstInstallation : .subsequentUpdate
-                let manifest = self.manifest(of: packs)
+                let manifest = try await self.manifest(of: packs)
                 let wanted = packs.values.filter { pack in
                     pack.downloadPolicy.installationEventTypes.contains(trigger) && manifest.isForResolvedLanguage(pack)
                 }

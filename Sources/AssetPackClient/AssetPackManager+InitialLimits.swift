@@ -33,7 +33,7 @@ extension AssetPackManager {
         let packs: [AssetPack]
         switch download {
         case .event:
-            let manifest = manifest(of: visible)
+            let manifest = try await manifest(of: visible)
             packs = visible.values.filter {
                 $0.downloadPolicy.installationEventTypes.contains(.firstInstallation)
                     && manifest.isForResolvedLanguage($0)

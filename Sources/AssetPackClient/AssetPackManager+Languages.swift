@@ -18,16 +18,17 @@ extension AssetPackManager {
     /// to (Apple's OS 27 `manifest`).
     /// - Throws: A network error, or ``AssetPackClientError`` with code `.badManifest`.
     public var manifest: AssetPackManifest {
-        get async throws { manifest(of: try await serverPacks()) }
+        get async throws { try await manifest(of: try await serverPacks()) }
     }
 
-    /// The manifest of these packs, resolved for this manager's preferred and primary languages.
-    nonisolated func manifest(of packs: [String: AssetPack]) -> AssetPackManifest {
-        AssetPackManifest(
-            assetPacks: Set(packs.values),
-            preferredLanguages: reader.preferredLanguages,
-            primaryLanguage: reader.primaryLanguage
-        )
+    /// The manifest of these packs, resolved for this manager's preferred and primary languages (the
+    /// remembered language is read from the app group: a short call).
+    nonisolated func manifest(of packs: [String: AssetPack]) async throws -> AssetPackManifest {
+        let reader = self.reader
+        let (preferred, primary) = try await BlockingIO.shortCall {
+            (reader.preferredLanguages, reader.primaryLanguage)
+        }
+        return AssetPackManifest(assetPacks: Set(packs.values), preferredLanguages: preferred, primaryLanguage: primary)
     }
 
     /// The languages of the installed localized packs, sorted (offline).
@@ -56,8 +57,9 @@ extension AssetPackManager {
     @discardableResult
     public func reconcilePreferredLanguages() async throws -> LanguageReconciliation {
         try await withExclusiveControl {
-            let manifest = self.manifest(of: try await self.serverPacks())
-            let installed = self.reader.installedPacks
+            let manifest = try await self.manifest(of: try await self.serverPacks())
+            let reader = self.reader
+            let installed = try await BlockingIO.shortCall { reader.installedPacks }
             let local = Set(installed.map(\.id))
             let missing = manifest.localizedAssetPacks.filter { pack in
                 if local.contains(pack.id) { return false }

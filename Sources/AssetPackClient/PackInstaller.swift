@@ -66,7 +66,8 @@ struct PackInstaller: Sendable {
         }
         let partial = PartialDownload(store: store, pack: download)
         do {
-            let fromFile = try await BlockingIO.shortCall { [resumableDownloads] in resumableDownloads || partial.exists }
+            let fromFile = try await BlockingIO.shortCall { [resumableDownloads] in resumableDownloads || partial.exists
+            }
             let (index, absent, staging) =
                 fromFile
                 ? try await downloadThenExtract(download, events: events, delta: binding)

@@ -23,6 +23,7 @@ public enum AtomicFile {
         permissions: FilePermissions = [.ownerReadWrite, .groupRead, .otherRead],
         _ body: (FileDescriptor) throws -> T
     ) throws -> T {
+        BlockingIO.checkOffPool("AtomicFile.write")
         let folderPath = path.removingLastComponent()
         let folder: FileDescriptor
         do {
@@ -63,6 +64,7 @@ public enum AtomicFile {
         permissions: FilePermissions = [.ownerReadWrite, .groupRead, .otherRead],
         _ body: (FileDescriptor) throws -> T
     ) throws -> T {
+        BlockingIO.checkOffPool("AtomicFile.write")
         guard PackPath.normalize(name) == name, !name.utf8.contains(UInt8(ascii: "/")) else {
             throw AssetPackFormatError(
                 code: .unsafePath,
@@ -106,6 +108,7 @@ public enum AtomicFile {
     /// Writes `bytes` to `path` atomically.
     /// - Throws: ``AssetPackFormatError`` with code `.io`.
     public static func write(_ bytes: some Sequence<UInt8>, to path: FilePath) throws {
+        BlockingIO.checkOffPool("AtomicFile.write")
         try write(to: path) { try writeAll(bytes, to: $0, shownAs: path) }
     }
 
@@ -118,6 +121,7 @@ public enum AtomicFile {
         named name: String,
         shownAs path: FilePath
     ) throws {
+        BlockingIO.checkOffPool("AtomicFile.write")
         try write(in: folder, named: name, shownAs: path) { try writeAll(bytes, to: $0, shownAs: path) }
     }
 
@@ -133,6 +137,7 @@ public enum AtomicFile {
     /// (an index while it grows or waits to be read) that nothing can leave behind, whatever happens.
     /// - Throws: ``AssetPackFormatError`` with code `.io`.
     public static func unnamedFile(in folder: FilePath) throws -> FileDescriptor {
+        BlockingIO.checkOffPool("AtomicFile.unnamedFile")
         let base = folder.isEmpty ? FilePath(".") : folder
         var template = Array(base.appending(".scratch-XXXXXX").string.utf8CString)
         let raw = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
@@ -147,6 +152,7 @@ public enum AtomicFile {
     /// Flushes a folder's entries (after a rename into it), ignoring failures: some file systems
     /// cannot sync folders, and the rename itself has happened.
     public static func syncDirectory(_ folder: FilePath) {
+        BlockingIO.checkOffPool("AtomicFile.syncDirectory")
         guard let fd = try? FileDescriptor.open(folder.isEmpty ? "." : folder, .readOnly) else { return }
         _ = fsync(fd.rawValue)
         try? fd.close()

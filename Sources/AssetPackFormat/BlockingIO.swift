@@ -1,5 +1,6 @@
 import Foundation
 import NIOPosix
+import Synchronization
 
 /// The one way blocking work leaves async code, with names that say where it runs.
 ///
@@ -55,20 +56,38 @@ public enum BlockingIO {
         group.wait()
     }
 
-    /// Whether the calling code runs inside a Swift task, that is on the cooperative pool (this code base
-    /// sets no task executors): blocking there stalls every other task.
+    /// Whether the calling code runs inside a Swift task off the main thread, that is on the cooperative pool
+    /// (this code base sets no task executors): blocking there stalls every other task. A command line
+    /// tool's main thread is its own, not the pool's.
     public static var isOnCooperativePool: Bool {
-        withUnsafeCurrentTask { $0 != nil }
+        !Thread.isMainThread && withUnsafeCurrentTask { $0 != nil }
     }
 
-    /// Whether ``checkOffPool(_:)`` checks: `BA_CHECK_BLOCKING=1` in the environment.
-    public static let checking = ProcessInfo.processInfo.environment["BA_CHECK_BLOCKING"] == "1"
+    /// What ``checkOffPool(_:)`` does, from `BA_CHECK_BLOCKING`: `1` stops the process at the first blocking
+    /// call on the pool; `report` prints each one's call stack once (raw symbols: pipe through
+    /// `swift demangle`) and goes on, to find them all in one run.
+    enum CheckMode { case off, stop, report }
 
-    /// Called by the blocking primitives: when ``checking``, stops the process if `call` runs on the
-    /// cooperative pool, naming it, so that a test run shows where blocking work escaped this layer.
+    static let checkMode: CheckMode =
+        switch ProcessInfo.processInfo.environment["BA_CHECK_BLOCKING"] {
+        case "1": .stop
+        case "report": .report
+        default: .off
+        }
+
+    private static let reported = Mutex(Set<[String]>())
+
+    /// Called by the blocking primitives: when checking, stops the process if `call` runs on the cooperative
+    /// pool, naming it (or reports it), so that a test run shows where blocking work escaped this layer.
     public static func checkOffPool(_ call: @autoclosure () -> String) {
-        guard checking, isOnCooperativePool else { return }
+        guard checkMode != .off, isOnCooperativePool else { return }
         let message = "BA_CHECK_BLOCKING: blocking call \(call()) ran on Swift's cooperative pool\n"
+        if checkMode == .report {
+            let stack = Array(Thread.callStackSymbols.dropFirst(2).prefix(12))
+            guard reported.withLock({ $0.insert(stack).inserted }) else { return }
+            FileHandle.standardError.write(Data((message + stack.joined(separator: "\n") + "\n\n").utf8))
+            return
+        }
         FileHandle.standardError.write(Data(message.utf8))
         fatalError(message)
     }

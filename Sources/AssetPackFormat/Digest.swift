@@ -45,6 +45,7 @@ public enum FileDigest {
     /// - Returns: 64 hex characters.
     /// - Throws: ``AssetPackFormatError`` with code `.io` when the file cannot be read.
     public static func sha256(of path: FilePath) throws -> String {
+        BlockingIO.checkOffPool("FileDigest.sha256")
         do {
             let fd = try openRegular(path)
             return try fd.closeAfter { try hasher(of: fd).finalize().hexString }
@@ -57,6 +58,7 @@ public enum FileDigest {
     /// resumed download continues the hash of the bytes it already has.
     /// - Throws: `Errno` when the file cannot be read.
     public static func hasher(of fd: FileDescriptor, upTo length: Int64 = .max) throws -> SHA256 {
+        BlockingIO.checkOffPool("FileDigest.hasher")
         var hasher = SHA256()
         try fd.forEachChunk(upTo: length) { hasher.update(bufferPointer: $0) }
         return hasher
@@ -93,6 +95,7 @@ public enum FileDigest {
         _ targetName: String,
         shownAs path: FilePath
     ) throws -> (size: Int64, sha256: String) {
+        BlockingIO.checkOffPool("FileDigest.link")
         guard linkat(source.rawValue, name, target.rawValue, targetName, 0) == 0 else {
             let failure = Errno(rawValue: errno)
             switch failure {
@@ -122,6 +125,7 @@ public enum FileDigest {
         _ targetName: String,
         shownAs path: FilePath
     ) throws -> (size: Int64, sha256: String) {
+        BlockingIO.checkOffPool("FileDigest.copy")
         let input: FileDescriptor
         do {
             input = try openRegular(name, in: source)
@@ -187,6 +191,7 @@ public enum FileDigest {
 
     /// ``openRegular(_:)`` of `name` relative to the folder `folder`.
     static func openRegular(_ name: String, in folder: FileDescriptor) throws -> FileDescriptor {
+        BlockingIO.checkOffPool("FileDigest.openRegular")
         let (fd, info) = try FileDescriptor.openWithoutWaiting(FilePath(name), in: folder, followingSymlink: false)
         guard info.st_mode & S_IFMT == S_IFREG else {
             try? fd.close()

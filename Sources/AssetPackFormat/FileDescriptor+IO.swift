@@ -25,6 +25,7 @@ extension FileDescriptor {
         in folder: FileDescriptor? = nil,
         followingSymlink: Bool
     ) throws -> (fd: FileDescriptor, info: Glibc.stat) {
+        BlockingIO.checkOffPool("FileDescriptor.openWithoutWaiting")
         let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (followingSymlink ? 0 : O_NOFOLLOW)
         var raw: Int32
         repeat {
@@ -50,6 +51,7 @@ extension FileDescriptor {
         followingSymlink: Bool,
         maximumSize: Int
     ) throws -> SmallFile {
+        BlockingIO.checkOffPool("FileDescriptor.readSmallRegularFile")
         let (fd, info) = try openWithoutWaiting(path, in: folder, followingSymlink: followingSymlink)
         return try fd.closeAfter {
             guard info.st_mode & S_IFMT == S_IFREG else { return .notRegular(kind(of: info.st_mode)) }
@@ -81,6 +83,7 @@ extension FileDescriptor {
     public func forEachChunk(upTo length: Int64 = .max, _ body: (UnsafeRawBufferPointer) throws -> Void) throws
         -> Int64
     {
+        BlockingIO.checkOffPool("FileDescriptor.forEachChunk")
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
         defer { buffer.deallocate() }
         var offset: Int64 = 0
@@ -123,6 +126,7 @@ extension FileDescriptor {
     /// ``openFolder(_:creating:)``, which never follows one.
     /// - Throws: `Errno`.
     public static func openFolder(_ path: FilePath) throws(Errno) -> FileDescriptor {
+        BlockingIO.checkOffPool("FileDescriptor.openFolder")
         let raw = Glibc.open(path.string, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard raw >= 0 else { throw Errno(rawValue: errno) }
         return FileDescriptor(rawValue: raw)
@@ -136,6 +140,7 @@ extension FileDescriptor {
     /// - Returns: A new descriptor the caller closes.
     /// - Throws: `Errno`.
     public func openFolder(_ relative: String, creating: Bool) throws(Errno) -> FileDescriptor {
+        BlockingIO.checkOffPool("FileDescriptor.openFolder")
         var current = FileDescriptor(rawValue: openat(rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC))
         guard current.rawValue >= 0 else { throw Errno(rawValue: errno) }
         for part in Substring(relative).utf8.split(separator: UInt8(ascii: "/")) {

@@ -20,6 +20,7 @@ public struct StateFile<Value: Codable & Sendable>: Sendable {
     /// - Throws: ``AssetPackFormatError`` with code `.invalidState` when the file does not decode, or `.io`
     ///   when it cannot be read.
     public func load() throws -> Value? {
+        BlockingIO.checkOffPool("StateFile.load")
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path.string))
@@ -41,6 +42,7 @@ public struct StateFile<Value: Codable & Sendable>: Sendable {
     /// - Throws: ``AssetPackFormatError`` with code `.invalidState` when the file is not a regular file, is too
     ///   large or does not decode, or `.io` when it cannot be read.
     public func load(in folder: FileDescriptor) throws -> Value? {
+        BlockingIO.checkOffPool("StateFile.load")
         let content: SmallFile
         do {
             content = try FileDescriptor.readSmallRegularFile(
@@ -66,6 +68,7 @@ public struct StateFile<Value: Codable & Sendable>: Sendable {
     /// Writes the state atomically.
     /// - Throws: ``AssetPackFormatError`` with code `.io`.
     public func save(_ value: Value) throws {
+        BlockingIO.checkOffPool("StateFile.save")
         try AtomicFile.write(try encode(value), to: path)
     }
 
@@ -73,6 +76,7 @@ public struct StateFile<Value: Codable & Sendable>: Sendable {
     /// through a symlink (see ``AtomicFile/write(in:named:shownAs:permissions:_:)``).
     /// - Throws: ``AssetPackFormatError`` with code `.io`.
     public func save(_ value: Value, in folder: FileDescriptor) throws {
+        BlockingIO.checkOffPool("StateFile.save")
         try AtomicFile.write(try encode(value), in: folder, named: path.lastComponent?.string ?? "", shownAs: path)
     }
 

@@ -43,6 +43,7 @@ public struct AssetFolder: Sendable {
     /// - Throws: ``AssetPackServerError`` with code `.noAssetFolder` when the folder is missing or holds
     ///   no `*.json` file.
     public func scan() throws -> Scan {
+        BlockingIO.checkOffPool("AssetFolder.scan")
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: root.string, isDirectory: &isFolder), isFolder.boolValue else {
             throw AssetPackServerError(

@@ -64,6 +64,7 @@ struct MockState: Sendable, Codable {
     /// Reads the state file; an empty state when there is none yet.
     /// - Throws: ``AssetPackServerError`` with code `.state` when the file does not decode.
     static func load(from file: FilePath) throws -> MockState {
+        BlockingIO.checkOffPool("MockState.load")
         do {
             return try StateFile<MockState>(file).load() ?? MockState()
         } catch let error as AssetPackFormatError {
@@ -80,6 +81,7 @@ struct MockState: Sendable, Codable {
     /// Writes the state file atomically.
     /// - Throws: ``AssetPackFormatError`` with code `.io`.
     func save(to file: FilePath) throws {
+        BlockingIO.checkOffPool("MockState.save")
         try StateFile<MockState>(file).save(self)
     }
 }

@@ -166,11 +166,15 @@ public actor PackCatalog {
     }
 
     private func scanAndBuild(settle: Duration?) async throws -> CatalogReport {
-        let (folder, packsFolder) = (self.folder, self.packsFolder)
-        let (scan, archives) = try await BlockingIO.shortCall {
+        let (folder, packsFolder, options) = (self.folder, self.packsFolder, self.options)
+        // A scan stats every file of the folder (100 000 of them, for some), and the fingerprints hash what it
+        // found: a long job, off the actor.
+        let (scan, fingerprints, archives) = try await BlockingIO.longJob {
             let scan = try folder.scan()
+            let fingerprints = scan.sources.map { $0.fingerprint(options: options) }
             try Self.createFolder(packsFolder)
-            return (scan, Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? []))
+            let archives = Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [])
+            return (scan, fingerprints, archives)
         }
         if !started {
             // At start-up: anything in packs/ that no record names is left from an earlier run, a killed build
@@ -179,7 +183,7 @@ public actor PackCatalog {
             let referenced = Set(state.packs.values.filter { !$0.removed }.map(\.archive))
             let leftovers = archives.filter { !referenced.contains($0) }.map { packsFolder.appending($0) }
             if !leftovers.isEmpty {
-                _ = try? await BlockingIO.shortCall { for path in leftovers { _ = unlink(path.string) } }
+                _ = try? await BlockingIO.longJob { for path in leftovers { _ = unlink(path.string) } }
             }
         }
         if let settle, Self.isRecent(scan.lastChange, within: settle) {
@@ -192,10 +196,9 @@ public actor PackCatalog {
         trimmed = false
         var present = Set<String>()
         var toBuild: [(source: PackSource, fingerprint: String)] = []
-        for source in scan.sources {
+        for (source, fingerprint) in zip(scan.sources, fingerprints) {
             let id = source.manifest.assetPackID
             present.insert(id)
-            let fingerprint = source.fingerprint(options: options)
             let previous = state.packs[id]
             if let previous, previous.fingerprint == fingerprint, !previous.removed, archives.contains(previous.archive)
             {
@@ -297,7 +300,7 @@ public actor PackCatalog {
     ///   folder cannot be read.
     public func check() async throws -> (warnings: [String], packIDs: Set<String>) {
         let folder = self.folder
-        let scan = try await BlockingIO.shortCall { try folder.scan() }
+        let scan = try await BlockingIO.longJob { try folder.scan() }
         guard scan.problems.isEmpty else {
             throw AssetPackServerError(
                 code: .invalidAssetFolder,
@@ -361,7 +364,7 @@ public actor PackCatalog {
         var lastProblems: [String] = []
         let folder = self.folder
         var initial = lastWarnings
-        if initial == nil { initial = try? await BlockingIO.shortCall { try folder.scan().warnings } }
+        if initial == nil { initial = try? await BlockingIO.longJob { try folder.scan().warnings } }
         var shownWarnings = Set(initial ?? [])
         while !Task.isCancelled {
             do {
@@ -419,7 +422,7 @@ public actor PackCatalog {
         let packsFolder = self.packsFolder
         let building = packsFolder.appending("\(id).building")
         log("building \(id): \(ByteFormat.count(source.files.count, "file")), \(ByteFormat.string(source.installSize))")
-        let (built, index, name) = try await BlockingIO.shortCall {
+        let (built, index, name) = try await BlockingIO.longJob {
             let (built, index) = try PackBuilder.buildIndexed(source, to: building, options: options)
             let name = "\(id)-\(built.sha256.prefix(16)).\(built.format == .aar ? "aar" : "pack")"
             if rename(building.string, packsFolder.appending(name).string) != 0 {
@@ -451,7 +454,7 @@ public actor PackCatalog {
         )
         let (deltaStore, log) = (self.deltaStore, self.log)
         let previousVersion = previous.map { published($0, id: id) }
-        return try await BlockingIO.shortCall { [record] in
+        return try await BlockingIO.longJob { [record] in  // delta builds read the whole new archive
             var record = record
             try deltaStore.saveIndex(index, sha256: built.sha256)
             try deltaStore.update(
@@ -529,8 +532,8 @@ public actor PackCatalog {
         }
     }
 
-    /// Deletes superseded archives beyond the newest ones each pack keeps (on the thread pool: unlinking a GiB
-    /// archive takes a while). A download under way reads a file it opened, deleted or not.
+    /// Deletes superseded archives beyond the newest ones each pack keeps (a long job: unlinking a GiB archive
+    /// takes a while). A download under way reads a file it opened, deleted or not.
     private func removeExpiredArchives() async {
         let live = Set(current.withLock { $0.packs.map(\.archive) })
         var expired: [FilePath] = []
@@ -541,7 +544,7 @@ public actor PackCatalog {
             superseded[id] = Array(old.suffix(keep))
         }
         let (paths, records, deltaStore) = (expired, state.packs, self.deltaStore)
-        _ = try? await BlockingIO.shortCall {
+        _ = try? await BlockingIO.longJob {
             for path in paths { _ = unlink(path.string) }
             deltaStore.sweep(records)
         }

@@ -64,6 +64,7 @@ public struct TLSSetup: Sendable {
         legacyFolder: FilePath? = nil,
         assetFolder: FilePath? = nil
     ) throws -> TLSSetup? {
+        BlockingIO.checkOffPool("TLSSetup.make")
         switch mode {
         case .none:
             return nil

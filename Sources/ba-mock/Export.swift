@@ -55,20 +55,24 @@ struct Export: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let catalog = try PackCatalog(
-            folder: AssetFolder(root: folder),
-            options: build.packOptions,
-            pinnedVersions: try PackVersionPins.parse(packVersions),
-            deltaDepth: deltas.deltaDepth,
-            log: { Console.err($0) }
+        let (folder, options, pins, depth) = (
+            self.folder, build.packOptions, try PackVersionPins.parse(packVersions), deltas.deltaDepth
         )
+        let catalog = try await BlockingIO.shortCall {  // reads the state file
+            try PackCatalog(
+                folder: AssetFolder(root: folder),
+                options: options,
+                pinnedVersions: pins,
+                deltaDepth: depth,
+                log: { Console.err($0) }
+            )
+        }
         for warning in try await catalog.load() { Console.err("warning: \(warning)") }
-        let result = try Exporter.export(
-            catalog.snapshot,
-            to: out,
-            baseURL: baseURL,
-            platforms: platforms.compactMap(DownloadManifest.platform(named:))
-        )
+        let (snapshot, out, baseURL) = (catalog.snapshot, self.out, self.baseURL)
+        let platforms = self.platforms.compactMap(DownloadManifest.platform(named:))
+        let result = try await BlockingIO.longJob {  // copies every archive
+            try Exporter.export(snapshot, to: out, baseURL: baseURL, platforms: platforms)
+        }
         for warning in result.warnings { Console.err("warning: \(warning)") }
         if json {
             Console.out(String(decoding: try result.manifest.encoded(), as: UTF8.self))

@@ -53,11 +53,10 @@ struct InfoPlistOptions: ParsableArguments {
             }
             guard let folder else { return problems }
             do {
-                let catalog = try PackCatalog(
-                    folder: AssetFolder(root: folder),
-                    options: build.packOptions,
-                    deltaDepth: deltas.deltaDepth
-                )
+                let (options, depth) = (build.packOptions, deltas.deltaDepth)
+                let catalog = try await BlockingIO.shortCall {  // reads the state file
+                    try PackCatalog(folder: AssetFolder(root: folder), options: options, deltaDepth: depth)
+                }
                 _ = try await catalog.load()  // its warnings are the manifests' own, listed already
                 manifest = catalog.snapshot.manifest(baseURL: "")
                 size = Int64(try manifest.encoded().count)

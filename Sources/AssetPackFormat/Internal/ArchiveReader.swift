@@ -103,7 +103,8 @@ struct ArchiveReader {
 /// Opens a tar archive for streaming reads (every compression filter libarchive supports; tar formats only,
 /// so a non-archive is refused rather than read raw).
 func withArchiveReader<T>(at path: FilePath, _ body: (ArchiveReader) throws -> T) throws -> T {
-    try withCLocale { try openArchiveReader(at: path, body) }
+    BlockingIO.checkOffPool("ArchiveReader.withArchiveReader")
+    return try withCLocale { try openArchiveReader(at: path, body) }
 }
 
 private func openArchiveReader<T>(at path: FilePath, _ body: (ArchiveReader) throws -> T) throws -> T {
@@ -226,6 +227,7 @@ func withArchiveReader<T>(
     name: String,
     _ body: (ArchiveReader) throws -> T
 ) throws -> T {
+    BlockingIO.checkOffPool("ArchiveReader.withArchiveReader")
     let head = try ReplaySource.peek(4, from: source)
     let replay = ReplaySource(head: head, rest: source)
     if AppleArchiveMagic.matches(head) {

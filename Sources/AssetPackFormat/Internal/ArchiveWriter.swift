@@ -221,7 +221,8 @@ func withArchiveWriter<T>(
     binaryNames: Bool,
     _ body: (ArchiveWriter) throws -> T
 ) throws -> (result: T, sha256: String, size: Int64) {
-    try withUTF8Locale { try openArchiveWriter(to: fd, options: options, binaryNames: binaryNames, body) }
+    BlockingIO.checkOffPool("ArchiveWriter.withArchiveWriter")
+    return try withUTF8Locale { try openArchiveWriter(to: fd, options: options, binaryNames: binaryNames, body) }
 }
 
 private func openArchiveWriter<T>(
