@@ -60,7 +60,7 @@ extension AssetPackManager {
         let packs = listing.all
         let visible = listing.visible
         let store = self.store
-        return try await BlockingIO.shortCall {
+        return try await BlockingIO.longJob {  // removing a pack deletes its folder: a long job
             let (removed, state) = try store.update { state in
                 let removed = state.installed.values.filter { packs[$0.id] == nil }
                 for pack in removed { state.installed[pack.id] = nil }

@@ -311,7 +311,7 @@ public actor AssetPackManager {
         try await withExclusiveControl {
             await self.gate.waitForInstall(of: id)
             let store = self.store
-            try await BlockingIO.shortCall {
+            try await BlockingIO.longJob {  // a recursive delete of the pack's folder
                 guard try store.removeInstalled(id) != nil else {
                     throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
                 }
