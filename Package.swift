@@ -198,7 +198,10 @@ let package = Package(
         ),
         .testTarget(
             name: "AssetPackCLITests",
-            dependencies: ["AssetPackCLI", "TestSupport", .product(name: "SystemPackage", package: "swift-system")],
+            dependencies: [
+                "AssetPackCLI", "AssetPackClient", "AssetPackServer", "TestSupport",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

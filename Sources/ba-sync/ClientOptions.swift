@@ -317,9 +317,7 @@ struct Session {
         ["code": error.code.rawValue, "message": error.description]
     }
 
-    /// Runs `body` with a manager and shows its events as they happen, then shuts the HTTP client down;
-    /// everything shown is written before the command prints its result. With `--json`, a failure is also
-    /// printed as an error line.
+    /// Runs `body` with a manager made from the options (see ``ManagerSession``).
     /// - Returns: What `body` returns, and the packs whose failure the progress already showed.
     func run<T: Sendable>(_ body: (AssetPackManager) async throws -> T) async throws -> (T, shown: Set<String>) {
         let appGroup = try app.appGroupPath
@@ -330,57 +328,30 @@ struct Session {
             connectTimeout: .milliseconds(min(milliseconds, 5000)),
             readTimeout: .milliseconds(milliseconds)
         )
-        let manager: AssetPackManager
-        do {
-            manager = try AssetPackManager(
-                server: location?.server,
-                manifestURL: location?.manifestURL,
-                appGroup: appGroup,
-                client: client,
-                maxConcurrentDownloads: downloads?.concurrency ?? 3,
-                retryPolicy: RetryPolicy(retries: server?.retries ?? 5),
-                manifestTimeout: .milliseconds(milliseconds),
-                stallTimeout: .milliseconds(milliseconds),
-                resumableDownloads: downloads?.resumable ?? false,
-                lockTimeout: lock?.lockTimeout.map { .milliseconds(Int64($0 * 1000)) },
-                platform: server.map(\.playedPlatform) ?? "iOS",
-                language: app.givenLanguage?.description,
-                primaryLanguage: app.primary.description,
-                collisions: app.collisionRule,
-                deltaUpdates: downloads?.deltaUpdates ?? false,
-                allowInsecureHTTP: server?.allowHTTP ?? false
-            )
-        } catch {
-            try? await client.shutdown()
-            if app.json { Console.jsonError(error) }
-            throw error
-        }
-        let progress = ConsoleProgress(json: app.json, appGroup: appGroup.string)
-        let events = manager.events
-        let printer = Task { for await event in events { progress.show(event) } }
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await body(manager))
-        } catch {
-            result = .failure(error)
-        }
-        manager.finishStatusUpdates()
-        await printer.value
-        progress.flush()
-        try? await client.shutdown()
-        if case .failure(let error) = result, app.json, !(error is ExitCode) { Console.jsonError(error) }
-        // A failure the progress already showed in full is not printed in full again.
-        if case .failure(let error as AssetPackClientError) = result, !app.json, let id = error.assetPackID,
-            progress.failuresShown.contains(id)
-        {
-            throw ShownFailure(pack: id)
-        }
-        return (try result.get(), progress.failuresShown)
+        let session = ManagerSession(json: app.json, appGroup: appGroup) { $0 is ExitCode }
+        return try await session.run(
+            making: {
+                try AssetPackManager(
+                    server: location?.server,
+                    manifestURL: location?.manifestURL,
+                    appGroup: appGroup,
+                    client: client,
+                    maxConcurrentDownloads: downloads?.concurrency ?? 3,
+                    retryPolicy: RetryPolicy(retries: server?.retries ?? 5),
+                    manifestTimeout: .milliseconds(milliseconds),
+                    stallTimeout: .milliseconds(milliseconds),
+                    resumableDownloads: downloads?.resumable ?? false,
+                    lockTimeout: lock?.lockTimeout.map { .milliseconds(Int64($0 * 1000)) },
+                    platform: server.map(\.playedPlatform) ?? "iOS",
+                    language: app.givenLanguage?.description,
+                    primaryLanguage: app.primary.description,
+                    collisions: app.collisionRule,
+                    deltaUpdates: downloads?.deltaUpdates ?? false,
+                    allowInsecureHTTP: server?.allowHTTP ?? false
+                )
+            },
+            closing: { try? await client.shutdown() },
+            body
+        )
     }
-}
-
-/// A pack's failure that the progress lines showed already: the command's error only points at it.
-struct ShownFailure: Error, CustomStringConvertible {
-    var pack: String
-    var description: String { "\(pack) failed (above)" }
 }
