@@ -87,15 +87,3 @@ public enum Table {
         }.joined(separator: "\n")
     }
 }
-
-/// Checks a number of seconds given on the command line: finite, within a week, and at least `minimum`
-/// (or more than 0 when `positive`). Returns the message of a usage error, or `nil`.
-public func secondsProblem(_ value: Double, option: String, positive: Bool) -> String? {
-    guard value.isFinite, value <= 7 * 86400 else {
-        return "\(option) must be a number of seconds up to a week (7 × 86400), not \(value)"
-    }
-    if positive ? value <= 0 : value < 0 {
-        return "\(option) must be \(positive ? "more than 0" : "0 or more") seconds"
-    }
-    return nil
-}

@@ -249,20 +249,8 @@ struct Bench: AsyncParsableCommand {
 
 /// `a,b,c` → values, or a usage error naming the bad item.
 private func list<T>(_ text: String, _ make: (String) -> T?, _ what: String) throws -> [T] {
-    let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-    guard !items.isEmpty else { throw ValidationError("empty \(what) list") }
-    return try items.map { item in
-        guard let value = make(item) else { throw ValidationError("unknown \(what) '\(item)'") }
-        return value
+    switch listValues(text, make, what) {
+    case .success(let values): return values
+    case .failure(let error): throw ValidationError(error.description)
     }
-}
-
-/// `4096`, `4k`, `64K`, `1m` → bytes.
-private func byteCount(_ text: String) -> Int? {
-    let lower = text.lowercased()
-    let multipliers: [Character: Int] = ["k": 1024, "m": 1 << 20, "g": 1 << 30]
-    if let last = lower.last, let multiplier = multipliers[last] {
-        return Int(lower.dropLast()).map { $0 * multiplier }
-    }
-    return Int(lower)
 }
