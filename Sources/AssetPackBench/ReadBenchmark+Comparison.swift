@@ -23,7 +23,14 @@ extension ReadBenchmark {
         public var operationsPerSecond: Double
         /// The change in percent (negative: slower), or `nil` without a baseline figure.
         public var changePercent: Double?
-        /// Slower than the baseline by more than the tolerance.
+        /// The case's run-to-run noise in percent: the wider relative spread, (highest − lowest) / median of
+        /// operations per second, of its `--repeat` runs here and in the baseline; `nil` when neither repeated
+        /// it (one run shows no noise).
+        public var noisePercent: Double?
+        /// The slowdown that counts: the tolerance, or the noise when that is larger, so that the gate holds
+        /// against the spread the machine showed in these very runs.
+        public var thresholdPercent: Double
+        /// Slower than the baseline by more than the threshold.
         public var regressed: Bool
     }
 
@@ -54,21 +61,45 @@ extension ReadBenchmark.Result {
 
 extension ReadBenchmark.Report {
     /// Compares each case's operations per second with the same case in `baseline` (matched by method,
-    /// pattern, cache state, block size and threads).
-    /// - Parameter tolerance: The slowdown in percent still accepted.
+    /// pattern, cache state, block size and threads). A case regressed when it is slower by more than
+    /// `tolerance` and by more than its own noise (see ``ReadBenchmark/Comparison/noisePercent``).
+    /// - Parameter tolerance: The slowdown in percent accepted whatever the noise.
     public func compared(with baseline: [ReadBenchmark.Result], tolerance: Double) -> [ReadBenchmark.Comparison] {
-        var saved: [ReadBenchmark.Case: Double] = [:]
-        for result in baseline { saved[result.benchCase] = result.operationsPerSecond }
+        var saved: [ReadBenchmark.Case: ReadBenchmark.Result] = [:]
+        for result in baseline { saved[result.benchCase] = result }
         return results.map { result in
             let before = saved[result.benchCase]
-            let change = before.flatMap { $0 > 0 ? (result.operationsPerSecond / $0 - 1) * 100 : nil }
+            let change = before.flatMap {
+                $0.operationsPerSecond > 0 ? (result.operationsPerSecond / $0.operationsPerSecond - 1) * 100 : nil
+            }
+            let noise = [result, before].compactMap { $0?.noisePercent }.max()
+            let threshold = max(tolerance, noise ?? 0)
             return ReadBenchmark.Comparison(
                 benchCase: result.benchCase.description,
-                baselineOperationsPerSecond: before,
+                baselineOperationsPerSecond: before?.operationsPerSecond,
                 operationsPerSecond: result.operationsPerSecond,
                 changePercent: change,
-                regressed: (change ?? 0) < -tolerance
+                noisePercent: noise,
+                thresholdPercent: threshold,
+                regressed: (change ?? 0) < -threshold
             )
         }
+    }
+
+    /// A note when the gate cannot see the noise: cases run once, here or in the baseline.
+    public func noiseNote(baseline: [ReadBenchmark.Result]) -> String? {
+        let once = results.contains { $0.spread == nil } || baseline.contains { $0.spread == nil }
+        guard once else { return nil }
+        return "a case run once shows no noise, so --baseline holds it to --tolerance alone; run both the baseline "
+            + "and this run with --repeat 5 so that the gate holds against the spread the runs show"
+    }
+}
+
+extension ReadBenchmark.Result {
+    /// (highest − lowest) / median of the operations per second of the case's runs, in percent; `nil` for
+    /// one run.
+    public var noisePercent: Double? {
+        guard let spread, operationsPerSecond > 0 else { return nil }
+        return (spread.operationsPerSecondMax - spread.operationsPerSecondMin) / operationsPerSecond * 100
     }
 }

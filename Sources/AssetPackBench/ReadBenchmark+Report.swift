@@ -102,13 +102,15 @@ extension ReadBenchmark {
 
         /// A header row and a row per case of the comparison with a baseline.
         public func baselineRows() -> [[String]] {
-            var rows = [["case", "baseline ops/s", "ops/s", "change", ""]]
+            var rows = [["case", "baseline ops/s", "ops/s", "change", "noise", "gate", ""]]
             for comparison in baseline ?? [] {
                 rows.append(
                     [
                         comparison.benchCase, comparison.baselineOperationsPerSecond.map(format) ?? "-",
                         format(comparison.operationsPerSecond),
                         comparison.changePercent.map { String(format: "%+.1f%%", $0) } ?? "not in the baseline",
+                        comparison.noisePercent.map { String(format: "%.1f%%", $0) } ?? "-",
+                        String(format: "-%.1f%%", comparison.thresholdPercent),
                         comparison.regressed ? "SLOWER" : "",
                     ]
                 )

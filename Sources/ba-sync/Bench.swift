@@ -25,7 +25,8 @@ struct Bench: AsyncParsableCommand {
             percentiles are a handful of samples.
             For CI: save a run with --json, then compare later runs with --baseline FILE: the change of each \
             case's operations per second is printed, and the command exits 1 when a case is slower by more \
-            than --tolerance percent. --html FILE writes the report as one HTML page to open offline.
+            than --tolerance percent and more than its own noise (the spread of its --repeat runs, here or in \
+            the baseline: repeat both runs 5 times so that the gate sees it). --html FILE writes the report as one HTML page to open offline.
             Examples:
               ba-sync bench --app-group /tmp/ag
               ba-sync bench --app-group /tmp/ag --pack Levels --method descriptor --pattern random --block 4k --threads 2 --json
@@ -99,7 +100,12 @@ struct Bench: AsyncParsableCommand {
     )
     var baseline: String?
 
-    @Option(help: ArgumentHelp("The slowdown against --baseline still accepted, in percent.", valueName: "percent"))
+    @Option(
+        help: ArgumentHelp(
+            "The slowdown against --baseline still accepted, in percent; a case whose --repeat runs (here or in the baseline) spread wider is held to its spread instead.",
+            valueName: "percent"
+        )
+    )
     var tolerance: Double = 10
 
     @Option(
@@ -174,6 +180,7 @@ struct Bench: AsyncParsableCommand {
             )
             var report = ReadBenchmark.Report(benchmark: benchmark, results: results, environment: environment)
             report.baseline = saved.map { report.compared(with: $0, tolerance: tolerance) }
+            if let saved, let note = report.noiseNote(baseline: saved) { report.warnings.append(note) }
             if let histogram {
                 do {
                     try Data(report.histograms().utf8).write(to: URL(fileURLWithPath: histogram))
@@ -218,12 +225,14 @@ struct Bench: AsyncParsableCommand {
         for warning in report.warnings { Console.out("note: \(warning)") }
         if let comparisons = report.baseline {
             Console.out("")
-            Console.out("against \(baseline ?? "") (tolerance \(String(format: "%g", tolerance))%):")
+            Console.out(
+                "against \(baseline ?? "") (tolerance \(String(format: "%g", tolerance))%, or a case's noise when wider):"
+            )
             Console.table(report.baselineRows())
             let slower = comparisons.filter(\.regressed).count
             if slower > 0 {
                 Console.out(
-                    "\(slower) case(s) slower than the baseline by more than \(String(format: "%g", tolerance))%"
+                    "\(slower) case(s) slower than the baseline by more than their gate (the tolerance or their noise)"
                 )
             }
         }

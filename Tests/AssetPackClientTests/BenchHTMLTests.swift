@@ -263,3 +263,53 @@ struct BenchHTMLTests {
         #expect(root.descendants("code").map(\.allText).contains("base\".json'&"))
     }
 }
+
+/// `--baseline` holds each case to the tolerance or to its own noise, whichever is wider.
+@Suite("The bench's gate and its noise")
+struct BenchNoiseGateTests {
+    /// A first-byte warm case at `operationsPerSecond`, its runs spread from `low` to `high` (nil: one run).
+    static func firstByte(_ operationsPerSecond: Double, runs: (low: Double, high: Double)?) -> [String: Any] {
+        var object = BenchHTMLTests.result("contents", "first-byte", "warm", operationsPerSecond: operationsPerSecond)
+        if let runs {
+            object["spread"] = [
+                "runs": 5, "operationsPerSecondMin": runs.low, "operationsPerSecondMax": runs.high,
+                "megabytesPerSecondMin": 1.0, "megabytesPerSecondMax": 2.0, "p99Min": 4.0, "p99Max": 6.0,
+            ]
+        }
+        return object
+    }
+
+    @Test func aSlowdownWithinTheRunsOwnNoiseIsNotARegression() throws {
+        // As seen on this machine: back-to-back runs of one case gave 63.8k and 47.2k operations per second
+        // (-26%), its five runs spreading 45k to 66k: noise, not a regression, for a gate of 10%.
+        let saved = try BenchHTMLTests.decode([Self.firstByte(63_800, runs: (61_000, 66_000))])
+        var report = try BenchHTMLTests.report([Self.firstByte(47_200, runs: (45_000, 66_000))])
+        let noisy = try #require(report.compared(with: saved, tolerance: 10).first)
+        #expect(noisy.changePercent.map { ($0 * 10).rounded() / 10 } == -26.0)
+        #expect(noisy.noisePercent.map { $0.rounded() } == 44)  // (66 000 − 45 000) / 47 200
+        #expect(noisy.thresholdPercent == noisy.noisePercent)
+        #expect(!noisy.regressed)
+        #expect(report.noiseNote(baseline: saved) == nil)
+
+        // The same slowdown on quiet runs is one.
+        let quietBase = try BenchHTMLTests.decode([Self.firstByte(63_800, runs: (63_000, 64_500))])
+        report = try BenchHTMLTests.report([Self.firstByte(47_200, runs: (47_000, 47_900))])
+        let quiet = try #require(report.compared(with: quietBase, tolerance: 10).first)
+        #expect(quiet.thresholdPercent == 10)
+        #expect(quiet.regressed)
+        report.baseline = [quiet]
+        #expect(
+            report.baselineRows().last == [
+                "contents first-byte warm", "63800", "47200", "-26.0%", "2.4%", "-10.0%", "SLOWER",
+            ]
+        )
+    }
+
+    @Test func oneRunShowsNoNoiseAndTheReportSaysSo() throws {
+        let saved = try BenchHTMLTests.decode([Self.firstByte(63_800, runs: nil)])
+        let report = try BenchHTMLTests.report([Self.firstByte(47_200, runs: nil)])
+        let comparison = try #require(report.compared(with: saved, tolerance: 10).first)
+        #expect(comparison.noisePercent == nil && comparison.thresholdPercent == 10 && comparison.regressed)
+        #expect(report.noiseNote(baseline: saved)?.contains("--repeat 5") == true)
+    }
+}
