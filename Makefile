@@ -2,6 +2,8 @@
 SWIFT ?= swift
 PREFIX ?= /usr/local
 CONFIG ?= debug
+# make build: the fast binaries by default (a debug build runs delta updates and verify 10-50x slower).
+BUILD_CONFIG ?= release
 ASSETS ?= Assets
 PORT ?= 8443
 TORTURE_RUNS ?= 4
@@ -34,7 +36,7 @@ help:
 	@echo "make fuzz     manifest, archive (.aar too), index-row, fault-rule, glob and LZFSE fuzzing on $(FUZZ_ITERATIONS) inputs each,"
 	@echo "              then libFuzzer on the C decoders for $(FUZZ_SECONDS) s"
 	@echo "make serve    serve $(ASSETS)/ on http://127.0.0.1:$(PORT) until Ctrl-C; dashboard at /_mock/"
-	@echo "make build    build (CONFIG=debug|release)"
+	@echo "make build    release build of ba-mock and ba-sync (BUILD_CONFIG=debug: a quicker build, slower binaries)"
 	@echo "make lint     swift format lint --strict;  make format  rewrite in place"
 	@echo "make install  release build of ba-mock and ba-sync into \$$PREFIX/bin (default $(PREFIX))"
 	@echo "make deps     apt-get install what is missing: $(APT_PACKAGES)"
@@ -54,7 +56,12 @@ deps:
 	  || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages $(PIP_PACKAGES); }
 
 build: deps
-	$(SWIFT) build -c $(CONFIG)
+	$(SWIFT) build -c $(BUILD_CONFIG)
+	@bin=$$($(SWIFT) build -c $(BUILD_CONFIG) --show-bin-path); \
+	echo "built: $$bin/ba-mock and $$bin/ba-sync ($(BUILD_CONFIG))"; \
+	if [ "$(BUILD_CONFIG)" = debug ]; then \
+	  echo "note: debug binaries run delta updates, verify and hashing 10-50x slower than release; measure with make build"; \
+	fi
 
 # One test at a time: the end-to-end and torture tests wait on real processes, and on two cores tests
 # run side by side starved each other into timeouts.
