@@ -40,39 +40,39 @@ public struct CatalogReport: Sendable {
 public actor PackCatalog {
     /// The asset folder.
     public nonisolated let folder: AssetFolder
-    private let options: PackBuildOptions
+    let options: PackBuildOptions
     let pinnedVersions: [String: Int]
-    private let archivesKept: Int
+    let archivesKept: Int
     /// The deltas to each published version, and the indexes of the versions they start from.
-    private let deltaStore: DeltaStore
+    let deltaStore: DeltaStore
     /// Pack archives served as they are (`serve A.aar`), beside the folder's packs.
     let archives: [ServedPack]
     let log: @Sendable (String) -> Void
     var state: MockState
     /// Archives no longer published, per pack, oldest first.
-    private var superseded: [String: [FilePath]] = [:]
-    private nonisolated let current = Mutex(CatalogSnapshot(packs: []))
+    var superseded: [String: [FilePath]] = [:]
+    nonisolated let current = Mutex(CatalogSnapshot(packs: []))
     /// Versions set through the control endpoint, over `pinnedVersions`.
     var runtimeVersions: [String: Int] = [:]
     /// Packs marked obsolete through the control endpoint: not published until unmarked.
     var hidden: Set<String> = []
-    private var previous: [String: ServedPack] = [:]
+    var previous: [String: ServedPack] = [:]
     /// The refresh under way, if any.
-    private var refreshing: Task<CatalogReport, any Error>?
+    var refreshing: Task<CatalogReport, any Error>?
     /// Whether the first refresh ran (it sweeps archives left by an earlier run).
-    private var started = false
+    var started = false
     /// Whether opening dropped deltas beyond the depth from the state (saved by the first refresh).
-    private var trimmed = false
+    var trimmed = false
     /// Packs a refresh is about to build that have no published version yet (asked for, they get 503).
-    private var building: Set<String> = []
+    var building: Set<String> = []
     /// Set by ``check()`` when packs are left to build, until the next refresh ends: the manifest waits.
-    private var incomplete = false
+    var incomplete = false
     /// The warnings of the last scan, which a watch starts from (said once) without scanning again.
-    private var lastWarnings: [String]?
+    var lastWarnings: [String]?
     /// When the snapshot was last published and the state last saved during a refresh: a refresh of
     /// thousands of packs publishes and persists what it built as it goes, at most twice a second.
-    private var lastPublished: ContinuousClock.Instant?
-    private var lastSaved: ContinuousClock.Instant?
+    var lastPublished: ContinuousClock.Instant?
+    var lastSaved: ContinuousClock.Instant?
     /// The errors of the last refresh: broken manifests and failed builds, each with its file, key and pack
     /// (published in the snapshot, so that `/manifest` and `/_mock/packs` show them).
     var problems: [ManifestProblem] = []
@@ -113,7 +113,7 @@ public actor PackCatalog {
         self.state = state
     }
 
-    private var packsFolder: FilePath { folder.stateFolder.appending("packs") }
+    var packsFolder: FilePath { folder.stateFolder.appending("packs") }
 
     /// Refuses a state folder (or one of its folders) that is a symlink or not a folder: ba-mock writes there,
     /// and deletes what it finds there that no record names, so a `.ba-mock` linked to a folder elsewhere had
@@ -165,7 +165,7 @@ public actor PackCatalog {
         return try result.get()
     }
 
-    private func scanAndBuild(settle: Duration?) async throws -> CatalogReport {
+    func scanAndBuild(settle: Duration?) async throws -> CatalogReport {
         let (folder, packsFolder, options) = (self.folder, self.packsFolder, self.options)
         // A scan stats every file of the folder (100 000 of them, for some), and the fingerprints hash what it
         // found: a long job, off the actor.
@@ -280,7 +280,7 @@ public actor PackCatalog {
 
     /// During a refresh: publishes what is built so far, and saves the state (so that a restart does not
     /// build it again), at most twice a second each, the first time at once.
-    private func publishAndSaveIfDue(_ clock: ContinuousClock) async throws {
+    func publishAndSaveIfDue(_ clock: ContinuousClock) async throws {
         let now = clock.now
         if lastPublished.map({ now - $0 >= .milliseconds(500) }) ?? true {
             lastPublished = now
@@ -290,263 +290,6 @@ public actor PackCatalog {
             lastSaved = now
             let (state, file) = (self.state, folder.stateFolder.appending("state.json"))
             try await BlockingIO.shortCall { try state.save(to: file) }
-        }
-    }
-
-    /// The manifests' problems and warnings, without building anything: what a command checks before it
-    /// starts serving (and then builds with ``refresh()``, publishing each pack as it is built).
-    /// - Returns: The warnings to show the user, and the IDs of the packs the folder holds.
-    /// - Throws: ``AssetPackServerError`` with code `.invalidAssetFolder` listing every problem, or when the
-    ///   folder cannot be read.
-    public func check() async throws -> (warnings: [String], packIDs: Set<String>) {
-        let folder = self.folder
-        let scan = try await BlockingIO.longJob { try folder.scan() }
-        guard scan.problems.isEmpty else {
-            throw AssetPackServerError(
-                code: .invalidAssetFolder,
-                message: "\(folder.root) has \(scan.problems.count) invalid manifest(s); fix them and run again:",
-                problems: scan.problems
-            )
-        }
-        let ids = Set(scan.sources.map(\.manifest.assetPackID))
-        if let twice = archives.first(where: { ids.contains($0.id) }) {
-            throw AssetPackServerError(
-                code: .invalidAssetFolder,
-                message:
-                    "\(twice.archive) is pack \(twice.id), which a manifest of \(folder.root) also builds. Fix: serve one "
-                    + "of them"
-            )
-        }
-        // What was built before is published at once; the packs with no archive yet are announced as being
-        // built (503 with Retry-After, not 404), and the manifest waits for them.
-        let (packsFolder, state) = (self.packsFolder, self.state)
-        let unbuilt = try await BlockingIO.shortCall { () -> Set<String> in
-            let archives = Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [])
-            return Set(
-                scan.sources.filter { source in
-                    guard let record = state.packs[source.manifest.assetPackID], !record.removed else { return true }
-                    return !archives.contains(record.archive)
-                }.map(\.manifest.assetPackID)
-            )
-        }
-        building = unbuilt
-        incomplete = !unbuilt.isEmpty
-        publish()
-        return (scan.warnings, ids.union(archives.map(\.id)))
-    }
-
-    /// The first refresh of a command: builds every pack, and fails when any manifest is invalid, so that
-    /// nothing is published from a half-valid folder.
-    /// - Returns: The warnings to show the user.
-    /// - Throws: ``AssetPackServerError`` with code `.invalidAssetFolder` listing every problem, or what
-    ///   ``refresh()`` throws.
-    public func load() async throws -> [String] {
-        let report = try await refresh()
-        guard report.problems.isEmpty else {
-            throw AssetPackServerError(
-                code: .invalidAssetFolder,
-                message: "\(folder.root) has \(report.problems.count) invalid manifest(s); fix them and run again:",
-                problems: report.problems
-            )
-        }
-        return report.warnings
-    }
-
-    /// Refreshes every `interval` until the task is cancelled, handing each report that changed something
-    /// (or found a problem) to `onReport`.
-    /// - Parameter settle: How long the folder must have been quiet before a change is built (see
-    ///   ``refresh(settle:)``); zero builds at the next tick.
-    public func watch(
-        every interval: Duration,
-        settle: Duration = .zero,
-        onReport: @escaping @Sendable (CatalogReport) -> Void
-    ) async {
-        var lastProblems: [String] = []
-        let folder = self.folder
-        var initial = lastWarnings
-        if initial == nil { initial = try? await BlockingIO.longJob { try folder.scan().warnings } }
-        var shownWarnings = Set(initial ?? [])
-        while !Task.isCancelled {
-            do {
-                try await Task.sleep(for: interval)
-            } catch {
-                return
-            }
-            do {
-                var report = try await refresh(settle: settle > .zero ? settle : nil)
-                if report.settling { continue }
-                let problems = report.problems.map(\.message)
-                report.problems = report.problems.filter { !lastProblems.contains($0.message) }  // said once
-                report.warnings = report.warnings.filter { !shownWarnings.contains($0) }  // each is said once
-                shownWarnings.formUnion(report.warnings)
-                if !report.changes.isEmpty || !report.removed.isEmpty || !report.problems.isEmpty
-                    || !report.warnings.isEmpty || !report.fixed.isEmpty
-                {
-                    onReport(report)
-                }
-                lastProblems = problems
-            } catch {
-                log("ba-mock: cannot refresh \(folder.root): \(error)")
-            }
-        }
-    }
-
-    /// Whether a change time (nanoseconds since 1970) is less than `interval` ago, and not in the future.
-    static func isRecent(_ change: Int64, within interval: Duration) -> Bool {
-        let now = Int64(Date().timeIntervalSince1970 * 1e9)
-        let (seconds, attoseconds) = interval.components
-        let span = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        return change > now - span && change <= now + 1_000_000_000
-    }
-
-    private static func manifestName(_ path: String) -> PathKey {
-        PathKey(FilePath(path).lastComponent?.string ?? path)
-    }
-
-    func published(_ record: MockState.Record, id: String) -> Int {
-        pin(of: id) ?? record.version
-    }
-
-    /// The version pack `id` is pinned at, from the control endpoint or `--pack-version`.
-    private func pin(of id: String) -> Int? {
-        runtimeVersions[id] ?? pinnedVersions[id]
-    }
-
-    private func build(
-        _ source: PackSource,
-        fingerprint: String,
-        previous: MockState.Record?
-    ) async throws -> MockState.Record {
-        let id = source.manifest.assetPackID
-        let options = self.options
-        let packsFolder = self.packsFolder
-        let building = packsFolder.appending("\(id).building")
-        log("building \(id): \(ByteFormat.count(source.files.count, "file")), \(ByteFormat.string(source.installSize))")
-        let (built, index, name) = try await BlockingIO.longJob {
-            let (built, index) = try PackBuilder.buildIndexed(source, to: building, options: options)
-            let name = "\(id)-\(built.sha256.prefix(16)).\(built.format == .aar ? "aar" : "pack")"
-            if rename(building.string, packsFolder.appending(name).string) != 0 {
-                throw AssetPackFormatError(
-                    code: .io,
-                    message: "cannot move the built pack into \(packsFolder)",
-                    cause: Errno(rawValue: errno)
-                )
-            }
-            return (built, index, name)
-        }
-        let sameContent = previous?.sha256 == built.sha256
-        let record = MockState.Record(
-            version: previous.map { sameContent ? $0.version : $0.version + 1 } ?? 1,
-            sha256: built.sha256,
-            fingerprint: fingerprint,
-            archive: name,
-            builtAt: sameContent ? (previous?.builtAt ?? Self.now()) : Self.now(),
-            downloadSize: built.downloadSize,
-            installSize: built.installSize,
-            fileCount: built.fileCount,
-            compression: built.compression,
-            downloadPolicy: source.manifest.downloadPolicy,
-            manifestFile: source.manifestFile,
-            removed: false,
-            platforms: source.manifest.platforms,
-            language: source.manifest.language,
-            userInfo: source.manifest.userInfo
-        )
-        let (deltaStore, log) = (self.deltaStore, self.log)
-        let previousVersion = previous.map { published($0, id: id) }
-        return try await BlockingIO.longJob { [record] in  // delta builds read the whole new archive
-            var record = record
-            try deltaStore.saveIndex(index, sha256: built.sha256)
-            try deltaStore.update(
-                &record,
-                previous: previous,
-                previousVersion: previousVersion,
-                full: packsFolder.appending(name),
-                index: index,
-                log: log
-            )
-            return record
-        }
-    }
-
-    private static func now() -> Date {
-        Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
-    }
-
-    func publish() {
-        let built = state.packs.filter { !$0.value.removed && !hidden.contains($0.key) }.map { id, record in
-            ServedPack(
-                id: id,
-                version: published(record, id: id),
-                downloadPolicy: record.downloadPolicy,
-                archive: packsFolder.appending(record.archive),
-                sha256: record.sha256,
-                downloadSize: record.downloadSize,
-                installSize: record.installSize,
-                fileCount: record.fileCount,
-                compression: record.compression,
-                lastModified: record.builtAt,
-                platforms: record.platforms,
-                language: record.language,
-                userInfo: record.userInfo,
-                deltas: (record.deltas ?? []).map { delta in
-                    ServedPack.Delta(
-                        fromVersion: delta.fromVersion,
-                        fromSHA256: delta.fromSHA256,
-                        archive: deltaStore.deltasFolder.appending(delta.archive),
-                        sha256: delta.sha256,
-                        downloadSize: delta.downloadSize,
-                        fileCount: delta.fileCount
-                    )
-                }
-            )
-        }
-        let asTheyAre = archives.filter { !hidden.contains($0.id) }.map { archive in
-            var pack = archive
-            pack.version = pin(of: archive.id) ?? archive.version
-            return pack
-        }
-        let packs = (built + asTheyAre).sorted { $0.id < $1.id }
-        let before = current.withLock { $0 }
-        for pack in packs {
-            if let old = before.pack(withID: pack.id), old.version != pack.version || old.sha256 != pack.sha256 {
-                previous[pack.id] = old
-            }
-        }
-        var snapshot = CatalogSnapshot(packs: packs, previous: previous)
-        snapshot.problems = problems
-        snapshot.building = building
-        snapshot.incomplete = incomplete && !building.isEmpty
-        current.withLock { $0 = snapshot }
-    }
-
-    static func createFolder(_ folder: FilePath) throws {
-        do {
-            try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
-        } catch {
-            throw AssetPackServerError(
-                code: .state,
-                message: "cannot create \(folder). Fix: make the asset folder writable",
-                cause: error
-            )
-        }
-    }
-
-    /// Deletes superseded archives beyond the newest ones each pack keeps (a long job: unlinking a GiB archive
-    /// takes a while). A download under way reads a file it opened, deleted or not.
-    private func removeExpiredArchives() async {
-        let live = Set(current.withLock { $0.packs.map(\.archive) })
-        var expired: [FilePath] = []
-        for (id, archives) in superseded {
-            let old = archives.filter { !live.contains($0) }
-            let keep = max(0, archivesKept - 1)  // the published one counts
-            expired.append(contentsOf: old.dropLast(keep))
-            superseded[id] = Array(old.suffix(keep))
-        }
-        let (paths, records, deltaStore) = (expired, state.packs, self.deltaStore)
-        _ = try? await BlockingIO.longJob {
-            for path in paths { _ = unlink(path.string) }
-            deltaStore.sweep(records)
         }
     }
 }
