@@ -18,9 +18,9 @@ public final class AssetPackReader: Sendable {
     /// The app group.
     public let store: AppGroupStore
     /// The namespace last built, what reads see in it (made with the namespace), and the language set.
-    private let view: Mutex<(namespace: Namespace?, scope: ReadScope?, language: LanguageTag?)>
+    let view: Mutex<(namespace: Namespace?, scope: ReadScope?, language: LanguageTag?)>
     /// The state file's path, made once: every read checks it.
-    private let stateFilePath: String
+    let stateFilePath: String
     /// The environment's languages (``LanguageTag/preferredLanguages(in:)``), most preferred first, taken
     /// when none was set or remembered.
     public let environmentLanguages: [LanguageTag]
@@ -72,7 +72,7 @@ public final class AssetPackReader: Sendable {
     /// The language the app prefers most (see ``preferredLanguages``).
     public var preferredLanguage: LanguageTag { preferredLanguages.first ?? primaryLanguage }
 
-    private func preferredLanguages(remembered: LanguageTag?) -> [LanguageTag] {
+    func preferredLanguages(remembered: LanguageTag?) -> [LanguageTag] {
         if let language { return [language] }
         if let remembered { return [remembered] }
         return environmentLanguages
@@ -86,7 +86,7 @@ public final class AssetPackReader: Sendable {
         return resolvedLanguage(in: view, preferring: language)
     }
 
-    private func resolvedLanguage(in view: Namespace, preferring language: LanguageTag?) -> LanguageTag? {
+    func resolvedLanguage(in view: Namespace, preferring language: LanguageTag?) -> LanguageTag? {
         LanguageTag.bestMatch(
             preferred: language.map { [$0] } ?? view.rememberedLanguage.map { [$0] } ?? environmentLanguages,
             available: view.localizedLanguages,
@@ -157,7 +157,7 @@ public final class AssetPackReader: Sendable {
         try contents(at: path, nil, scope: try scope(for: language), options: options)
     }
 
-    private func contents(at path: FilePath, _ assetPackID: String?, scope: ReadScope?, options: Data.ReadingOptions)
+    func contents(at path: FilePath, _ assetPackID: String?, scope: ReadScope?, options: Data.ReadingOptions)
         throws -> Data
     {
         let (fd, file, size) = try openInstalled(path, assetPackID, scope: scope)
@@ -218,7 +218,7 @@ public final class AssetPackReader: Sendable {
         try url(for: path, scope: try scope(for: language))
     }
 
-    private func url(for path: FilePath, scope: ReadScope?) throws -> URL {
+    func url(for path: FilePath, scope: ReadScope?) throws -> URL {
         let relative = try namespacePath(path)
         let (view, defaultScope) = try currentView()
         let scope = scope ?? defaultScope
@@ -262,140 +262,6 @@ public final class AssetPackReader: Sendable {
     {
         let (view, scope) = try currentView()
         return FilePath(try resolve(path, assetPackID, namespace: view, scope: scope))
-    }
-
-    // MARK: The namespace
-
-    /// The merged namespace at the current state, rebuilt only when the state file changed (or when
-    /// `refresh` asks for it).
-    func currentNamespace(refresh: Bool = false) throws -> Namespace {
-        try currentView(refresh: refresh).namespace
-    }
-
-    /// The current namespace and what reads see in it.
-    private func currentView(refresh: Bool = false) throws -> (namespace: Namespace, scope: ReadScope) {
-        let identity = Namespace.identity(of: stateFilePath)
-        let (cached, scope, language) = view.withLock { $0 }
-        let current = !refresh && cached?.stateIdentity == identity ? cached : nil
-        if let current, let scope { return (current, scope) }
-        let fresh = try current ?? Namespace(store: store, state: try store.loadState(), stateIdentity: identity)
-        let made = ReadScope(resolved: resolvedLanguage(in: fresh, preferring: language), collisions: collisions)
-        view.withLock {
-            $0.namespace = fresh
-            if $0.language == language { $0.scope = made }  // unless the language was set meanwhile
-        }
-        return (fresh, made)
-    }
-
-    /// What a read for `language` sees: only the packs localized in it.
-    private func scope(for language: String) throws -> ReadScope {
-        do {
-            return ReadScope(only: try LanguageTag(parsing: language), collisions: collisions)
-        } catch {
-            throw AssetPackClientError.invalidLanguage(language, error)
-        }
-    }
-
-    /// Opens the installed file a path resolves to (in `view`, by default the current namespace); when the
-    /// folder it resolved to has gone (an update committed in between), looks again once at the new state.
-    /// Only a regular file opens: something else put in its place (a symlink, or a FIFO, which would block
-    /// the open forever) is an error. The open is non-blocking; a descriptor `handedOut` to the caller is made blocking again
-    /// (one more system call, which a mapping closed at once does not need).
-    func openInstalled(
-        _ path: FilePath,
-        _ assetPackID: String?,
-        view given: Namespace? = nil,
-        scope: ReadScope? = nil,
-        handedOut: Bool = false
-    ) throws -> (fd: FileDescriptor, file: String, size: Int) {
-        var (view, defaultScope) = try currentView()
-        if let given { view = given }
-        let scope = scope ?? defaultScope
-        var retried = false
-        while true {
-            let file = try resolve(path, assetPackID, namespace: view, scope: scope)
-            let fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
-            if fd >= 0 {
-                var info = stat()
-                guard fstat(fd, &info) == 0, !handedOut || fcntl(fd, F_SETFL, 0) == 0 else {
-                    let failure = Errno(rawValue: errno)
-                    close(fd)
-                    throw AssetPackClientError.io("open", FilePath(file), failure)
-                }
-                guard info.st_mode & S_IFMT == S_IFREG else {
-                    close(fd)
-                    throw AssetPackClientError(
-                        code: .io,
-                        message:
-                            "cannot read \(file): it is not a regular file (something was put in place of the "
-                            + "installed file). Fix: `ba-sync verify` names the pack; `ba-sync remove ID` then "
-                            + "`ba-sync ensure ID`"
-                    )
-                }
-                return (FileDescriptor(rawValue: fd), file, Int(info.st_size))
-            }
-            let failure = errno
-            if failure == EINTR { continue }
-            if failure == ENOENT && !retried {
-                retried = true
-                view = try currentView(refresh: true).namespace
-                continue
-            }
-            throw AssetPackClientError.io("open", FilePath(file), Errno(rawValue: failure))
-        }
-    }
-
-    private func resolve(_ path: FilePath, _ assetPackID: String?, namespace view: Namespace, scope: ReadScope)
-        throws -> String
-    {
-        let relative = try namespacePath(path)
-        guard let (_, file) = try view.locate(relative, in: assetPackID, as: scope) else {
-            if let assetPackID, view.installed[assetPackID] == nil {
-                throw AssetPackClientError(
-                    code: .assetPackNotFound,
-                    message:
-                        "pack \(assetPackID) is not installed in \(store.root). Fix: `ba-sync status` lists installed packs",
-                    assetPackID: assetPackID
-                )
-            }
-            if view.folders[PathKey(relative)] != nil {
-                var error = AssetPackClientError(
-                    code: .fileNotFound,
-                    message:
-                        "\(path) is a folder of the namespace, not a file. Fix: `ba-sync url \(path)` says where it is",
-                    assetPackID: assetPackID
-                )
-                error.path = path
-                throw error
-            }
-            if assetPackID == nil, let holders = view.files[PathKey(relative)], !holders.isEmpty {
-                // Installed, but not in a pack localized for the language this read is limited to.
-                let packs = holders.map { "\($0) (\(view.installed[$0]?.language ?? "unlocalized"))" }
-                var error = AssetPackClientError(
-                    code: .fileNotFound,
-                    message:
-                        "\(path) is in no installed pack localized for \(scope.given?.description ?? "this language") "
-                        + "(a read asLocalizedFor: a language searches only those); it is in "
-                        + "\(packs.joined(separator: ", ")). Fix: read it without a language, or from its pack "
-                        + "(searchingInAssetPackWithID: \(holders[0]), --pack \(holders[0]))"
-                )
-                error.path = path
-                throw error
-            }
-            throw fileNotFound(path, in: assetPackID)
-        }
-        return file
-    }
-
-    private func fileNotFound(_ path: FilePath, in assetPackID: String? = nil) -> AssetPackClientError {
-        let scope = assetPackID.map { "pack \($0)" } ?? "any installed pack"
-        var error = AssetPackClientError(
-            code: .fileNotFound,
-            message: "\(path) is not in \(scope) in \(store.root). Fix: `ba-sync status` lists installed packs",
-            assetPackID: assetPackID
-        )
-        error.path = path  // Apple's fileNotFound(at:) carries the path
-        return error
     }
 }
 

@@ -1,0 +1,336 @@
+import Crypto
+import Foundation
+import SystemPackage
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Checking a selection: every selector's problem, and the names Apple's file systems refuse, in one pass.
+extension PackSource {
+    /// Resolves a manifest's selectors as ``resolve(_:root:boundary:)`` does, and finds every problem of the
+    /// selection in one pass: each selector's, and the names Apple's file systems refuse.
+    /// - Returns: The pack's files when nothing is an error, and every problem, errors and warnings.
+    /// - Parameter selectorIndices: Where each selector stands in the manifest file, when some were left out
+    ///   (``ManifestCheck/selectorIndices``), for the keys of messages.
+    public static func check(
+        _ parsed: ParsedManifest,
+        root: FilePath,
+        boundary: FilePath? = nil,
+        selectorIndices: [Int]? = nil
+    ) -> SourceCheck {
+        do {
+            return try checkSelection(parsed, root: root, boundary: boundary, selectorIndices: selectorIndices)
+        } catch let error as AssetPackFormatError {
+            return SourceCheck(
+                source: nil,
+                errors: [error],
+                problems: [problem(error, file: parsed.file, key: "sourceRoot")]
+            )
+        } catch {
+            let wrapped = AssetPackFormatError(code: .io, message: "\(parsed.file): \(error)")
+            return SourceCheck(
+                source: nil,
+                errors: [wrapped],
+                problems: [problem(wrapped, file: parsed.file, key: "sourceRoot")]
+            )
+        }
+    }
+
+    /// An error as a problem: its own when it is one, else the message under `key`.
+    static func problem(_ error: AssetPackFormatError, file: String, key: String) -> ManifestProblem {
+        ManifestProblem(error, file: file, key: key)
+    }
+
+    private static func checkSelection(
+        _ parsed: ParsedManifest,
+        root: FilePath,
+        boundary: FilePath?,
+        selectorIndices: [Int]?
+    ) throws
+        -> SourceCheck
+    {
+        let file = parsed.file
+        let manifest = parsed.manifest
+        let base: FilePath
+        if let sourceRoot = manifest.sourceRoot {
+            let folder = FilePath(file).removingLastComponent()
+            base = (folder.isEmpty ? FilePath(".") : folder).appending(sourceRoot)
+        } else {
+            base = root
+        }
+        let tree: SourceTree
+        do {
+            tree = try SourceTree(root: base, assetFolder: boundary ?? root)
+        } catch let error as AssetPackFormatError where manifest.sourceRoot != nil && error.code == .notFound {
+            var missing = AssetPackFormatError.manifest(
+                file,
+                key: "sourceRoot",
+                "\"\(manifest.sourceRoot ?? "")\" (\(base)) does not exist",
+                fix: "give a folder relative to the manifest's own folder",
+                code: .notFound
+            )
+            missing.cause = error
+            throw missing
+        }
+        if let boundary {
+            let outer = try SourceTree.realPath(boundary, orThrow: "asset folder")
+            guard tree.rootReal.hasBytePrefix(outer + "/") || tree.rootReal.utf8.elementsEqual(outer.utf8) else {
+                throw AssetPackFormatError.manifest(
+                    file,
+                    key: "sourceRoot",
+                    "\"\(manifest.sourceRoot ?? "")\" is \(tree.rootReal), outside the asset folder \(outer); ba-mock "
+                        + "serves nothing from outside the folder it was given",
+                    fix: "keep the source inside it, or build this pack with `ba-mock package`",
+                    code: .unsafePath
+                )
+            }
+        }
+        var collector = Collector(file: file)
+        var warnings: [ManifestProblem] = []
+        var errors: [AssetPackFormatError] = []
+        var exclusions: [Glob] = []
+        var everything: [SourceTree.Found]?
+        for (position, selector) in manifest.fileSelectors.enumerated() {
+            let index = selectorIndices.map { $0[position] } ?? position
+            let key = "fileSelectors[\(index)].\(selector.key)"
+            do {
+                /// The regular file a selector names; a folder there is an error with `fix`.
+                func regularFile(_ path: String, ifFolder fix: String) throws -> SourceTree.Found {
+                    let relative = PackPath.normalize(path) ?? path
+                    let found = try tree.resolve(relative, file: file, key: key)
+                    guard case .regular(let stat) = found.kind else {
+                        throw AssetPackFormatError.manifest(file, key: key, "\"\(path)\" is a folder", fix: fix)
+                    }
+                    return .init(relative: relative, real: found.real, stat: stat)
+                }
+                switch selector {
+                case .file(let path):
+                    let item = try regularFile(path, ifFolder: "use {\"directory\": \"\(path)\"}")
+                    collector.add(item.relative, from: item, key: key)
+                case .directory(let path), .directoryMapping(source: let path, destination: _):
+                    let relative = PackPath.normalize(path) ?? path
+                    let found = try tree.resolve(relative, file: file, key: key)
+                    guard case .directory = found.kind else {
+                        throw AssetPackFormatError.manifest(
+                            file,
+                            key: key,
+                            "\"\(path)\" is a file",
+                            fix: "directory" == selector.key
+                                ? "use {\"file\": \"\(path)\"}" : "use fileSource and fileDestination"
+                        )
+                    }
+                    var walk = SourceTree.Walk()
+                    try tree.walk(found.real, relative: relative, file: file, key: key, into: &walk)
+                    if walk.files.isEmpty {
+                        warnings.append(
+                            .warning(
+                                file,
+                                key,
+                                "\"\(path)\" holds no files",
+                                fix: "put files in it, or remove the selector"
+                            )
+                        )
+                    }
+                    warnings.append(contentsOf: walk.warnings)
+                    errors.append(contentsOf: walk.errors)
+                    var destination: String?
+                    if case .directoryMapping(_, let target) = selector { destination = PackPath.normalize(target) }
+                    collector.reserve(walk.files.count)
+                    for item in walk.files {
+                        let inside = String(Substring(item.relative.utf8.dropFirst(relative.utf8.count + 1)))
+                        let path = destination.map { $0 + "/" + inside } ?? item.relative
+                        collector.add(path, from: item, key: key)
+                    }
+                case .fileMapping(let source, let destination):
+                    let item = try regularFile(source, ifFolder: "use directorySource and directoryDestination")
+                    collector.add(PackPath.normalize(destination) ?? destination, from: item, key: key)
+                case .filePattern(let glob):
+                    if everything == nil {
+                        var walk = SourceTree.Walk()
+                        try tree.walk(tree.rootReal, relative: "", file: file, key: key, into: &walk)
+                        everything = walk.files
+                        errors.append(contentsOf: walk.errors)
+                    }
+                    let matching = (everything ?? []).filter { glob.matches($0.relative) }
+                    if matching.isEmpty {
+                        warnings.append(
+                            .warning(
+                                file,
+                                key,
+                                "\"\(glob)\" matches no file",
+                                fix: "check the pattern against the files' paths (case matters; ** crosses folders)"
+                            )
+                        )
+                    }
+                    for item in matching { collector.add(item.relative, from: item, key: key) }
+                case .fileExclusion(let glob):
+                    exclusions.append(glob)
+                }
+            } catch let error as AssetPackFormatError {
+                errors.append(error)
+            }
+        }
+        // What the valid selectors chose is checked too (names, collisions): one run finds those problems as well.
+        var chosen: [Collector.Choice]
+        do {
+            chosen = try collector.settle()
+        } catch let error as AssetPackFormatError {
+            errors.append(error)
+            chosen = []
+        }
+        let selected = chosen.count
+        // Exclusions apply wherever they stand: to a file's path in the source root, or in the pack.
+        if !exclusions.isEmpty {
+            chosen.removeAll { choice in
+                exclusions.contains { $0.matches(choice.found.relative) || $0.matches(choice.path) }
+            }
+        }
+        if chosen.isEmpty && errors.isEmpty {
+            errors.append(
+                .manifest(
+                    file,
+                    key: "fileSelectors",
+                    selected == 0 ? "select no files" : "select no files once the exclusions are applied",
+                    fix: "point the selectors at files or folders that hold files"
+                )
+            )
+        }
+        // A path cannot be a file and a folder at once: no file system could install such a pack.
+        for choice in chosen {
+            var folder = Substring(choice.path).utf8
+            while let slash = folder.lastIndex(of: UInt8(ascii: "/")) {
+                folder = folder[..<slash]
+                let prefix = String(Substring(folder))
+                guard let clash = Collector.find(prefix, in: chosen) else { continue }
+                errors.append(
+                    .manifest(
+                        file,
+                        key: collector.keys[clash.selector],
+                        "places \(clash.found.relative) at \"\(prefix)\", a path that is also a folder of the pack (it "
+                            + "holds \"\(choice.path)\"); no file system can install both",
+                        fix: "give the file another destination, or exclude one of them"
+                    )
+                )
+            }
+        }
+        for problem in nameProblems(chosen.map { ($0.path, collector.keys[$0.selector]) }, of: manifest, file: file) {
+            if problem.severity == .error { errors.append(problem.asError) } else { warnings.append(problem) }
+        }
+        let files = chosen.map { PackFile(path: $0.path, found: $0.found) }
+        chosen = []
+        let selection = PackSource(
+            manifest: manifest,
+            manifestFile: file,
+            files: files,
+            problems: parsed.problems + warnings
+        )
+        var check =
+            errors.isEmpty
+            ? SourceCheck(source: selection, errors: [], problems: warnings)
+            : SourceCheck(failing: errors, warnings: warnings, file: file)
+        check.selected = selection
+        return check
+    }
+
+    /// The files the selectors chose, in the order they chose them, settled once at the end: sorted by
+    /// their path in the pack, one per path, and two different files at one path an error. (A dictionary
+    /// kept as they came took 75 MB while it grew, at 100 000 files.)
+    private struct Collector {
+        struct Choice {
+            var path: String
+            var found: SourceTree.Found
+            var selector: Int  // into `keys`
+            var order: Int
+        }
+
+        let file: String
+        private var choices: [Choice] = []
+        private(set) var keys: [String] = []
+
+        init(file: String) { self.file = file }
+
+        /// Makes room for `count` more choices at once (growing by doubling held both copies at the peak).
+        mutating func reserve(_ count: Int) { choices.reserveCapacity(choices.count + count) }
+
+        mutating func add(_ path: String, from found: SourceTree.Found, key: String) {
+            if keys.last != key { keys.append(key) }
+            choices.append(Choice(path: path, found: found, selector: keys.count - 1, order: choices.count))
+        }
+
+        /// The choices by path in byte order; a file chosen twice at one path counts once (the later choice).
+        /// - Throws: `.invalidManifest` for two different files at one path.
+        mutating func settle() throws -> [Choice] {
+            var sorted = choices
+            choices = []
+            sorted.sort { left, right in
+                if left.path.utf8.elementsEqual(right.path.utf8) { return left.order < right.order }
+                return PathKey(left.path) < PathKey(right.path)
+            }
+            var kept = 0  // settled in place: sorted[..<kept]
+            for index in sorted.indices {
+                let choice = sorted[index]
+                if kept > 0, sorted[kept - 1].path.utf8.elementsEqual(choice.path.utf8) {
+                    let earlier = sorted[kept - 1]
+                    guard earlier.found.real == choice.found.real else {
+                        throw AssetPackFormatError.manifest(
+                            file,
+                            key: keys[choice.selector],
+                            "places \(choice.found.relative) at \"\(choice.path)\", where \(keys[earlier.selector]) "
+                                + "already placed \(earlier.found.relative)",
+                            fix: "give one of them another destination, or exclude one"
+                        )
+                    }
+                    sorted[kept - 1] = choice
+                } else {
+                    sorted[kept] = choice
+                    kept += 1
+                }
+            }
+            sorted.removeLast(sorted.count - kept)
+            return sorted
+        }
+
+        /// The choice at exactly `path` in choices sorted by path (a binary search).
+        static func find(_ path: String, in sorted: [Choice]) -> Choice? {
+            let key = PathKey(path)
+            var low = 0
+            var high = sorted.count
+            while low < high {
+                let middle = (low + high) / 2
+                if PathKey(sorted[middle].path) < key { low = middle + 1 } else { high = middle }
+            }
+            return low < sorted.count && PathKey(sorted[low].path) == key ? sorted[low] : nil
+        }
+    }
+}
+
+/// What checking a manifest's selection found.
+public struct SourceCheck: Sendable {
+    /// The pack's files, when nothing is an error.
+    public var source: PackSource?
+    /// What the valid selectors chose, errors or not (for the checks across packs); `nil` when the source root
+    /// itself is wrong.
+    public var selected: PackSource?
+    /// The errors as thrown, in the order of the selectors.
+    public var errors: [AssetPackFormatError]
+    /// Every error and warning of the selection, with file, key and fix (the manifest's own are the
+    /// manifest check's; the source's ``PackSource/problems`` has both).
+    public var problems: [ManifestProblem]
+
+    init(source: PackSource?, errors: [AssetPackFormatError], problems: [ManifestProblem]) {
+        self.source = source
+        self.errors = errors
+        self.problems = problems
+    }
+
+    init(failing errors: [AssetPackFormatError], warnings: [ManifestProblem], file: String) {
+        self.init(
+            source: nil,
+            errors: errors,
+            problems: errors.map { PackSource.problem($0, file: file, key: "fileSelectors") } + warnings
+        )
+    }
+}
