@@ -50,6 +50,7 @@ struct ControlController {
 
     func addRoutes(to router: Router<MockRequestContext>) {
         let group = router.group("_mock").add(middleware: LoopbackOnlyMiddleware())
+        group.add(middleware: SameSiteMiddleware(anyHost: token != nil))
         if let token { group.add(middleware: TokenMiddleware(token: token)) }
         dashboard?.addRoutes(to: group)
         group.get("faults", use: listFaults)
@@ -197,6 +198,61 @@ struct LoopbackOnlyMiddleware: RouterMiddleware {
     static func isLoopback(_ address: SocketAddress?) -> Bool {
         guard let ip = address?.ipAddress else { return false }
         return ip.hasPrefix("127.") || ip == "::1" || ip.hasPrefix("::ffff:127.")
+    }
+}
+
+/// A page of any site open in a browser on this machine can send requests to 127.0.0.1: a form's POST, or a
+/// `fetch` from a name that resolves to 127.0.0.1 (DNS rebinding). `/_mock/` refuses a request a browser says
+/// came from another origin (`Origin`, `Sec-Fetch-Site`) and, on loopback, one whose `Host` is not this
+/// machine. `curl` and scripts send neither header, and the dashboard's page is of the same origin.
+struct SameSiteMiddleware: RouterMiddleware {
+    /// Whether any `Host` is accepted (listening beyond loopback, where the token guards the API instead).
+    let anyHost: Bool
+
+    func handle(
+        _ request: Request,
+        context: MockRequestContext,
+        next: (Request, MockRequestContext) async throws -> Response
+    ) async throws -> Response {
+        let host = request.head.authority ?? ""
+        let site = Self.secFetchSite.flatMap { request.headers[$0] }.map { $0.lowercased() }
+        let origin = Self.origin.flatMap { request.headers[$0] }
+        let crossSite = site.map { $0 != "same-origin" && $0 != "none" } ?? false
+        let otherOrigin = origin.map { Self.authority(ofOrigin: $0)?.lowercased() != host.lowercased() } ?? false
+        guard !crossSite, !otherOrigin, anyHost || Self.isLoopbackName(host) else {
+            return JSONErrorMiddleware<MockRequestContext>.response(
+                .forbidden,
+                code: "crossSite",
+                message:
+                    "refused a request to /_mock/ from a web page of another site; a page may not steer ba-mock. Fix: "
+                    + "use the dashboard at the URL ba-mock printed, or a tool such as curl"
+            )
+        }
+        return try await next(request, context)
+    }
+
+    static let secFetchSite = HTTPField.Name("Sec-Fetch-Site")
+    static let origin = HTTPField.Name("Origin")
+
+    /// `http://host:port` → `host:port`; `nil` for `null` or anything without a scheme.
+    static func authority(ofOrigin origin: String) -> String? {
+        guard let scheme = origin.range(of: "://") else { return nil }
+        let rest = origin[scheme.upperBound...]
+        return rest.isEmpty || rest.contains("/") ? nil : String(rest)
+    }
+
+    /// Whether a `Host` names this machine: `localhost`, an address in 127.0.0.0/8, or `[::1]`, with or
+    /// without a port.
+    static func isLoopbackName(_ host: String) -> Bool {
+        var name = host.lowercased()
+        if name.hasPrefix("[") {
+            name = String(name.dropFirst().prefix { $0 != "]" })
+        } else if let colon = name.lastIndex(of: ":") {
+            name = String(name[..<colon])
+        }
+        if name == "localhost" || name == "::1" { return true }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 }
 

@@ -79,6 +79,41 @@ struct DashboardTests {
         }
     }
 
+    /// A web page open in a browser on this machine can send requests to 127.0.0.1: the control API refuses
+    /// any that a page of another origin sent (`Origin`, `Sec-Fetch-Site`), and any whose `Host` is not this
+    /// machine (a DNS-rebinding name), while `curl` and the dashboard's own page keep working.
+    @Test func aPageOfAnotherSiteCannotSteerTheMock() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            let authority = String(server.url.dropFirst("http://".count))
+            for headers in [
+                [("Origin", "http://evil.example")], [("Origin", "null")],
+                [("Origin", "http://localhost:3000")],
+                [("Sec-Fetch-Site", "cross-site")], [("Sec-Fetch-Site", "same-site")],
+                [("Host", "rebound.evil.example:\(authority.split(separator: ":").last ?? "")")],
+            ] {
+                let refused = try await server.get("/_mock/faults", method: .POST, headers: headers, body: "status=500")
+                #expect(refused.status == 403, "\(headers)")
+                #expect(refused.errorCode == "crossSite", "\(headers)")
+                #expect(
+                    (refused.json?["error"] as? [String: Any])?["message"] as? String
+                        == "refused a request to /_mock/ from a web page of another site; a page may not steer "
+                        + "ba-mock. Fix: use the dashboard at the URL ba-mock printed, or a tool such as curl",
+                    "\(headers)"
+                )
+            }
+            #expect(try await server.get("/_mock/faults").json?["faults"] as? [String] == [], "nothing was added")
+            // The dashboard's own page (same origin), and tools that send no Origin, are served.
+            let ownPage = [("Origin", server.url), ("Sec-Fetch-Site", "same-origin")]
+            #expect(try await server.get("/_mock/faults", method: .POST, headers: ownPage, body: "latency=1").status == 201)
+            #expect(try await server.get("/_mock/faults", method: .POST, body: "latency=2").status == 201)
+            let typed = [("Sec-Fetch-Site", "none"), ("Host", "localhost:\(authority.split(separator: ":").last ?? "")")]
+            #expect(try await server.get("/_mock/", headers: typed).status == 200)
+            #expect(try await server.get("/manifest", headers: [("Origin", "http://evil.example")]).status == 200)
+        }
+    }
+
     @Test func aTokenIsNeededWhenOneIsSet() async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
