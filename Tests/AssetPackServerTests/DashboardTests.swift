@@ -106,9 +106,13 @@ struct DashboardTests {
             #expect(try await server.get("/_mock/faults").json?["faults"] as? [String] == [], "nothing was added")
             // The dashboard's own page (same origin), and tools that send no Origin, are served.
             let ownPage = [("Origin", server.url), ("Sec-Fetch-Site", "same-origin")]
-            #expect(try await server.get("/_mock/faults", method: .POST, headers: ownPage, body: "latency=1").status == 201)
+            #expect(
+                try await server.get("/_mock/faults", method: .POST, headers: ownPage, body: "latency=1").status == 201
+            )
             #expect(try await server.get("/_mock/faults", method: .POST, body: "latency=2").status == 201)
-            let typed = [("Sec-Fetch-Site", "none"), ("Host", "localhost:\(authority.split(separator: ":").last ?? "")")]
+            let typed = [
+                ("Sec-Fetch-Site", "none"), ("Host", "localhost:\(authority.split(separator: ":").last ?? "")"),
+            ]
             #expect(try await server.get("/_mock/", headers: typed).status == 200)
             #expect(try await server.get("/manifest", headers: [("Origin", "http://evil.example")]).status == 200)
         }
