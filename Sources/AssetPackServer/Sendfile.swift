@@ -23,7 +23,8 @@ import SystemPackage
 /// and nothing else, and the request line's byte count is what the socket took. Each body's file is
 /// kept in a ``SendfileRegistry`` per connection and closed when its last region is written or the
 /// connection closes. TLS (which must encrypt the bytes) and fault injection (which must change them) use
-/// the buffered ``FileBody`` instead.
+/// the buffered ``FileBody`` instead, and so does a connection where the handler could not be placed (see
+/// ``HTTP1HandlerInstaller``).
 enum Sendfile {
     /// Bytes per marker: the unit of backpressure (a connection whose socket is full gets no further
     /// marker until this much has gone).

@@ -36,6 +36,10 @@ final class SendfileHandler: ChannelOutboundHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.body(.fileRegion(region))), promise: written)
     }
 
+    func handlerAdded(context: ChannelHandlerContext) {
+        registry.attach(channel)
+    }
+
     func handlerRemoved(context: ChannelHandlerContext) {
         registry.connectionClosed(channel)
     }

@@ -16,10 +16,23 @@ final class SendfileRegistry: Sendable {
 
     private struct State {
         var bodies: [ObjectIdentifier: [UInt64: Body]] = [:]
+        /// The connections whose pipeline has a ``SendfileHandler``: only their bodies may be markers.
+        var attached: Set<ObjectIdentifier> = []
         var nextToken: UInt64 = 1
     }
 
     private let state = Mutex(State())
+
+    /// A ``SendfileHandler`` was placed in the connection's pipeline: its bodies may go out by `sendfile`.
+    func attach(_ channel: ObjectIdentifier) {
+        state.withLock { _ = $0.attached.insert(channel) }
+    }
+
+    /// Whether a body on the connection may be sent by `sendfile`: only where a ``SendfileHandler`` swaps
+    /// its markers for file regions (elsewhere they would go out as body bytes).
+    func sendsFiles(on channel: ObjectIdentifier) -> Bool {
+        state.withLock { $0.attached.contains(channel) }
+    }
 
     /// Keeps a body's file (which it now owns) and returns the token its markers name.
     func register(_ handle: NIOFileHandle, channel: ObjectIdentifier) -> UInt64 {
@@ -110,7 +123,11 @@ final class SendfileRegistry: Sendable {
 
     /// The connection closed: every body's file is closed, and a body waiting on it learns it.
     func connectionClosed(_ channel: ObjectIdentifier) {
-        let bodies = state.withLock { $0.bodies.removeValue(forKey: channel) } ?? [:]
+        let bodies =
+            state.withLock { state -> [UInt64: Body]? in
+                state.attached.remove(channel)
+                return state.bodies.removeValue(forKey: channel)
+            } ?? [:]
         for body in bodies.values {
             try? body.handle.close()
             body.waiter?.continuation.resume(throwing: ChannelError.ioOnClosedChannel)
