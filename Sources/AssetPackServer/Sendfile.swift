@@ -24,7 +24,8 @@ import SystemPackage
 /// kept in a ``SendfileRegistry`` per connection and closed when its last region is written or the
 /// connection closes. TLS (which must encrypt the bytes) and fault injection (which must change them) use
 /// the buffered ``FileBody`` instead, and so does a connection where the handler could not be placed (see
-/// ``HTTP1HandlerInstaller``).
+/// ``HTTP1HandlerInstaller``). Each region is read into the page cache on the thread pool before it is
+/// handed to the channel (``PageCache``), so that `sendfile` on the event loop never waits for the disk.
 enum Sendfile {
     /// Bytes per marker: the unit of backpressure (a connection whose socket is full gets no further
     /// marker until this much has gone).
@@ -41,22 +42,35 @@ enum Sendfile {
         registry: SendfileRegistry
     ) -> ResponseBody {
         ResponseBody(contentLength: range.count) { writer in
-            let raw = try await BlockingIO.shortCall {
+            // Two descriptors of the one open file: the body's own, which brings each region into the page
+            // cache on the thread pool, and the channel's, which the registry closes when the connection does.
+            let (fd, sent) = try await BlockingIO.shortCall {
                 let fd = try SystemPackage.FileDescriptor.open(
                     path,
                     .readOnly,
                     options: [.closeOnExec],
                     retryOnInterrupt: true
                 )
-                return fd.rawValue
+                let sent = fcntl(fd.rawValue, F_DUPFD_CLOEXEC, 0)
+                guard sent >= 0 else {
+                    let error = Errno(rawValue: errno)
+                    try? fd.close()
+                    throw error
+                }
+                return (fd, sent)
             }
-            let token = registry.register(NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: raw), channel: channel)
+            defer { try? fd.close() }
+            let token = registry.register(NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: sent), channel: channel)
             var offset = range.lowerBound
             var marked = 0
             do {
                 while offset <= range.upperBound {
                     try await registry.wait(token, channel: channel, untilDone: marked - regionsInFlight + 1)
                     let length = min(chunkLength, range.upperBound - offset + 1)
+                    // sendfile(2) of pages not in memory would read the disk on the event loop, stalling every
+                    // connection on it: they are read in here, off the loop, while the region before is sent.
+                    let start = offset
+                    _ = try await BlockingIO.shortCall { try PageCache.makeResident(fd, offset: start, length: length) }
                     try await writer.write(Marker(token: token, offset: offset, length: length).buffer)
                     marked += 1
                     offset += length
