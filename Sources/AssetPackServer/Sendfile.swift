@@ -1,11 +1,6 @@
 import AssetPackFormat
-import HTTPTypes
 import Hummingbird
 import NIOCore
-import NIOHTTP1
-import NIOHTTPTypes
-import NIOHTTPTypesHTTP1
-import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
@@ -60,6 +55,9 @@ enum Sendfile {
                 return (fd, sent)
             }
             defer { try? fd.close() }
+            // NIO sends a file to a channel only as a FileRegion of an NIOFileHandle, whose initialiser from a
+            // descriptor NIO has renamed `_deprecated...` (NIOFileSystem, its successor, uses sendfile only to
+            // copy files): this is the one use, and LargePackTests fail if it stops sending exact bytes.
             let token = registry.register(NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: sent), channel: channel)
             var offset = range.lowerBound
             var marked = 0
