@@ -120,9 +120,10 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         return false
     }
 
-    /// Whether `error` is a TLS handshake that failed (an untrusted or mismatched certificate, most often).
+    /// Whether `error` is a TLS handshake that failed (an untrusted or mismatched certificate, most often):
+    /// an error of NIOSSL's types, never one whose text merely mentions TLS.
     static func isTLSFailure(_ error: any Error) -> Bool {
-        error is NIOSSLError || "\(error)".contains("CERTIFICATE_VERIFY_FAILED")
+        error is NIOSSLError || error is NIOSSLExtraError || error is BoringSSLError
     }
 
     /// Whether a TLS failure comes from a server that does not speak TLS (an https URL to plain HTTP).

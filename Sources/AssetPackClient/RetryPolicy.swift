@@ -1,3 +1,4 @@
+import AssetPackFormat
 import Foundation
 
 /// How a download is retried: transient failures (connection errors, stalls past the timeout, 5xx, 429) back
@@ -100,15 +101,11 @@ public struct RetryPolicy: Sendable, Hashable {
         }
     }
 
-    /// Parses a `Retry-After` value: seconds, or an HTTP date.
+    /// Parses a `Retry-After` value: seconds, or an HTTP date in any of its three forms (the server's reader).
     static func retryAfter(_ header: String?, now: Date = Date()) -> Duration? {
         guard let header = header?.trimmingCharacters(in: .whitespaces), !header.isEmpty else { return nil }
         if let seconds = Int(header), seconds >= 0 { return .seconds(seconds) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        guard let date = formatter.date(from: header) else { return nil }
+        guard let date = HTTPDate.parse(header, now: now) else { return nil }
         return .seconds(max(0, Int(date.timeIntervalSince(now).rounded(.up))))
     }
 }

@@ -55,6 +55,9 @@ public struct ServerConfiguration: Sendable {
     /// The token every `/_mock/` request must carry (`?token=` or `X-BA-Mock-Token`), or `nil` for none.
     /// ``ServerConfiguration/token(forHost:)`` makes one when the host is not loopback.
     public var controlToken: String?
+    /// Finds Hummingbird's HTTP/1 codec in a connection's pipeline, below which ``HTTP1HandlerInstaller``
+    /// puts the handlers that speak HTTP/1 itself (tests replace it to see what happens when it is missing).
+    var locateHTTP1Codec: HTTP1HandlerInstaller.Locate = HTTP1HandlerInstaller.hummingbirdCodec
 
     /// Creates a configuration; the defaults serve plain HTTP on 127.0.0.1:8443 and watch every second.
     public init(
@@ -208,6 +211,8 @@ public func buildApplication(
     let tracker = ConnectionTracker(limit: configuration.maxConnections) { [limit = configuration.maxConnections] in
         eventLog("refused \($0) connection(s): \(limit) are open, the --max-connections cap")
     }
+    // Made once: the handlers below are made anew for each connection, and the warning is said once.
+    let http1Codec = (configuration.locateHTTP1Codec, HTTP1HandlerInstaller.MissingCodecWarning(log: eventLog))
     let http1: HTTPServerBuilder = .http1(
         configuration: .init(
             additionalChannelHandlers: connectionHandlers(
@@ -215,7 +220,8 @@ public func buildApplication(
                 headTimeout: headTimeout,
                 sendTimeout: sendTimeout,
                 sendfile: sendfile,
-                tally: tally
+                tally: tally,
+                http1: http1Codec
             ),
             idleTimeout: .seconds(30)
         )
@@ -260,12 +266,14 @@ private func connectionHandlers(
     headTimeout: TimeAmount,
     sendTimeout: TimeAmount,
     sendfile: SendfileRegistry?,
-    tally: ResponseTally?
+    tally: ResponseTally?,
+    http1: (locate: HTTP1HandlerInstaller.Locate, warning: HTTP1HandlerInstaller.MissingCodecWarning)
 ) -> [any RemovableChannelHandler] {
     var handlers: [any RemovableChannelHandler] = [
         ConnectionTrackingHandler(tracker: tracker),
         RequestHeadTimeoutHandler(timeout: headTimeout), SendTimeoutHandler(timeout: sendTimeout),
-        ConnectionCloseHandler(), HTTP1HandlerInstaller(sendfile: sendfile),
+        ConnectionCloseHandler(),
+        HTTP1HandlerInstaller(sendfile: sendfile, locateCodec: http1.locate, warning: http1.warning),
     ]
     if let tally { handlers.append(ResponseTallyHandler(tally: tally, markers: sendfile != nil)) }
     return handlers

@@ -18,16 +18,27 @@ import SystemPackage
 enum FileBody {
     /// Bytes read and written at a time.
     static let chunkLength = 256 << 10
+    /// Buffers a body reuses in turn (a test holds the count to what this comment and the README say).
+    static let slotCount = 4
 
     /// The body for `range` of the file at `path`, for the connection `channel`: each chunk is read once the
     /// connection takes bytes again, so a peer that stops reading holds one chunk or two, not a queue of them.
     static func make(path: FilePath, range: ClosedRange<Int>, channel: any Channel) -> ResponseBody {
+        make(path: path, range: range) { try await SendTimeoutHandler.waitUntilWritable(channel) }
+    }
+
+    /// The body for `range` of the file at `path`, reading each chunk once `waitUntilWritable` returns.
+    static func make(
+        path: FilePath,
+        range: ClosedRange<Int>,
+        waitUntilWritable: @escaping @Sendable () async throws -> Void
+    ) -> ResponseBody {
         ResponseBody(contentLength: range.count) { writer in
             let fd = try await BlockingIO.shortCall {
                 try SystemPackage.FileDescriptor.open(path, .readOnly, retryOnInterrupt: true)
             }
             defer { try? fd.close() }
-            let slots = [Slot(), Slot(), Slot(), Slot()]
+            let slots = (0..<slotCount).map { _ in Slot() }
             var offset = range.lowerBound
             var turn = 0
             while offset <= range.upperBound {
@@ -35,7 +46,7 @@ enum FileBody {
                 turn = (turn + 1) % slots.count
                 let want = min(chunkLength, range.upperBound - offset + 1)
                 let start = offset
-                try await SendTimeoutHandler.waitUntilWritable(channel)
+                try await waitUntilWritable()
                 try await BlockingIO.shortCall { try slot.fill(from: fd, at: start, count: want, path: path) }
                 try await writer.write(slot.buffer)
                 offset += want

@@ -179,16 +179,18 @@ struct PackController {
         let buffered = !plan.isEmpty  // faults change the bytes: they need them in buffers
         switch range {
         case .full:
-            let body = try await body(of: pack, range: 0...Int(size - 1), buffered: buffered, context: context)
+            let (body, path) = try await body(of: pack, range: 0...Int(size - 1), buffered: buffered, context: context)
+            headers[.mockBody] = path.rawValue
             return Response(status: .ok, headers: headers, body: Self.misbehave(body, plan, firstByte: 0))
         case .partial(let bytes):
             headers[.contentRange] = "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(size)"
-            let body = try await body(
+            let (body, path) = try await body(
                 of: pack,
                 range: Int(bytes.lowerBound)...Int(bytes.upperBound),
                 buffered: buffered,
                 context: context
             )
+            headers[.mockBody] = path.rawValue
             return Response(
                 status: .partialContent,
                 headers: headers,
@@ -205,19 +207,27 @@ struct PackController {
         }
     }
 
-    /// The bytes of `range`: from memory for a small pack; from its file otherwise, by `sendfile` on plain
-    /// HTTP, through buffers with TLS or faults.
+    /// How a body is sent, as `X-Mock-Body` says: `memory` (a small pack, read once), `sendfile` (the kernel
+    /// copies the file to the socket), `stream` (the file through ``FileBody``'s buffers).
+    enum BodyPath: String {
+        case memory, sendfile, stream
+    }
+
+    /// The bytes of `range` and how they go: from memory for a small pack; from its file otherwise, by
+    /// `sendfile` on plain HTTP where the connection has the handler that sends file regions, through buffers
+    /// with TLS or faults (or without that handler).
     private func body(of pack: ServedPack, range: ClosedRange<Int>, buffered: Bool, context: Context) async throws
-        -> ResponseBody
+        -> (ResponseBody, BodyPath)
     {
         guard pack.downloadSize <= SmallPackCache.largestPack else {
-            if !buffered, let sendfile {
-                return Sendfile.body(path: pack.archive, range: range, channel: context.channel, registry: sendfile)
+            if !buffered, let sendfile, sendfile.sendsFiles(on: context.channel) {
+                let body = Sendfile.body(path: pack.archive, range: range, channel: context.channel, registry: sendfile)
+                return (body, .sendfile)
             }
-            return FileBody.make(path: pack.archive, range: range, channel: context.connection)
+            return (FileBody.make(path: pack.archive, range: range, channel: context.connection), .stream)
         }
         let bytes = try await smallPacks.bytes(of: pack)
-        return Self.memoryBody(bytes.getSlice(at: range.lowerBound, length: range.count) ?? ByteBuffer())
+        return (Self.memoryBody(bytes.getSlice(at: range.lowerBound, length: range.count) ?? ByteBuffer()), .memory)
     }
 
     /// Bytes from memory written at most 256 KiB at a time: the request log counts a write once the socket
@@ -283,4 +293,6 @@ struct PackController {
 extension HTTPField.Name {
     /// Names the faults injected into a response (also written on the request line).
     static var mockFault: Self { Self("X-Mock-Fault") ?? .via }  // the literal is a valid token
+    /// Says how a pack's body was sent (``PackController/BodyPath``): which fast path served it.
+    static var mockBody: Self { Self("X-Mock-Body") ?? .via }  // the literal is a valid token
 }

@@ -1,11 +1,6 @@
 import AssetPackFormat
-import HTTPTypes
 import Hummingbird
 import NIOCore
-import NIOHTTP1
-import NIOHTTPTypes
-import NIOHTTPTypesHTTP1
-import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
@@ -23,7 +18,9 @@ import SystemPackage
 /// and nothing else, and the request line's byte count is what the socket took. Each body's file is
 /// kept in a ``SendfileRegistry`` per connection and closed when its last region is written or the
 /// connection closes. TLS (which must encrypt the bytes) and fault injection (which must change them) use
-/// the buffered ``FileBody`` instead.
+/// the buffered ``FileBody`` instead, and so does a connection where the handler could not be placed (see
+/// ``HTTP1HandlerInstaller``). Each region is read into the page cache on the thread pool before it is
+/// handed to the channel (``PageCache``), so that `sendfile` on the event loop never waits for the disk.
 enum Sendfile {
     /// Bytes per marker: the unit of backpressure (a connection whose socket is full gets no further
     /// marker until this much has gone).
@@ -40,22 +37,38 @@ enum Sendfile {
         registry: SendfileRegistry
     ) -> ResponseBody {
         ResponseBody(contentLength: range.count) { writer in
-            let raw = try await BlockingIO.shortCall {
+            // Two descriptors of the one open file: the body's own, which brings each region into the page
+            // cache on the thread pool, and the channel's, which the registry closes when the connection does.
+            let (fd, sent) = try await BlockingIO.shortCall {
                 let fd = try SystemPackage.FileDescriptor.open(
                     path,
                     .readOnly,
                     options: [.closeOnExec],
                     retryOnInterrupt: true
                 )
-                return fd.rawValue
+                let sent = fcntl(fd.rawValue, F_DUPFD_CLOEXEC, 0)
+                guard sent >= 0 else {
+                    let error = Errno(rawValue: errno)
+                    try? fd.close()
+                    throw error
+                }
+                return (fd, sent)
             }
-            let token = registry.register(NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: raw), channel: channel)
+            defer { try? fd.close() }
+            // NIO sends a file to a channel only as a FileRegion of an NIOFileHandle, whose initialiser from a
+            // descriptor NIO has renamed `_deprecated...` (NIOFileSystem, its successor, uses sendfile only to
+            // copy files): this is the one use, and LargePackTests fail if it stops sending exact bytes.
+            let token = registry.register(NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: sent), channel: channel)
             var offset = range.lowerBound
             var marked = 0
             do {
                 while offset <= range.upperBound {
                     try await registry.wait(token, channel: channel, untilDone: marked - regionsInFlight + 1)
                     let length = min(chunkLength, range.upperBound - offset + 1)
+                    // sendfile(2) of pages not in memory would read the disk on the event loop, stalling every
+                    // connection on it: they are read in here, off the loop, while the region before is sent.
+                    let start = offset
+                    _ = try await BlockingIO.shortCall { try PageCache.makeResident(fd, offset: start, length: length) }
                     try await writer.write(Marker(token: token, offset: offset, length: length).buffer)
                     marked += 1
                     offset += length
@@ -111,228 +124,5 @@ struct Marker {
         buffer.writeInteger(Int64(offset))
         buffer.writeInteger(Int64(length))
         return buffer
-    }
-}
-
-/// The file each `sendfile` body has open, by connection and token, and how many of its regions were
-/// written: a body waits on it before it marks more (backpressure), and its file is closed once the body is
-/// done and no region of it is queued, or when its connection closes.
-final class SendfileRegistry: Sendable {
-    private struct Body {
-        var handle: NIOFileHandle
-        var queued = 0
-        var done = 0
-        var failure: (any Error)?
-        var finished = false
-        var waiter: (count: Int, continuation: CheckedContinuation<Void, any Error>)?
-    }
-
-    private struct State {
-        var bodies: [ObjectIdentifier: [UInt64: Body]] = [:]
-        var nextToken: UInt64 = 1
-    }
-
-    private let state = Mutex(State())
-
-    /// Keeps a body's file (which it now owns) and returns the token its markers name.
-    func register(_ handle: NIOFileHandle, channel: ObjectIdentifier) -> UInt64 {
-        state.withLock { state in
-            let token = state.nextToken
-            state.nextToken += 1
-            state.bodies[channel, default: [:]][token] = Body(handle: handle)
-            return token
-        }
-    }
-
-    /// The file of a marker, counted as queued; `nil` for a token the connection does not have.
-    func queue(_ marker: Marker, channel: ObjectIdentifier) -> NIOFileHandle? {
-        state.withLock { state in
-            guard state.bodies[channel]?[marker.token] != nil else { return nil }
-            state.bodies[channel]?[marker.token]?.queued += 1
-            return state.bodies[channel]?[marker.token]?.handle
-        }
-    }
-
-    /// A region of a body was written (or failed to be).
-    func regionWritten(_ token: UInt64, channel: ObjectIdentifier, failure: (any Error)?) {
-        let (resume, close) = state.withLock { state -> (CheckedContinuation<Void, any Error>?, NIOFileHandle?) in
-            guard var body = state.bodies[channel]?[token] else { return (nil, nil) }
-            body.done += 1
-            if let failure, body.failure == nil { body.failure = failure }
-            var resume: CheckedContinuation<Void, any Error>?
-            if let waiter = body.waiter, body.done >= waiter.count || body.failure != nil {
-                resume = waiter.continuation
-                body.waiter = nil
-            }
-            if body.finished && body.done >= body.queued {
-                state.bodies[channel]?[token] = nil
-                return (resume, body.handle)
-            }
-            state.bodies[channel]?[token] = body
-            return (resume, nil)
-        }
-        try? close?.close()
-        if let resume {
-            if let failure { resume.resume(throwing: failure) } else { resume.resume() }
-        }
-    }
-
-    /// Waits until at least `count` regions of the body were written.
-    /// - Throws: The error a region failed with, `ChannelError.ioOnClosedChannel` once the connection closed,
-    ///   or `CancellationError` (a server shutting down cancels its bodies).
-    func wait(_ token: UInt64, channel: ObjectIdentifier, untilDone count: Int) async throws {
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let outcome = state.withLock { state -> Result<Void, any Error>? in
-                    guard var body = state.bodies[channel]?[token] else {
-                        return .failure(ChannelError.ioOnClosedChannel)
-                    }
-                    if let failure = body.failure { return .failure(failure) }
-                    if body.done >= count { return .success(()) }
-                    if Task.isCancelled { return .failure(CancellationError()) }
-                    body.waiter = (count, continuation)
-                    state.bodies[channel]?[token] = body
-                    return nil
-                }
-                if let outcome { continuation.resume(with: outcome) }
-            }
-        } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
-                let waiter = state.bodies[channel]?[token]?.waiter?.continuation
-                state.bodies[channel]?[token]?.waiter = nil
-                return waiter
-            }
-            waiter?.resume(throwing: CancellationError())
-        }
-    }
-
-    /// The body is done marking; its file closes once its queued regions are written.
-    func finish(_ token: UInt64, channel: ObjectIdentifier) {
-        let close = state.withLock { state -> NIOFileHandle? in
-            guard var body = state.bodies[channel]?[token] else { return nil }
-            body.finished = true
-            if body.done >= body.queued {
-                state.bodies[channel]?[token] = nil
-                return body.handle
-            }
-            state.bodies[channel]?[token] = body
-            return nil
-        }
-        try? close?.close()
-    }
-
-    /// The connection closed: every body's file is closed, and a body waiting on it learns it.
-    func connectionClosed(_ channel: ObjectIdentifier) {
-        let bodies = state.withLock { $0.bodies.removeValue(forKey: channel) } ?? [:]
-        for body in bodies.values {
-            try? body.handle.close()
-            body.waiter?.continuation.resume(throwing: ChannelError.ioOnClosedChannel)
-        }
-    }
-
-    /// How many bodies have a file open now (for tests).
-    var openFiles: Int { state.withLock { $0.bodies.values.reduce(0) { $0 + $1.count } } }
-}
-
-/// Placed with Hummingbird's additional handlers (which see HTTP types): puts the handlers that need
-/// HTTP/1 itself below the HTTP/1 codec: ``HTTP10Handler`` always, ``SendfileHandler`` on plain HTTP.
-final class HTTP1HandlerInstaller: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-
-    private let sendfile: SendfileRegistry?
-
-    init(sendfile: SendfileRegistry?) { self.sendfile = sendfile }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        let operations = context.pipeline.syncOperations
-        guard let codec = try? operations.handler(type: HTTP1ToHTTPServerCodec.self) else { return }
-        try? operations.addHandler(HTTP10Handler(), position: .before(codec))
-        if let sendfile {
-            try? operations.addHandler(
-                SendfileHandler(registry: sendfile, channel: ObjectIdentifier(context.channel)),
-                position: .before(codec)
-            )
-        }
-    }
-}
-
-/// Answers an HTTP/1.0 request that did not ask to keep the connection alive with `Connection: close`,
-/// and has the connection closed after the response, as HTTP/1.0 expects: the request is passed on marked
-/// `Connection: close`, which Hummingbird honours.
-final class HTTP10Handler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    /// For each request in flight, in order: whether its response must close the connection.
-    private var closing: [Bool] = []
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .head(var head) = unwrapInboundIn(data) else {
-            context.fireChannelRead(data)
-            return
-        }
-        let close = head.version == .http1_0 && !head.headers[canonicalForm: "connection"].contains("keep-alive")
-        closing.append(close)
-        if close {
-            head.headers.replaceOrAdd(name: "connection", value: "close")
-            context.fireChannelRead(wrapInboundOut(.head(head)))
-        } else {
-            context.fireChannelRead(data)
-        }
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .head(var head) = unwrapOutboundIn(data), !closing.isEmpty else {
-            context.write(data, promise: promise)
-            return
-        }
-        if closing.removeFirst() {
-            head.headers.replaceOrAdd(name: "connection", value: "close")
-            context.write(wrapOutboundOut(.head(head)), promise: promise)
-        } else {
-            context.write(data, promise: promise)
-        }
-    }
-}
-
-/// Swaps body markers for file regions of their body's file, which the channel sends with `sendfile(2)`,
-/// and tells the registry when each region is written.
-final class SendfileHandler: ChannelOutboundHandler, RemovableChannelHandler {
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    private let registry: SendfileRegistry
-    private let channel: ObjectIdentifier
-
-    init(registry: SendfileRegistry, channel: ObjectIdentifier) {
-        self.registry = registry
-        self.channel = channel
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        guard case .body(.byteBuffer(let buffer)) = unwrapOutboundIn(data), let marker = Marker(buffer),
-            let handle = registry.queue(marker, channel: channel)
-        else {
-            context.write(data, promise: promise)
-            return
-        }
-        let region = FileRegion(fileHandle: handle, readerIndex: marker.offset, endIndex: marker.offset + marker.length)
-        let written = context.eventLoop.makePromise(of: Void.self)
-        let (registry, channel) = (self.registry, self.channel)
-        written.futureResult.whenComplete { result in
-            if case .failure(let error) = result {
-                registry.regionWritten(marker.token, channel: channel, failure: error)
-            } else {
-                registry.regionWritten(marker.token, channel: channel, failure: nil)
-            }
-            promise?.completeWith(result)
-        }
-        context.write(wrapOutboundOut(.body(.fileRegion(region))), promise: written)
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        registry.connectionClosed(channel)
     }
 }

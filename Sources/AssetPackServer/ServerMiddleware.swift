@@ -58,7 +58,7 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
 /// connection closed before its end). Plain text, or JSON lines with `--json-log`.
 ///
 /// The bytes are counted by ``ResponseTallyHandler`` as writes complete, in the pieces the body is written in
-/// (256 KiB from memory, 512 KiB from disk, 1 MiB `sendfile` regions, 16 KiB with faults), so an aborted
+/// (256 KiB from memory or from disk, 1 MiB `sendfile` regions, 16 KiB with faults), so an aborted
 /// line says at most one piece less than the socket took, and never more.
 struct RequestLogMiddleware: RouterMiddleware {
     typealias Context = MockRequestContext

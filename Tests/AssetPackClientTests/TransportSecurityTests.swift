@@ -1,4 +1,9 @@
+import AssetPackServer
+import AsyncHTTPClient
 import Foundation
+import NIOCore
+import SystemPackage
+import TestSupport
 import Testing
 
 @testable import AssetPackClient
@@ -36,5 +41,30 @@ struct TransportSecurityTests {
         }
         #expect(error.code == .insecureHTTP)
         #expect(error.assetPackID == "Levels")
+    }
+
+    /// A failed handshake is known by the error's type (NIOSSL's), not by words in its description: an
+    /// error of another kind that quotes BoringSSL's text is not one.
+    @Test func aTLSFailureIsKnownByItsTypeNotItsText() async throws {
+        struct Quoting: Error, CustomStringConvertible {
+            var description: String { "the proxy said: CERTIFICATE_VERIFY_FAILED" }
+        }
+        #expect(!AssetPackClientError.isTLSFailure(Quoting()))
+
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let tls = try #require(
+            try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", folder: scratch.root.appending("tls-home"))
+        )
+        let client = AssetPackManager.makeHTTPClient(connectTimeout: .seconds(5))
+        defer { _ = client.shutdown() }
+        try await LiveServer.with(folder: scratch.root, tls: tls) { server in
+            let untrusted = await #expect(throws: (any Error).self) {
+                _ = try await server.get("/manifest", client: client, timeout: .seconds(5))
+            }
+            let error = try #require(untrusted)
+            #expect(AssetPackClientError.isTLSFailure(error), "\(error)")
+            #expect(!AssetPackClientError.isConnectFailure(error), "\(error)")
+        }
     }
 }

@@ -362,12 +362,27 @@ struct FaultTests {
         try scratch.makeSampleFolder()
         try await LiveServer.with(folder: scratch.root) { server in
             let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
-            let (bytes, closed) = try await onThreadOfItsOwn {
+            let (answer, closed) = try await onThreadOfItsOwn {
                 let peer = try RawConnection(port: port, receiveBuffer: 1 << 20)
-                peer.send("GET /manifest HTTP/1.0\r\n\r\n")
-                return peer.readToEnd(timeout: 5)
+                peer.send("GET /assets/Tutorial HTTP/1.0\r\n\r\n")
+                let answer = peer.readAll(timeout: 5)
+                return (answer, peer.readToEnd(timeout: 0.5).closed)
             }
-            #expect(bytes > 0 && closed, "the server closes an HTTP/1.0 connection after the response")
+            let head = try #require(String(decoding: answer, as: UTF8.self).components(separatedBy: "\r\n\r\n").first)
+            let lines = head.components(separatedBy: "\r\n")
+            #expect(lines.first == "HTTP/1.1 200 OK", "\(head)")
+            #expect(lines.contains { $0.lowercased() == "connection: close" }, "\(head)")
+            #expect(closed, "the server closes an HTTP/1.0 connection after the response")
+            // One that asks to keep the connection gets that, and the connection stays open.
+            let (kept, open) = try await onThreadOfItsOwn {
+                let peer = try RawConnection(port: port, receiveBuffer: 1 << 20)
+                peer.send("GET /assets/Tutorial HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+                let answer = peer.readAll(timeout: 1)
+                return (answer, !peer.readToEnd(timeout: 0.2).closed)
+            }
+            let keptHead = String(decoding: kept, as: UTF8.self).components(separatedBy: "\r\n\r\n").first ?? ""
+            #expect(!keptHead.lowercased().contains("connection: close"), "\(keptHead)")
+            #expect(open, "a keep-alive HTTP/1.0 connection is kept")
         }
     }
 

@@ -19,11 +19,13 @@ public struct LiveServer: Sendable {
     /// Request log lines, shared with the server's log closure.
     public final class Lines: Sendable {
         private let lines = Mutex<[String]>([])
+        public init() {}
         public func append(_ line: String) { lines.withLock { $0.append(line) } }
         public func withLock<T: Sendable>(_ body: ([String]) -> T) -> T { lines.withLock { body($0) } }
     }
 
-    /// Starts a server over `folder`, runs `body`, shuts the server down.
+    /// Starts a server over `folder`, runs `body`, shuts the server down; `adjust` changes the configuration
+    /// before the server is built (a test with `@testable` access sets what is not public).
     public static func with<T: Sendable>(
         folder: FilePath,
         tls: TLSSetup? = nil,
@@ -35,6 +37,7 @@ public struct LiveServer: Sendable {
         deltaDepth: Int = 3,
         format: PackFormat = .tar,
         controlToken: String? = nil,
+        adjust: (inout ServerConfiguration) -> Void = { _ in },
         _ body: @Sendable (LiveServer) async throws -> T
     ) async throws -> T {
         let catalog = try PackCatalog(
@@ -60,6 +63,7 @@ public struct LiveServer: Sendable {
             controlBodyTimeout: controlBodyTimeout
         )
         configuration.controlToken = controlToken
+        adjust(&configuration)
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { url in
             continuation.yield(url)
         }

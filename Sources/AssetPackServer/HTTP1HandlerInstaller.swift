@@ -1,0 +1,71 @@
+import NIOCore
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import Synchronization
+
+/// Placed with Hummingbird's additional handlers (which see HTTP types): puts the handlers that need
+/// HTTP/1 itself below the HTTP/1 codec: ``HTTP10Handler`` always, ``SendfileHandler`` on plain HTTP.
+///
+/// The codec is found by its type, which is Hummingbird's choice, not ours. Where it is not found (an
+/// update of Hummingbird moved or renamed it), nothing is installed and the server says so once, on its
+/// event log: a connection without a ``SendfileHandler`` is never given a `sendfile` body (see
+/// ``SendfileRegistry/sendsFiles(on:)``), so its packs stream through ``FileBody`` instead, with
+/// `X-Mock-Body: stream`, rather than going out as marker bytes.
+final class HTTP1HandlerInstaller: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    /// Finds the HTTP/1 codec in a pipeline, or `nil`.
+    typealias Locate = @Sendable (ChannelPipeline.SynchronousOperations) -> (any ChannelHandler)?
+
+    /// Says once per server that the codec was not found.
+    final class MissingCodecWarning: Sendable {
+        private let said = Atomic(false)
+        private let log: @Sendable (String) -> Void
+
+        init(log: @escaping @Sendable (String) -> Void) { self.log = log }
+
+        func say(sendfile: Bool) {
+            guard !said.exchange(true, ordering: .relaxed) else { return }
+            log(
+                "warning: Hummingbird's HTTP/1 codec is not in the connection's pipeline where ba-mock looks for it "
+                    + "(has Hummingbird changed?): "
+                    + (sendfile ? "sendfile is off and pack bodies stream through buffers (X-Mock-Body: stream); " : "")
+                    + "HTTP/1.0 connections are not closed after their response"
+            )
+        }
+    }
+
+    private let sendfile: SendfileRegistry?
+    private let locateCodec: Locate
+    private let warning: MissingCodecWarning
+
+    init(sendfile: SendfileRegistry?, locateCodec: @escaping Locate, warning: MissingCodecWarning) {
+        self.sendfile = sendfile
+        self.locateCodec = locateCodec
+        self.warning = warning
+    }
+
+    /// Where Hummingbird 2 puts its HTTP/1 codec: an `HTTP1ToHTTPServerCodec` in the connection's pipeline.
+    static let hummingbirdCodec: Locate = { operations in
+        try? operations.handler(type: HTTP1ToHTTPServerCodec.self)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let operations = context.pipeline.syncOperations
+        guard let codec = locateCodec(operations) else {
+            warning.say(sendfile: sendfile != nil)
+            return
+        }
+        do {
+            try operations.addHandler(HTTP10Handler(), position: .before(codec))
+            if let sendfile {
+                try operations.addHandler(
+                    SendfileHandler(registry: sendfile, channel: ObjectIdentifier(context.channel)),
+                    position: .before(codec)
+                )
+            }
+        } catch {
+            // Only a pipeline that is closing refuses a handler; its connection serves nothing more.
+            context.close(promise: nil)
+        }
+    }
+}
