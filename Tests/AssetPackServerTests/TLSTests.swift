@@ -15,7 +15,6 @@ struct TLSTests {
     @Test func selfSignedCertificateIsTrustedThroughItsCA() async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
-        let folder = AssetFolder(root: scratch.root)
         let tls = try #require(
             try TLSSetup.make(mode: .selfSigned, host: "127.0.0.1", folder: scratch.root.appending("tls-home"))
         )
@@ -51,7 +50,6 @@ struct TLSTests {
     @Test func aWildcardHostNeedsTheNamesClientsUse() async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
-        let folder = AssetFolder(root: scratch.root)
         let unnamed = #expect(throws: AssetPackServerError.self) {
             try TLSSetup.make(mode: .selfSigned, host: "0.0.0.0", folder: scratch.root.appending("tls-home"))
         }
