@@ -44,6 +44,7 @@ extension PackSource {
         ManifestProblem(error, file: file, key: key)
     }
 
+    /// Checks the selection in three steps: the source root, each selector, then what they chose together.
     private static func checkSelection(
         _ parsed: ParsedManifest,
         root: FilePath,
@@ -52,8 +53,39 @@ extension PackSource {
     ) throws
         -> SourceCheck
     {
-        let file = parsed.file
-        let manifest = parsed.manifest
+        let tree = try sourceTree(of: parsed, root: root, boundary: boundary)
+        var selection = Selection(file: parsed.file, tree: tree)
+        for (position, selector) in parsed.manifest.fileSelectors.enumerated() {
+            let index = selectorIndices.map { $0[position] } ?? position
+            let key = "fileSelectors[\(index)].\(selector.key)"
+            do {
+                try selection.add(selector, key: key)
+            } catch let error as AssetPackFormatError {
+                selection.errors.append(error)
+            }
+        }
+        let files = selection.settle(for: parsed.manifest)
+        let (errors, warnings) = (selection.errors, selection.warnings)
+        let chosen = PackSource(
+            manifest: parsed.manifest,
+            manifestFile: parsed.file,
+            files: files,
+            problems: parsed.problems + warnings
+        )
+        var check =
+            errors.isEmpty
+            ? SourceCheck(source: chosen, errors: [], problems: warnings)
+            : SourceCheck(failing: errors, warnings: warnings, file: parsed.file)
+        check.selected = chosen
+        return check
+    }
+
+    /// The tree selectors read: the manifest's `sourceRoot` (relative to its own folder) or `root`, which
+    /// must exist and, when `boundary` is given, be inside it.
+    private static func sourceTree(of parsed: ParsedManifest, root: FilePath, boundary: FilePath?) throws
+        -> SourceTree
+    {
+        let (file, manifest) = (parsed.file, parsed.manifest)
         let base: FilePath
         if let sourceRoot = manifest.sourceRoot {
             let folder = FilePath(file).removingLastComponent()
@@ -88,151 +120,163 @@ extension PackSource {
                 )
             }
         }
-        var collector = Collector(file: file)
+        return tree
+    }
+
+    /// What the selectors choose, one at a time, with the problems each finds; settled at the end.
+    private struct Selection {
+        let file: String
+        let tree: SourceTree
+        var collector: Collector
         var warnings: [ManifestProblem] = []
         var errors: [AssetPackFormatError] = []
         var exclusions: [Glob] = []
+        /// Every file of the tree, walked once for the first pattern.
         var everything: [SourceTree.Found]?
-        for (position, selector) in manifest.fileSelectors.enumerated() {
-            let index = selectorIndices.map { $0[position] } ?? position
-            let key = "fileSelectors[\(index)].\(selector.key)"
-            do {
-                /// The regular file a selector names; a folder there is an error with `fix`.
-                func regularFile(_ path: String, ifFolder fix: String) throws -> SourceTree.Found {
-                    let relative = PackPath.normalize(path) ?? path
-                    let found = try tree.resolve(relative, file: file, key: key)
-                    guard case .regular(let stat) = found.kind else {
-                        throw AssetPackFormatError.manifest(file, key: key, "\"\(path)\" is a folder", fix: fix)
-                    }
-                    return .init(relative: relative, real: found.real, stat: stat)
-                }
-                switch selector {
-                case .file(let path):
-                    let item = try regularFile(path, ifFolder: "use {\"directory\": \"\(path)\"}")
-                    collector.add(item.relative, from: item, key: key)
-                case .directory(let path), .directoryMapping(source: let path, destination: _):
-                    let relative = PackPath.normalize(path) ?? path
-                    let found = try tree.resolve(relative, file: file, key: key)
-                    guard case .directory = found.kind else {
-                        throw AssetPackFormatError.manifest(
-                            file,
-                            key: key,
-                            "\"\(path)\" is a file",
-                            fix: "directory" == selector.key
-                                ? "use {\"file\": \"\(path)\"}" : "use fileSource and fileDestination"
-                        )
-                    }
-                    var walk = SourceTree.Walk()
-                    try tree.walk(found.real, relative: relative, file: file, key: key, into: &walk)
-                    if walk.files.isEmpty {
-                        warnings.append(
-                            .warning(
-                                file,
-                                key,
-                                "\"\(path)\" holds no files",
-                                fix: "put files in it, or remove the selector"
-                            )
-                        )
-                    }
-                    warnings.append(contentsOf: walk.warnings)
-                    errors.append(contentsOf: walk.errors)
-                    var destination: String?
-                    if case .directoryMapping(_, let target) = selector { destination = PackPath.normalize(target) }
-                    collector.reserve(walk.files.count)
-                    for item in walk.files {
-                        let inside = String(Substring(item.relative.utf8.dropFirst(relative.utf8.count + 1)))
-                        let path = destination.map { $0 + "/" + inside } ?? item.relative
-                        collector.add(path, from: item, key: key)
-                    }
-                case .fileMapping(let source, let destination):
-                    let item = try regularFile(source, ifFolder: "use directorySource and directoryDestination")
-                    collector.add(PackPath.normalize(destination) ?? destination, from: item, key: key)
-                case .filePattern(let glob):
-                    if everything == nil {
-                        var walk = SourceTree.Walk()
-                        try tree.walk(tree.rootReal, relative: "", file: file, key: key, into: &walk)
-                        everything = walk.files
-                        errors.append(contentsOf: walk.errors)
-                    }
-                    let matching = (everything ?? []).filter { glob.matches($0.relative) }
-                    if matching.isEmpty {
-                        warnings.append(
-                            .warning(
-                                file,
-                                key,
-                                "\"\(glob)\" matches no file",
-                                fix: "check the pattern against the files' paths (case matters; ** crosses folders)"
-                            )
-                        )
-                    }
-                    for item in matching { collector.add(item.relative, from: item, key: key) }
-                case .fileExclusion(let glob):
-                    exclusions.append(glob)
-                }
-            } catch let error as AssetPackFormatError {
-                errors.append(error)
+
+        init(file: String, tree: SourceTree) {
+            self.file = file
+            self.tree = tree
+            self.collector = Collector(file: file)
+        }
+
+        /// Adds what one selector chooses (an exclusion is kept for the end).
+        /// - Throws: `AssetPackFormatError` for the selector's own problem.
+        mutating func add(_ selector: FileSelector, key: String) throws {
+            switch selector {
+            case .file(let path):
+                let item = try regularFile(path, key: key, ifFolder: "use {\"directory\": \"\(path)\"}")
+                collector.add(item.relative, from: item, key: key)
+            case .directory(let path):
+                try addFolder(path, to: nil, key: key, kind: selector.key)
+            case .directoryMapping(let source, let destination):
+                try addFolder(source, to: PackPath.normalize(destination), key: key, kind: selector.key)
+            case .fileMapping(let source, let destination):
+                let item = try regularFile(source, key: key, ifFolder: "use directorySource and directoryDestination")
+                collector.add(PackPath.normalize(destination) ?? destination, from: item, key: key)
+            case .filePattern(let glob):
+                try addMatches(of: glob, key: key)
+            case .fileExclusion(let glob):
+                exclusions.append(glob)
             }
         }
-        // What the valid selectors chose is checked too (names, collisions): one run finds those problems as well.
-        var chosen: [Collector.Choice]
-        do {
-            chosen = try collector.settle()
-        } catch let error as AssetPackFormatError {
-            errors.append(error)
-            chosen = []
-        }
-        let selected = chosen.count
-        // Exclusions apply wherever they stand: to a file's path in the source root, or in the pack.
-        if !exclusions.isEmpty {
-            chosen.removeAll { choice in
-                exclusions.contains { $0.matches(choice.found.relative) || $0.matches(choice.path) }
+
+        /// The regular file a selector names; a folder there is an error with `fix`.
+        private func regularFile(_ path: String, key: String, ifFolder fix: String) throws -> SourceTree.Found {
+            let relative = PackPath.normalize(path) ?? path
+            let found = try tree.resolve(relative, file: file, key: key)
+            guard case .regular(let stat) = found.kind else {
+                throw AssetPackFormatError.manifest(file, key: key, "\"\(path)\" is a folder", fix: fix)
             }
+            return .init(relative: relative, real: found.real, stat: stat)
         }
-        if chosen.isEmpty && errors.isEmpty {
-            errors.append(
-                .manifest(
+
+        /// Every file below a folder, placed below `destination` (or where it is).
+        private mutating func addFolder(_ path: String, to destination: String?, key: String, kind: String) throws {
+            let relative = PackPath.normalize(path) ?? path
+            let found = try tree.resolve(relative, file: file, key: key)
+            guard case .directory = found.kind else {
+                throw AssetPackFormatError.manifest(
                     file,
-                    key: "fileSelectors",
-                    selected == 0 ? "select no files" : "select no files once the exclusions are applied",
-                    fix: "point the selectors at files or folders that hold files"
+                    key: key,
+                    "\"\(path)\" is a file",
+                    fix: kind == "directory" ? "use {\"file\": \"\(path)\"}" : "use fileSource and fileDestination"
                 )
-            )
+            }
+            var walk = SourceTree.Walk()
+            try tree.walk(found.real, relative: relative, file: file, key: key, into: &walk)
+            if walk.files.isEmpty {
+                warnings.append(
+                    .warning(file, key, "\"\(path)\" holds no files", fix: "put files in it, or remove the selector")
+                )
+            }
+            warnings.append(contentsOf: walk.warnings)
+            errors.append(contentsOf: walk.errors)
+            collector.reserve(walk.files.count)
+            for item in walk.files {
+                let inside = String(Substring(item.relative.utf8.dropFirst(relative.utf8.count + 1)))
+                collector.add(destination.map { $0 + "/" + inside } ?? item.relative, from: item, key: key)
+            }
         }
-        // A path cannot be a file and a folder at once: no file system could install such a pack.
-        for choice in chosen {
-            var folder = Substring(choice.path).utf8
-            while let slash = folder.lastIndex(of: UInt8(ascii: "/")) {
-                folder = folder[..<slash]
-                let prefix = String(Substring(folder))
-                guard let clash = Collector.find(prefix, in: chosen) else { continue }
-                errors.append(
-                    .manifest(
+
+        /// Every file of the tree whose path matches `glob`.
+        private mutating func addMatches(of glob: Glob, key: String) throws {
+            if everything == nil {
+                var walk = SourceTree.Walk()
+                try tree.walk(tree.rootReal, relative: "", file: file, key: key, into: &walk)
+                everything = walk.files
+                errors.append(contentsOf: walk.errors)
+            }
+            let matching = (everything ?? []).filter { glob.matches($0.relative) }
+            if matching.isEmpty {
+                warnings.append(
+                    .warning(
                         file,
-                        key: collector.keys[clash.selector],
-                        "places \(clash.found.relative) at \"\(prefix)\", a path that is also a folder of the pack (it "
-                            + "holds \"\(choice.path)\"); no file system can install both",
-                        fix: "give the file another destination, or exclude one of them"
+                        key,
+                        "\"\(glob)\" matches no file",
+                        fix: "check the pattern against the files' paths (case matters; ** crosses folders)"
                     )
                 )
             }
+            for item in matching { collector.add(item.relative, from: item, key: key) }
         }
-        for problem in nameProblems(chosen.map { ($0.path, collector.keys[$0.selector]) }, of: manifest, file: file) {
-            if problem.severity == .error { errors.append(problem.asError) } else { warnings.append(problem) }
+
+        /// What the selectors chose, together: one file per path, the exclusions applied wherever they stand,
+        /// something chosen, no path both a file and a folder, and names Apple's file systems take. What the
+        /// valid selectors chose is checked too, so that one run finds those problems as well.
+        mutating func settle(for manifest: PackagingManifest) -> [PackFile] {
+            var chosen: [Collector.Choice]
+            do {
+                chosen = try collector.settle()
+            } catch {
+                errors.append(error)
+                chosen = []
+            }
+            let selected = chosen.count
+            // Exclusions apply to a file's path in the source root, or in the pack.
+            if !exclusions.isEmpty {
+                chosen.removeAll { choice in
+                    exclusions.contains { $0.matches(choice.found.relative) || $0.matches(choice.path) }
+                }
+            }
+            if chosen.isEmpty && errors.isEmpty {
+                errors.append(
+                    .manifest(
+                        file,
+                        key: "fileSelectors",
+                        selected == 0 ? "select no files" : "select no files once the exclusions are applied",
+                        fix: "point the selectors at files or folders that hold files"
+                    )
+                )
+            }
+            checkFoldersAreNotFiles(chosen)
+            let named = chosen.map { ($0.path, collector.keys[$0.selector]) }
+            for problem in PackSource.nameProblems(named, of: manifest, file: file) {
+                if problem.severity == .error { errors.append(problem.asError) } else { warnings.append(problem) }
+            }
+            return chosen.map { PackFile(path: $0.path, found: $0.found) }
         }
-        let files = chosen.map { PackFile(path: $0.path, found: $0.found) }
-        chosen = []
-        let selection = PackSource(
-            manifest: manifest,
-            manifestFile: file,
-            files: files,
-            problems: parsed.problems + warnings
-        )
-        var check =
-            errors.isEmpty
-            ? SourceCheck(source: selection, errors: [], problems: warnings)
-            : SourceCheck(failing: errors, warnings: warnings, file: file)
-        check.selected = selection
-        return check
+
+        /// A path cannot be a file and a folder at once: no file system could install such a pack.
+        private mutating func checkFoldersAreNotFiles(_ chosen: [Collector.Choice]) {
+            for choice in chosen {
+                var folder = Substring(choice.path).utf8
+                while let slash = folder.lastIndex(of: UInt8(ascii: "/")) {
+                    folder = folder[..<slash]
+                    let prefix = String(Substring(folder))
+                    guard let clash = Collector.find(prefix, in: chosen) else { continue }
+                    errors.append(
+                        .manifest(
+                            file,
+                            key: collector.keys[clash.selector],
+                            "places \(clash.found.relative) at \"\(prefix)\", a path that is also a folder of the pack "
+                                + "(it holds \"\(choice.path)\"); no file system can install both",
+                            fix: "give the file another destination, or exclude one of them"
+                        )
+                    )
+                }
+            }
+        }
     }
 
     /// The files the selectors chose, in the order they chose them, settled once at the end: sorted by
@@ -262,7 +306,7 @@ extension PackSource {
 
         /// The choices by path in byte order; a file chosen twice at one path counts once (the later choice).
         /// - Throws: `.invalidManifest` for two different files at one path.
-        mutating func settle() throws -> [Choice] {
+        mutating func settle() throws(AssetPackFormatError) -> [Choice] {
             var sorted = choices
             choices = []
             sorted.sort { left, right in
