@@ -94,7 +94,7 @@ struct Bench: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "A report saved with --json to compare with: exits 1 when a case's operations per second fall by more than --tolerance.",
+            "A report saved with --json to compare with: exits 1 when a case's operations per second fall by more than --tolerance and more than its own noise.",
             valueName: "file"
         )
     )
