@@ -7,8 +7,9 @@ import Testing
 
 /// Property-based fuzzing of the two parsers that take outside input: packaging manifests and pack archives.
 /// Every generated input must either parse or fail with an ``AssetPackFormatError``; never crash, hang, or
-/// write outside the destination. `BA_FUZZ_ITERATIONS` sets the count (`make fuzz`); inputs that once broke
-/// something are kept in `Corpus/` and replayed on every run.
+/// write outside the destination. `BA_FUZZ_ITERATIONS` sets the count (`make fuzz`). Hand-made inputs of past
+/// bugs and edge cases are kept in `Corpus/`, each held to the exact outcome in its `.expected` file
+/// (FuzzCorpusTests.swift) and used as a seed here.
 @Suite("Fuzzing")
 struct FuzzTests {
     var iterations: Int { Int(ProcessInfo.processInfo.environment["BA_FUZZ_ITERATIONS"] ?? "") ?? 400 }
@@ -279,12 +280,11 @@ struct FuzzTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.string).isEmpty)
     }
 
-    /// Inputs kept because they once broke something (`Corpus/<kind>-*`).
+    /// The corpus inputs of a kind (`Corpus/<kind>-*`), as seeds: each is also held to its own outcome by
+    /// ``corpusOutcomes(_:)``.
     func corpus(_ kind: String) -> [[UInt8]] {
-        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Corpus")
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-        return names.filter { $0.hasPrefix(kind + "-") }.sorted().compactMap {
-            (try? Data(contentsOf: folder.appendingPathComponent($0))).map { [UInt8]($0) }
+        Self.corpusInputs.filter { $0.hasPrefix(kind + "-") }.compactMap {
+            (try? Data(contentsOf: Self.corpusFolder.appendingPathComponent($0))).map { [UInt8]($0) }
         }
     }
 }
