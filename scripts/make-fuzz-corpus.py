@@ -118,6 +118,24 @@ def main():
     payload[4:8] = struct.pack("<I", claimed + 65536)
     write("archive-aar-lying-lzfse.pack", packed[:28] + bytes(payload) + packed[28 + stored_size :])
 
+    # Deltas from a base of one file, bound to PackDelta.Binding.hostile (the tests' binding): rows of the
+    # files a delta leaves with the base are paths from a peer too.
+    binding = ('{"assetPackID":"Hostile","fromSHA256":"%s","toSHA256":"%s"}' % ("a" * 64, "b" * 64)).encode()
+    new = b"new!"
+
+    def delta(rows, entries, bound=binding):
+        files = [(row, OK) for row in rows]
+        head = [("Delta.json", bound)] if bound is not None else []
+        return tar(head + entries + [("Index.json", index(files))])
+
+    write("delta-valid.pack", delta(["a.txt", "b.txt"], [("Contents/b.txt", OK)]))
+    write("delta-row-dotdot.pack", delta(["../1-installed/b.txt"], []))
+    write("delta-row-absolute.pack", delta(["/etc/passwd"], []))
+    write("delta-row-dot.pack", delta(["a/./b.txt"], []))
+    write("delta-content-differs.pack", delta(["a.txt"], [("Contents/a.txt", new)]))
+    write("delta-other-binding.pack", delta(["a.txt"], [], bound=binding.replace(b"Hostile", b"Other")))
+    write("delta-no-binding.pack", delta(["a.txt"], [], bound=None))
+
     # Raw LZFSE streams for the decoder, decoded into 64 KiB.
     text = b"the level's enemies: 3, the boss: 1; " * 40
     write("lzfse-valid.bin", lzfse.compress(text))

@@ -7,7 +7,7 @@ import Testing
 
 /// The corpus: hand-made inputs for each parser that takes outside input, each held to the exact outcome
 /// written in the `<name>.expected` beside it. An input is named `<kind>-<what>.<ext>`; its kind picks the
-/// parser (`manifest`, `download`, `index`, `archive`, `lzfse`). The binary ones are made by
+/// parser (`manifest`, `download`, `index`, `archive`, `delta`, `lzfse`). The binary ones are made by
 /// `scripts/make-fuzz-corpus.py`; the `.expected` files are written by hand:
 ///
 /// ```
@@ -31,7 +31,7 @@ extension FuzzTests {
 
     @Test func corpusHoldsInputsOfEveryKind() {
         let kinds = Set(Self.corpusInputs.map { String($0.prefix { $0 != "-" }) })
-        #expect(kinds == ["archive", "download", "index", "lzfse", "manifest"])
+        #expect(kinds == ["archive", "delta", "download", "index", "lzfse", "manifest"])
         #expect(Self.corpusInputs.count >= 50)
     }
 
@@ -68,6 +68,7 @@ extension FuzzTests {
             case "download": return ["parsed"] + summary(try DownloadManifest.decode(Data(input), source: name))
             case "index": return ["parsed"] + summary(try PackIndex.decode(Data(input), source: name))
             case "archive": return try extractOutcome(name, input)
+            case "delta": return try extractOutcome(name, input, delta: true)
             case "lzfse": return [lzfseOutcome(input)]
             default:
                 Issue.record("\(name): no parser for the kind \(kind)")
@@ -122,8 +123,10 @@ extension FuzzTests {
     }
 
     /// An archive extracted into a folder of its own (1 MiB at most): the index and every file written, each
-    /// with its size; nothing may land beside that folder, whatever the outcome.
-    static func extractOutcome(_ name: String, _ input: [UInt8]) throws -> [String] {
+    /// with its size; nothing may land beside that folder, whatever the outcome. A delta is extracted as one
+    /// bound to ``PackDelta/Binding/hostile`` over a base of one file, and the rows it leaves with the base
+    /// are listed too.
+    static func extractOutcome(_ name: String, _ input: [UInt8], delta: Bool = false) throws -> [String] {
         let scratch = try Scratch()
         let archive = try scratch.write("input.pack", Data(input))
         let destination = scratch.root.appending("app-group/staging")
@@ -133,7 +136,20 @@ extension FuzzTests {
             #expect(beside == ["app-group", "input.pack"], "\(name)")
             #expect(!FileManager.default.fileExists(atPath: "/tmp/ba-escape.txt"), "\(name)")
         }
-        let index = try PackReader.extract(archive, into: destination, limit: 1 << 20)
+        var absent: [String] = []
+        let index: PackIndex
+        if delta {
+            let extracted = try PackReader.extractDelta(
+                archive,
+                into: destination,
+                limit: 1 << 20,
+                expecting: .hostile,
+                baseFileCount: 1
+            )
+            (index, absent) = (extracted.index, extracted.absent.map(\.path.debugDescription))
+        } else {
+            index = try PackReader.extract(archive, into: destination, limit: 1 << 20)
+        }
         var files: [String] = []
         let walker = FileManager.default.enumerator(atPath: destination.string)
         while let path = walker?.nextObject() as? String {
@@ -142,7 +158,8 @@ extension FuzzTests {
                 files.append("\(path) \((attributes[.size] as? NSNumber)?.intValue ?? -1)")
             }
         }
-        return ["parsed"] + summary(index) + ["written:"] + files.sorted()
+        return ["parsed"] + summary(index) + (delta ? ["absent: \(absent.joined(separator: ", "))"] : [])
+            + ["written:"] + files.sorted()
     }
 
     /// A raw LZFSE stream decoded into 64 KiB: its length and digest, or the decoder's error.
