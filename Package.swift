@@ -160,6 +160,7 @@ let package = Package(
         .testTarget(
             name: "AssetPackFormatTests",
             dependencies: ["AssetPackFormat", "CAppleCompression", "CLibArchive", "TestSupport"],
+            exclude: ["Corpus"],  // read from the source tree by FuzzTests, not bundled
             swiftSettings: swiftSettings
         ),
         .testTarget(

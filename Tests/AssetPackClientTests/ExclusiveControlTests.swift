@@ -28,6 +28,12 @@ struct ExclusiveControlTests {
         try await LiveServer.with(folder: scratch.root) { server in
             let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
             let pack = try await manager.assetPack(withID: "Textures")
+            let updates = manager.statusUpdates(forAssetPackWithID: "Textures")
+            let began = Task {
+                var count = 0
+                for await case .began in updates { count += 1 }
+                return count
+            }
             // Both calls run inside one exclusive section, so both are past the app group's lock before either
             // looks at what is installed: only a per-pack gate keeps the second from downloading too.
             try await manager.withExclusiveControl {
@@ -36,7 +42,10 @@ struct ExclusiveControlTests {
                 _ = try await (first, second)
             }
 
-            try await Task.sleep(for: .milliseconds(200))  // a second download's line would be written by now
+            // Both calls have returned, so every download either made has begun and ended: the client counts
+            // the ones it began (its updates end here, after all it sent), the server the bodies it sent.
+            manager.finishStatusUpdates()
+            #expect(await began.value == 1)
             #expect(try await lines(server, "/assets/Textures", atLeast: 1).count == 1)
             // The live folder is the one the state names, whole, and it is the only one.
             let installed = try #require(manager.installedPack(withID: "Textures"))
@@ -110,9 +119,23 @@ struct ExclusiveControlTests {
             #expect(timedOut?.code == .lockTimeout)
             #expect(timedOut?.message.contains("pid \(getpid())") == true, "\(timedOut?.description ?? "")")
 
-            let patient = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            // Cancelled once it says it waits for the holder, not after a guess at how long it takes to start.
+            let (waits, waitsContinuation) = AsyncStream<Int32?>.makeStream()
+            let patient = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup) {
+                waitsContinuation.yield($0)
+            }
             let waiting = Task { try await patient.withExclusiveControl {} }
-            try await Task.sleep(for: .milliseconds(200))
+            let deadline = Task {
+                try await Task.sleep(for: .seconds(10))
+                waitsContinuation.finish()
+            }
+            var holderSeen: Int32?? = nil
+            for await holder in waits {
+                holderSeen = holder
+                break
+            }
+            deadline.cancel()
+            #expect(holderSeen == .some(getpid()), "it never said it waits")
             waiting.cancel()
             await #expect(throws: CancellationError.self) { try await waiting.value }
 

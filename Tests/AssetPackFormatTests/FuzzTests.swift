@@ -1,14 +1,18 @@
-import AssetPackFormat
 import CAppleCompression
 import Foundation
 import SystemPackage
 import TestSupport
 import Testing
 
+@testable import AssetPackFormat
+
 /// Property-based fuzzing of the two parsers that take outside input: packaging manifests and pack archives.
-/// Every generated input must either parse or fail with an ``AssetPackFormatError``; never crash, hang, or
-/// write outside the destination. `BA_FUZZ_ITERATIONS` sets the count (`make fuzz`); inputs that once broke
-/// something are kept in `Corpus/` and replayed on every run.
+/// Every generated input must either parse into a value that keeps the parser's promises (the same as a
+/// reference reads, or the same once written out and read again) or be refused with an
+/// ``AssetPackFormatError`` of a code the parser documents; never crash, hang, or write outside the
+/// destination. `BA_FUZZ_ITERATIONS` sets the count (`make fuzz`). Hand-made inputs of past bugs and edge
+/// cases are kept in `Corpus/`, each held to the exact outcome in its `.expected` file
+/// (FuzzCorpusTests.swift) and used as a seed here.
 @Suite("Fuzzing")
 struct FuzzTests {
     var iterations: Int { Int(ProcessInfo.processInfo.environment["BA_FUZZ_ITERATIONS"] ?? "") ?? 400 }
@@ -38,45 +42,75 @@ struct FuzzTests {
         return bytes
     }
 
-    @Test func manifestParserNeverCrashes() throws {
+    /// Each mutated manifest is either refused with a code of the parser's (and a message naming the file), or
+    /// read as JSONSerialization reads the same text: the ID and platforms it holds, nothing else.
+    @Test func mutatedManifestsAreReadFaithfullyOrRefused() throws {
         let seeds =
             [
                 ManifestTemplate.text,
                 #"{"assetPackID": "A", "downloadPolicy": {"essential": {"installationEventTypes": ["firstInstallation"]}}, "fileSelectors": [{"file": "x"}, {"directory": "y/z"}], "platforms": ["iOS"]}"#,
             ].map { Array($0.utf8) } + corpus("manifest")
         var random = SplitMix64(seed: 0xBA5E)
-        var parsed = 0
+        var (parsed, refused) = (0, 0)
         for _ in 0..<iterations {
             let input = Self.mutate(seeds.randomElement(using: &random) ?? [], &random)
+            let shown = String(decoding: input, as: UTF8.self)
             do {
-                _ = try PackagingManifest.parse(input, file: "fuzz.json")
+                let manifest = try PackagingManifest.parse(input, file: "fuzz.json").manifest
+                let reference = try JSONSerialization.jsonObject(with: Data(JSONValue.stripComments(input)))
+                let object = reference as? [String: Any]
+                #expect(object?["assetPackID"] as? String == manifest.assetPackID, "\(shown)")
+                let platforms = (object?["platforms"] as? [String] ?? []).reduce(into: [String]()) {
+                    if !$0.contains($1) { $0.append($1) }  // a platform listed twice counts once
+                }
+                #expect(platforms == manifest.platforms, "\(shown)")
+                #expect(AssetPackID.problem(with: manifest.assetPackID) == nil, "\(shown)")
                 parsed += 1
-            } catch is AssetPackFormatError {
-                // refused with a message: fine
+            } catch let error as AssetPackFormatError {
+                #expect([.invalidJSON, .invalidManifest, .unsafePath].contains(error.code), "\(error) for \(shown)")
+                #expect(error.message.contains("fuzz.json"), "\(error.message)")
+                refused += 1
             } catch {
-                Issue.record(
-                    "manifest parser threw \(type(of: error)): \(error) for \(String(decoding: input, as: UTF8.self))"
-                )
+                Issue.record("manifest parser threw \(type(of: error)): \(error) for \(shown)")
             }
         }
-        #expect(parsed < iterations)  // the mutations do reach the error paths
+        // The mutations reach both ends: some inputs survive them, most do not.
+        #expect(parsed > 0 && refused > parsed, "parsed \(parsed), refused \(refused)")
     }
 
-    @Test func downloadManifestDecoderNeverCrashes() throws {
+    /// Each mutated download manifest is either refused with one of the two codes its decoder documents, or
+    /// decoded into entries that keep its promises (IDs valid and unique, digests lower-case hex, sizes in
+    /// range) and that read back the same after being written out again.
+    @Test func mutatedDownloadManifestsRoundTripOrAreRefused() throws {
         let seed = Array(
             #"{"assetPacks": [{"id": "P", "url": "assets/P", "version": 1, "downloadSize": 10, "downloadPolicy": {"onDemand": {}}, "host": {"thirdParty": {}}, "sha256": "\#(String(repeating: "a", count: 64))", "installSize": 10, "fileCount": 1, "compression": "zstd"}]}"#
                 .utf8
         )
         var random = SplitMix64(seed: 0xD0C)
+        var (decoded, refused) = (0, 0)
         for _ in 0..<iterations {
             let input = Self.mutate(seed, &random)
+            let shown = String(decoding: input, as: UTF8.self)
             do {
-                _ = try DownloadManifest.decode(Data(input), source: "fuzz")
-            } catch is AssetPackFormatError {
+                let manifest = try DownloadManifest.decode(Data(input), source: "fuzz")
+                let again = try DownloadManifest.decode(try manifest.encoded(), source: "fuzz, written again")
+                #expect(again == manifest, "\(shown)")
+                #expect(Set(manifest.assetPacks.map(\.id)).count == manifest.assetPacks.count, "\(shown)")
+                for entry in manifest.assetPacks {
+                    #expect(AssetPackID.problem(with: entry.id) == nil, "\(shown)")
+                    #expect(entry.sha256.map { $0 == $0.lowercased() && $0.utf8.count == 64 } ?? true, "\(shown)")
+                    #expect(entry.downloadSize >= 0 && entry.version >= 0 && (entry.installSize ?? 0) >= 0)
+                }
+                decoded += 1
+            } catch let error as AssetPackFormatError {
+                #expect([.invalidJSON, .invalidManifest].contains(error.code), "\(error) for \(shown)")
+                #expect(error.message.contains("at fuzz"), "\(error.message)")
+                refused += 1
             } catch {
-                Issue.record("download manifest decoder threw \(type(of: error)): \(error)")
+                Issue.record("download manifest decoder threw \(type(of: error)): \(error) for \(shown)")
             }
         }
+        #expect(decoded > 0 && refused > decoded, "decoded \(decoded), refused \(refused)")
     }
 
     /// The index parser reads a byte at a time, not through JSONDecoder: on mutated indexes it must agree
@@ -164,19 +198,40 @@ struct FuzzTests {
         var random = SplitMix64(seed: 0xA4C)
         let archive = scratch.root.appending("fuzz.pack")
         let iterations = max(20, self.iterations / 10)  // each case extracts: a tenth of the manifest count
-        for index in 0..<iterations {
-            let input = Self.mutate(seeds.randomElement(using: &random) ?? [], &random)
+        // Each seed is extracted once as it is, so the accepted branch's checks run too (few mutated packs
+        // survive): the packs built here are read, and so are the corpus's valid ones.
+        let valid = seeds.count - corpus("archive").count + 2
+        var accepted = 0
+        for index in 0..<(seeds.count + iterations) {
+            let input =
+                index < seeds.count ? seeds[index] : Self.mutate(seeds.randomElement(using: &random) ?? [], &random)
             try scratch.write("fuzz.pack", Data(input))
             let destination = scratch.root.appending("out/\(index)")
             try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
             do {
-                _ = try PackReader.extract(archive, into: destination, limit: 1 << 20)
-            } catch is AssetPackFormatError {
+                let index = try PackReader.extract(archive, into: destination, limit: 1 << 20)
+                // Accepted: what was written is what the index lists, file for file and size for size.
+                let written = FileManager.default.enumerator(atPath: destination.string)?.allObjects as? [String]
+                let files = (written ?? []).filter {
+                    let attributes = try? FileManager.default.attributesOfItem(atPath: destination.appending($0).string)
+                    return attributes?[.type] as? FileAttributeType == .typeRegular
+                }
+                #expect(files.count == index.files.count, "\(files) against \(index.files.map(\.path))")
+                for row in index.files {
+                    let attributes = try? FileManager.default.attributesOfItem(
+                        atPath: destination.appending(row.path).string
+                    )
+                    #expect((attributes?[.size] as? NSNumber)?.int64Value == row.size, "\(row.path)")
+                }
+                accepted += 1
+            } catch let error as AssetPackFormatError {
+                #expect([.corruptPack, .archive].contains(error.code), "\(error)")
             } catch {
                 Issue.record("archive reader threw \(type(of: error)): \(error)")
             }
             try? FileManager.default.removeItem(atPath: destination.string)
         }
+        #expect(accepted >= valid && accepted < seeds.count + iterations, "\(accepted) accepted, \(valid) valid seeds")
         let left = try FileManager.default.contentsOfDirectory(atPath: scratch.root.string).sorted()
         #expect(
             left == [
@@ -223,6 +278,7 @@ struct FuzzTests {
             var output = [UInt8](repeating: 0xA5, count: capacity + 64)
             let result = ac_lzfse_decode(&output, capacity, input, input.count)
             #expect(result <= capacity)
+            #expect(result >= 0 || [Int(AC_ERROR_CORRUPT), Int(AC_ERROR_OUTPUT_FULL)].contains(result), "\(result)")
             #expect(output[capacity...].allSatisfy { $0 == 0xA5 }, "wrote past the capacity")
         }
     }
@@ -279,12 +335,11 @@ struct FuzzTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.string).isEmpty)
     }
 
-    /// Inputs kept because they once broke something (`Corpus/<kind>-*`).
+    /// The corpus inputs of a kind (`Corpus/<kind>-*`), as seeds: each is also held to its own outcome by
+    /// ``corpusOutcomes(_:)``.
     func corpus(_ kind: String) -> [[UInt8]] {
-        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Corpus")
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
-        return names.filter { $0.hasPrefix(kind + "-") }.sorted().compactMap {
-            (try? Data(contentsOf: folder.appendingPathComponent($0))).map { [UInt8]($0) }
+        Self.corpusInputs.filter { $0.hasPrefix(kind + "-") }.compactMap {
+            (try? Data(contentsOf: Self.corpusFolder.appendingPathComponent($0))).map { [UInt8]($0) }
         }
     }
 }

@@ -248,8 +248,13 @@ struct CatalogTests {
             if !seen.isEmpty || clock.now > deadline { break }
         }
         #expect(clock.now - lastEdit >= .milliseconds(650), "built before the folder was quiet")
-        try await Task.sleep(for: .milliseconds(900))
         #expect(seen == [.init(id: "Textures", from: 1, to: 2)])
+        // Nothing is left to build: once the watcher has stopped, a scan of the folder as it stands (with the
+        // same settle) finds no change, where a 900 ms sleep used to stand in for "no second build came".
+        watcher.cancel()
+        await watcher.value
+        let again = try await catalog.refresh(settle: .milliseconds(700))
+        #expect(!again.settling && again.changes.isEmpty, "\(again.changes)")
         #expect(catalog.snapshot.pack(withID: "Textures")?.fileCount == 3)
         #expect(catalog.snapshot.pack(withID: "Textures")?.version == 2)
     }

@@ -146,7 +146,14 @@ struct BAMockEndToEndTests {
         let url = try #require(server.waitForFirstLine(), "\(server.stderr)")
         let peers = try (0..<20).map { _ in try RawConnection(port: try port(url)) }
         for peer in peers { peer.send(request) }
-        usleep(2_500_000)  // past the send timeout: the server has given up on them by now
+        // The server says when it gave up on each: the response's log line, written once it ends, is marked
+        // aborted (an 8 MiB body cannot end otherwise into a 4 KiB buffer nobody reads).
+        func dropped() -> Int {
+            server.stdout.split(separator: "\n").filter {
+                $0.hasPrefix("GET /assets/Big - 200") && $0.hasSuffix(" aborted")
+            }.count
+        }
+        #expect(waitUntil(within: 30) { dropped() == 20 }, "\(dropped()) dropped: \(server.stdout)")
         for peer in peers {
             let (bytes, closed) = peer.readToEnd(timeout: 10)
             #expect(closed && bytes < 8 << 20, "\(bytes) bytes, closed: \(closed)")
@@ -167,7 +174,9 @@ struct BAMockEndToEndTests {
         let patientURL = try #require(patient.waitForFirstLine(), "\(patient.stderr)")
         let lingering = try (0..<5).map { _ in try RawConnection(port: try port(patientURL)) }
         for peer in lingering { peer.send(request) }
-        usleep(300_000)
+        // SIGTERM once each of them is being answered (its first bytes arrived), so shutdown meets five
+        // responses in flight, not five requests it may not have read yet.
+        for peer in lingering { #expect(!peer.read(atLeast: 1, timeout: 10).isEmpty) }
         let started = Date()
         let status = patient.interrupt(signal: SIGTERM, timeout: 15)
         #expect(Date().timeIntervalSince(started) < 6, "took \(Date().timeIntervalSince(started)) s")

@@ -93,14 +93,19 @@ struct StalledPeerEndToEndTests {
         let (server, port) = try serve(folder, scratch, ["--tls-self-signed", "--tls-dir", tlsDir.string])
         defer { server.interrupt() }
         let pid = server.process.processIdentifier
+        let idle = openSockets(pid)  // listening, no peer yet
         // One client first, so that buffers every connection shares are counted before.
         let first = try stall(port, count: 1, ca: tlsDir.appending("ca.pem").string)
         defer { first.interrupt(signal: SIGKILL) }
-        usleep(500_000)
+        // Each measure is taken once the server has gone idle: every body it sends waits on a peer that does
+        // not read, so all it would queue for them is queued (a server still busy sending would be measured
+        // short, and the test would pass by luck).
+        #expect(waitUntilIdle(pid), "the server never went idle with one stalled reader")
         let before = try residentBytes(pid)
         let clients = try stall(port, count: 20, ca: tlsDir.appending("ca.pem").string)
         defer { clients.interrupt(signal: SIGKILL) }
-        usleep(1_500_000)  // what the server queues for them is queued by now
+        #expect(openSockets(pid) == idle + 21, "the server holds \(openSockets(pid) - idle) connections, not 21")
+        #expect(waitUntilIdle(pid), "the server never went idle with 21 stalled readers")
         let each = (try residentBytes(pid) - before) / 20
         #expect(each < 2 << 20, "\(each) bytes a stalled TLS reader")
     }
@@ -111,17 +116,20 @@ struct StalledPeerEndToEndTests {
         let folder = try bigPackFolder(scratch)
         let (server, port) = try serve(folder, scratch, ["--max-connections", "2"])
         defer { server.interrupt() }
+        let idle = openSockets(server.process.processIdentifier)  // listening, no peer yet
         let held = try stall(port, count: 2)
         defer { held.interrupt(signal: SIGKILL) }
         let third = try RawConnection(port: port)
         let answer = third.readAll(timeout: 5)
         #expect(answer.isEmpty, "the third connection was served: \(answer.count) bytes")
-        let deadline = Date().addingTimeInterval(5)
-        while !server.stderr.contains("refused 1 connection") && Date() < deadline { usleep(50_000) }
+        waitUntil(within: 5) { server.stderr.contains("refused 1 connection") }
         #expect(server.stderr.contains("refused 1 connection(s): 2 are open, the --max-connections cap"))
-        // Once one closes, a new connection is served again.
+        // Once one closes, a new connection is served again: connected as soon as the server has closed the
+        // two killed peers' connections (it holds as many sockets as before any peer came), not when the
+        // kernel has (their unread bytes make it a reset, which the kernel handles before the server sees it).
         held.interrupt(signal: SIGKILL)
-        usleep(300_000)
+        let closed = waitUntil(within: 10) { openSockets(server.process.processIdentifier) == idle }
+        #expect(closed, "the server holds \(openSockets(server.process.processIdentifier)) sockets, not \(idle)")
         let fourth = try RawConnection(port: port)
         fourth.send("GET /manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         let served = String(decoding: fourth.readAll(timeout: 5), as: UTF8.self)

@@ -10,6 +10,8 @@ public final class RunningTool: @unchecked Sendable {
     private var stderrBytes = Data()
     private let firstLine = DispatchSemaphore(value: 0)
     private var firstLineSignalled = false
+    /// Left once by each pipe's reader when it reads the end of its pipe: after it, all output is in.
+    private let drained = DispatchGroup()
 
     /// Starts `tool` with `arguments` in `directory`, with `environment` set over this process's (a value of
     /// `nil` unsets the variable).
@@ -30,26 +32,49 @@ public final class RunningTool: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
-        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard let self else { return }
-            self.lock.lock()
-            self.stdoutBytes += data
-            let signal = !self.firstLineSignalled && (data.contains(UInt8(ascii: "\n")) || data.isEmpty)
-            if signal { self.firstLineSignalled = true }
-            self.lock.unlock()
-            if data.isEmpty { handle.readabilityHandler = nil }
-            if signal { self.firstLine.signal() }
+        // Each pipe is read on a thread of its own with blocking reads, to its end: Foundation's
+        // readabilityHandler on Linux did not always report the end, so "all output is in" could not be told.
+        drained.enter()
+        drained.enter()
+        Thread.detachNewThread { [weak self] in
+            let handle = out.fileHandleForReading
+            while true {
+                let data = handle.availableData
+                guard let self else { return }
+                self.lock.lock()
+                self.stdoutBytes += data
+                let signal = !self.firstLineSignalled && (data.contains(UInt8(ascii: "\n")) || data.isEmpty)
+                if signal { self.firstLineSignalled = true }
+                self.lock.unlock()
+                if signal { self.firstLine.signal() }
+                if data.isEmpty {
+                    self.drained.leave()
+                    return
+                }
+            }
         }
-        err.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil }
-            guard let self else { return }
-            self.lock.lock()
-            self.stderrBytes += data
-            self.lock.unlock()
+        Thread.detachNewThread { [weak self] in
+            let handle = err.fileHandleForReading
+            while true {
+                let data = handle.availableData
+                guard let self else { return }
+                self.lock.lock()
+                self.stderrBytes += data
+                self.lock.unlock()
+                if data.isEmpty {
+                    self.drained.leave()
+                    return
+                }
+            }
         }
-        try process.run()
+        do {
+            try process.run()
+        } catch {
+            // Nothing will write: the readers see the end and their threads finish.
+            try? out.fileHandleForWriting.close()
+            try? err.fileHandleForWriting.close()
+            throw error
+        }
     }
 
     /// The first line of standard output, waiting up to `timeout` seconds.
@@ -88,7 +113,9 @@ public final class RunningTool: @unchecked Sendable {
             return -9
         }
         process.waitUntilExit()
-        usleep(50_000)  // let the pipes drain
+        // Both pipes read to their end, not 50 ms in the hope they were; a process the tool started and left
+        // running could hold them open, hence the bound.
+        _ = drained.wait(timeout: .now() + 5)
         return process.terminationStatus
     }
 
