@@ -57,6 +57,43 @@ public enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
+    /// The line a `/* */` comment that is never closed starts on (1 first), or `nil`: what
+    /// ``stripComments(_:)`` would otherwise read past without a word.
+    static func unterminatedComment(in text: [UInt8]) -> Int? {
+        var index = 0
+        var line = 1
+        var inString = false
+        while index < text.count {
+            let byte = text[index]
+            if byte == UInt8(ascii: "\n") { line += 1 }
+            if inString {
+                if byte == UInt8(ascii: "\\") {
+                    index += 2
+                    continue
+                }
+                if byte == UInt8(ascii: "\"") { inString = false }
+            } else if byte == UInt8(ascii: "\"") {
+                inString = true
+            } else if byte == UInt8(ascii: "/"), index + 1 < text.count, text[index + 1] == UInt8(ascii: "/") {
+                while index + 1 < text.count, text[index + 1] != UInt8(ascii: "\n") { index += 1 }
+            } else if byte == UInt8(ascii: "/"), index + 1 < text.count, text[index + 1] == UInt8(ascii: "*") {
+                let start = line
+                index += 2
+                while index < text.count {
+                    if text[index] == UInt8(ascii: "*"), index + 1 < text.count, text[index + 1] == UInt8(ascii: "/") {
+                        break
+                    }
+                    if text[index] == UInt8(ascii: "\n") { line += 1 }
+                    index += 1
+                }
+                if index >= text.count { return start }
+                index += 1
+            }
+            index += 1
+        }
+        return nil
+    }
+
     /// Removes `//` and `/* */` comments outside strings, keeping line numbers intact, so that
     /// manifests written from Apple's commented template parse as JSON.
     static func stripComments(_ text: [UInt8]) -> [UInt8] {

@@ -198,6 +198,16 @@ extension PackagingManifest {
     /// Finds every problem of a manifest given as bytes: each key is checked, so one mistake does not hide
     /// the next.
     public static func check(_ bytes: [UInt8], file: String) -> ManifestCheck {
+        if let line = JSONValue.unterminatedComment(in: bytes) {
+            let problem = ManifestProblem.error(
+                file,
+                "(file)",
+                "is not valid JSON: the /* comment on line \(line) is never closed",
+                fix: "close it with */ (or remove it)",
+                code: .invalidJSON
+            )
+            return ManifestCheck(parsed: nil, problems: [problem])
+        }
         let text = JSONValue.stripComments(bytes)
         let value: JSONValue
         do {

@@ -492,4 +492,18 @@ struct ManifestEveryProblemTests {
         #expect(checked.problems.last?.message.contains("(line 3, column 36)") == true, "\(checked.problems)")
         #expect(checked.problems.first?.fix == "remove the comma")
     }
+
+    /// A `/*` never closed was read past to the end of the file without a word; it is a syntax error with its
+    /// line, and `/*` inside a string or a closed comment is not one.
+    @Test func aCommentNeverClosedIsRefusedWithItsLine() {
+        let body =
+            #"{"assetPackID": "A", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"file": "a/*b"}], "#
+            + #""platforms": ["iOS"]}"#
+        let refused = PackagingManifest.check(Array((body + "\n\n/* the end, never closed\n").utf8), file: "A.json")
+        #expect(refused.parsed == nil)
+        #expect(refused.problems.map(\.message) == ["is not valid JSON: the /* comment on line 3 is never closed"])
+        #expect(refused.problems.first?.fix == "close it with */ (or remove it)")
+        let closed = PackagingManifest.check(Array(("/* a\n comment */\n" + body + " // done").utf8), file: "A.json")
+        #expect(closed.parsed?.manifest.fileSelectors == [.file("a/*b")], "\(closed.problems)")
+    }
 }
