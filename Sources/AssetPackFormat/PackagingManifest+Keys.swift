@@ -281,7 +281,16 @@ extension PackagingManifest {
                     )
                 )
                 wrong = true
-            } else if !platforms.contains(name) {
+            } else if let first = items.firstIndex(of: item), first < index {
+                problems.append(
+                    .warning(
+                        file,
+                        key,
+                        "lists \"\(name)\" again (platforms[\(first)] is \"\(name)\" already); it counts once",
+                        fix: "list each platform once"
+                    )
+                )
+            } else {
                 platforms.append(name)
             }
         }

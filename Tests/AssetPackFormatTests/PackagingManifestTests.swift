@@ -506,4 +506,17 @@ struct ManifestEveryProblemTests {
         let closed = PackagingManifest.check(Array(("/* a\n comment */\n" + body + " // done").utf8), file: "A.json")
         #expect(closed.parsed?.manifest.fileSelectors == [.file("a/*b")], "\(closed.problems)")
     }
+
+    /// A platform listed twice was folded into one without a word: a warning now, naming both places.
+    @Test func aPlatformListedTwiceIsAWarning() {
+        let body =
+            #"{"assetPackID": "A", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"file": "a"}], "#
+            + #""platforms": ["iOS", "macOS", "iOS"]}"#
+        let checked = PackagingManifest.check(Array(body.utf8), file: "A.json")
+        #expect(checked.parsed?.manifest.platforms == ["iOS", "macOS"])
+        let warning = checked.problems.first { $0.key == "platforms[2]" }
+        #expect(warning?.severity == .warning)
+        #expect(warning?.message == #"lists "iOS" again (platforms[0] is "iOS" already); it counts once"#)
+        #expect(warning?.fix == "list each platform once")
+    }
 }
