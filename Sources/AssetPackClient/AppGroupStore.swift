@@ -171,6 +171,7 @@ public struct AppGroupStore: Sendable {
     func removeVersion(_ pack: InstalledPack) {
         try? FileManager.default.removeItem(atPath: root.appending(pack.directory).string)
         _ = unlink(indexFile(for: pack).string)
+        _ = unlink(root.appending(pack.directory + ".stats").string)
     }
 
     /// Removes a pack that is no longer installed: its version folder and index, and its folder under
@@ -257,7 +258,9 @@ public struct AppGroupStore: Sendable {
                 try? FileManager.default.removeItem(atPath: folder.appending(name).string)
             }
         }
-        let live = Set(state.installed.values.flatMap { [$0.directory, $0.directory + ".index.json"] })
+        let live = Set(
+            state.installed.values.flatMap { [$0.directory, $0.directory + ".index.json", $0.directory + ".stats"] }
+        )
         for id in (try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [] {
             let folder = packsFolder.appending(id)
             var info = stat()

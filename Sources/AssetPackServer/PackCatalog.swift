@@ -453,7 +453,7 @@ public actor PackCatalog {
         let previousVersion = previous.map { published($0, id: id) }
         return try await BlockingIO.shortCall { [record] in
             var record = record
-            try deltaStore.saveIndex(index, sha256: built.sha256)
+            try deltaStore.saveIndex(index, sha256: built.sha256, full: packsFolder.appending(name))
             try deltaStore.update(
                 &record,
                 previous: previous,

@@ -111,7 +111,9 @@ struct DeltaUpdateTests {
             let deltaFiles = try FileManager.default.contentsOfDirectory(atPath: state.appending("deltas").string)
             #expect(deltaFiles.count == 2 && deltaFiles.allSatisfy { $0.hasPrefix("Levels-") }, "\(deltaFiles)")
             let indexes = try FileManager.default.contentsOfDirectory(atPath: state.appending("indexes").string)
-            #expect(indexes.filter { $0.hasPrefix("Levels-") }.count == 3, "\(indexes)")
+            // An index and a chunk list (big.bin is chunked) for each.
+            #expect(indexes.filter { $0.hasPrefix("Levels-") && $0.hasSuffix(".json") }.count == 3, "\(indexes)")
+            #expect(indexes.filter { $0.hasPrefix("Levels-") && $0.hasSuffix(".chunks") }.count == 3, "\(indexes)")
             try await manager.checkForUpdatesAndWait()
             #expect(downloads(server).last?.contains("GET /assets/Levels") == true, "\(downloads(server))")
             #expect(text(try manager.contents(at: "Levels/World1/level1.json")).contains("9"))
