@@ -27,7 +27,9 @@ struct FileStat: Hashable, Sendable {
 
     init(words: ArraySlice<UInt64>) {
         let at = words.startIndex
-        (device, inode, size, modified, changed) = (words[at], words[at + 1], words[at + 2], words[at + 3], words[at + 4])
+        (device, inode, size, modified, changed) = (
+            words[at], words[at + 1], words[at + 2], words[at + 3], words[at + 4]
+        )
     }
 
     var words: [UInt64] { [device, inode, size, modified, changed] }

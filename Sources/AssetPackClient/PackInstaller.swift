@@ -64,7 +64,8 @@ struct PackInstaller: Sendable {
         }
         let partial = PartialDownload(store: store, pack: download)
         do {
-            let fromFile = try await BlockingIO.shortCall { [resumableDownloads] in resumableDownloads || partial.exists }
+            let fromFile = try await BlockingIO.shortCall { [resumableDownloads] in resumableDownloads || partial.exists
+            }
             let (index, absent, staging) =
                 fromFile
                 ? try await downloadThenExtract(download, events: events, delta: binding)
@@ -307,7 +308,12 @@ struct PackInstaller: Sendable {
         }
         // What later deltas trust this version's files by (see `recordStats`); without it they hash them.
         if recordStats {
-            try? Self.recordStats(of: index, indexFile: FilePath(destination.string + ".index.json"), in: packFolder, name)
+            try? Self.recordStats(
+                of: index,
+                indexFile: FilePath(destination.string + ".index.json"),
+                in: packFolder,
+                name
+            )
         }
         _ = fsync(packFolder.rawValue)
         var installed = InstalledPack(

@@ -67,7 +67,14 @@ extension PackReader {
             files: []
         )
         let base = PackDelta.Base(index: unknown) { _ in throw Errno.noSuchFileOrDirectory }
-        return try extractDelta(archive, into: destination, limit: limit, expecting: binding, base: base, indexCopy: indexCopy)
+        return try extractDelta(
+            archive,
+            into: destination,
+            limit: limit,
+            expecting: binding,
+            base: base,
+            indexCopy: indexCopy
+        )
     }
 
     /// The new version's index, from the delta's `Index.json` or `IndexDelta.json` (spooled to `indexFile`),
@@ -153,7 +160,10 @@ extension PackReader {
                 do {
                     fd = try base.open(from)
                 } catch {
-                    throw corrupt(archive, "rebuilds \(path) from the installed \(from), which cannot be read: \(error)")
+                    throw corrupt(
+                        archive,
+                        "rebuilds \(path) from the installed \(from), which cannot be read: \(error)"
+                    )
                 }
                 opened[PathKey(from)] = fd
             }

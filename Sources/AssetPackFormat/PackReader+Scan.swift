@@ -110,12 +110,12 @@ struct PackScan {
         }
         if let delta, header.name.hasBytePrefix(PackPath.patchesPrefix) {
             let relative = try PackReader.entryPath(header, archive: archive, prefix: PackPath.patchesPrefix)
-            try claim(relative, header)
+            try claim(relative, header, size: 0)  // a recipe's own size is checked once it is read
             try rebuild(relative, base: delta.base)
             return
         }
         let relative = try PackReader.entryPath(header, archive: archive)
-        try claim(relative, header)
+        try claim(relative, header, size: header.size)
         try extract(header, relative)
     }
 
@@ -165,8 +165,9 @@ struct PackScan {
         indexIsChanges = changes
     }
 
-    /// Refuses a path seen before, or that is a file and a folder at once; remembers its folders.
-    private mutating func claim(_ relative: String, _ header: ArchiveEntryHeader) throws {
+    /// Refuses a path seen before, or that is a file and a folder at once, or whose declared `size` does not
+    /// fit in the install size; remembers its folders.
+    private mutating func claim(_ relative: String, _ header: ArchiveEntryHeader, size: Int64) throws {
         let entryKey = PathKey(relative)
         guard !seen.contains(entryKey) else {
             throw PackReader.rule(archive, "holds \(header.name) twice")
@@ -187,7 +188,7 @@ struct PackScan {
         }
         nameBytes += relative.utf8.count
         // Compared without adding: a declared size near Int64.max cannot overflow.
-        if let limit, max(header.size, 0) > limit - written {
+        if let limit, max(size, 0) > limit - written {
             throw tooLarge(at: header.name)
         }
     }
