@@ -76,19 +76,15 @@ extension PackInstaller {
     }
 
     /// Records the `stat` of every file of a version just moved into place (the folder `name` of
-    /// `packFolder`), in its index's order, as `<name>.stats` beside it: 40 bytes a file.
-    static func recordStats(of index: PackIndex, indexFile: FilePath, in packFolder: FileDescriptor, _ name: String)
-        throws
-    {
-        // An install that kept its index in a file (not whole in memory) reads it back.
-        let rows = index.files.isEmpty && index.fileCount > 0 ? try PackIndex.load(from: indexFile).files : index.files
+    /// `packFolder`), in its index's order (rows read from `indexFile` one at a time), as `<name>.stats`
+    /// beside it: 40 bytes a file. A file that cannot be looked at leaves no record (later deltas hash).
+    static func recordStats(indexFile: FilePath, in packFolder: FileDescriptor, _ name: String) throws {
         let version = try packFolder.openFolder(name, creating: false)
         defer { try? version.close() }
         var words: [UInt64] = []
-        words.reserveCapacity(rows.count * 5)
-        for file in rows {
+        try PackIndex.forEachRow(inFile: indexFile) { path, _ in
             var info = stat()
-            guard fstatat(version.rawValue, file.path, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return }
+            guard fstatat(version.rawValue, path, &info, AT_SYMLINK_NOFOLLOW) == 0 else { throw Errno(rawValue: errno) }
             words += FileStat(info).words
         }
         let bytes = words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * $0)) } }

@@ -80,9 +80,9 @@ struct PackInstaller: Sendable {
                     }
                 }
             }
-            let installed = try await BlockingIO.shortCall { [deltaUpdates] in
+            let installed = try await BlockingIO.shortCall {
                 do {
-                    return try Self.commit(staging, index: index, pack: pack, store: store, recordStats: deltaUpdates)
+                    return try Self.commit(staging, index: index, pack: pack, store: store)
                 } catch {
                     Self.removeStaging(staging)
                     throw error
@@ -272,8 +272,7 @@ struct PackInstaller: Sendable {
         _ staging: FilePath,
         index: PackIndex,
         pack: AssetPack,
-        store: AppGroupStore,
-        recordStats: Bool
+        store: AppGroupStore
     ) throws -> InstalledPack {
         // Both folders opened without following links, and every rename made between their descriptors: a
         // symlink planted at `AssetPacks/<id>` cannot move the pack elsewhere.
@@ -307,14 +306,7 @@ struct PackInstaller: Sendable {
             throw AssetPackClientError.io("move the installed pack to", destination, failure)
         }
         // What later deltas trust this version's files by (see `recordStats`); without it they hash them.
-        if recordStats {
-            try? Self.recordStats(
-                of: index,
-                indexFile: FilePath(destination.string + ".index.json"),
-                in: packFolder,
-                name
-            )
-        }
+        try? Self.recordStats(indexFile: FilePath(destination.string + ".index.json"), in: packFolder, name)
         _ = fsync(packFolder.rawValue)
         var installed = InstalledPack(
             id: pack.id,
