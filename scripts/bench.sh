@@ -392,8 +392,8 @@ fi
 # them rewritten; update-small = small_count files of 1.4 KiB, one rewritten; update-middle = one file of
 # huge_size with huge_change bytes rewritten in its middle; update-insert = the same with huge_change bytes
 # inserted at its start (shifted data). Each: ba-sync ensure --latest through the delta export wrote, and
-# with --no-delta, vs rsync -a --delete of the extracted folder from an rsync daemon (the tool a user would
-# otherwise script), each into a copy of the same installed version 1, then sync.
+# with --no-delta, each into version 1 installed by ba-sync, vs rsync -a --delete of the extracted folder
+# from an rsync daemon (the tool a user would otherwise script) into a copy of version 1's files, then sync.
 # change_SET SET: changes version 1's files into version 2's and sets $changed to the files changed.
 change_update() {
   # awk reads all its input: `head` would leave sort writing into a closed pipe, which pipefail makes fatal.
@@ -421,9 +421,9 @@ change_update_insert() {
 update_case() {
   local set=$1 r who dir seconds rss received delta_bytes full_bytes rsync_port rsync_pid
   manifest "$set"
-  export_set "$set"
-  "$sync" --server "$nginx_url/$set" --app-group "$work/update-v1-app" ensure "$set" >/dev/null 2>"$work/cmd.err" \
-    || { cat "$work/cmd.err" >&2; exit 1; }
+  # Version 1 stays served beside version 2: each of our runs installs it afresh (below).
+  "$mock" export "$work/sets/$set" --out "$work/www/$set-v1" --base-url "$nginx_url/$set-v1" >/dev/null \
+    2>"$work/export.err" || { cat "$work/export.err" >&2; exit 1; }
   cp -a "$work/sets/$set/files" "$work/update-v1-files"
   sleep 1.1  # a change in the second of the copy would keep the file's time: rsync's quick check would skip it
   "change_${set//-/_}" "$set"
@@ -461,7 +461,10 @@ update_case() {
         record "update-time-no-delta" "$set" "ref" "$seconds" "s" "$rss"
         record "update-bytes" "$set" "ref" "$received" "B"
       else
-        cp -a "$work/update-v1-app" "$dir"
+        # Installed, not copied: a copy is a new inode with a new change time, which no device's installed
+        # files have (rsync's copy keeps what its quick check looks at, sizes and modification times).
+        "$sync" --server "$nginx_url/$set-v1" --app-group "$dir" ensure "$set" >/dev/null 2>"$work/cmd.err" \
+          || { cat "$work/cmd.err" >&2; exit 1; }
         sync && warm "$dir"
         if [ "$who" = delta ]; then
           timed seconds rss "$sync" --server "$nginx_url/$set" --app-group "$dir" ensure --latest --delta "$set"
@@ -488,7 +491,7 @@ update_case() {
     done
   done
   kill -TERM "$rsync_pid" 2>/dev/null || true; wait "$rsync_pid" 2>/dev/null || true
-  rm -rf "$work/sets/$set" "$work/www/$set" "$work/update-v1-app" "$work/update-v1-files"
+  rm -rf "$work/sets/$set" "$work/www/$set" "$work/www/$set-v1" "$work/update-v1-files"
 }
 if want update; then
   log "update: $update_count files of $update_size bytes, $update_changed changed"
