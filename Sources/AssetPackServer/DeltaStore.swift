@@ -36,7 +36,7 @@ struct DeltaStore: Sendable {
         try index.write(to: indexFile(index.assetPackID, sha256))
         let chunks = chunksFile(index.assetPackID, sha256)
         guard depth > 0, index.files.contains(where: { $0.size >= ContentChunker.wholeFileBelow }),
-            (try? PackChunks.load(from: chunks)) == nil
+            access(chunks.string, F_OK) != 0
         else { return }
         try PackChunks.compute(archive: full).write(to: chunks)
     }
