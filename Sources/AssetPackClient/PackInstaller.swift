@@ -305,8 +305,6 @@ struct PackInstaller: Sendable {
             _ = unlinkat(packFolder.rawValue, name + ".index.json", 0)
             throw AssetPackClientError.io("move the installed pack to", destination, failure)
         }
-        // What later deltas trust this version's files by (see `recordStats`); without it they hash them.
-        try? Self.recordStats(indexFile: FilePath(destination.string + ".index.json"), in: packFolder, name)
         _ = fsync(packFolder.rawValue)
         var installed = InstalledPack(
             id: pack.id,
@@ -329,6 +327,10 @@ struct PackInstaller: Sendable {
             return previous
         }
         if let previous { store.removeVersion(previous) }
+        // What later deltas trust this version's files by (see `recordStats`); without it they hash them.
+        // Taken once the version it replaced is gone: the files a delta linked share their inodes with it,
+        // and its removal moved their change time.
+        try? Self.recordStats(indexFile: FilePath(destination.string + ".index.json"), in: packFolder, name)
         return installed
     }
 

@@ -178,6 +178,36 @@ struct DeltaUpdateTests {
         #expect(seen.fallbacks.isEmpty)
     }
 
+    /// The stats of the files of a version, as the quick check records them.
+    func currentStats(_ root: FilePath, _ installed: InstalledPack) throws -> [UInt8] {
+        let index = try PackIndex.load(from: root.appending(installed.directory + ".index.json"))
+        var words: [UInt64] = []
+        for file in index.files {
+            var info = stat()
+            #expect(lstat(root.appending(installed.directory).appending(file.path).string, &info) == 0)
+            words += [UInt64(info.st_dev), UInt64(info.st_ino), UInt64(info.st_size)]
+            for time in [info.st_mtim, info.st_ctim] {
+                words.append(UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec))
+            }
+        }
+        return words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * $0)) } }
+    }
+
+    /// The files a delta links from the base share their inodes with it, and removing the base after the
+    /// commit changes their change time: the record is taken after that, or the next update hashes them all.
+    @Test func theStatsRecordedAfterADeltaAreTheFilesStatsOnceTheBaseIsGone() async throws {
+        _ = try await withLevelsInstalled { server, manager, scratch in
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 22}"#)
+            try await server.catalog.refresh()
+            try await manager.checkForUpdatesAndWait()
+            let installed = try #require(manager.installedPack(withID: "Levels"))
+            #expect(installed.version == 2)
+            let root = scratch.root.appending("AppGroup")
+            let recorded = try scratch.read(root.appending(installed.directory + ".stats"))
+            #expect(recorded == Data(try currentStats(root, installed)))
+        }
+    }
+
     @Test func aTamperedInstalledFileIsNotCarriedIntoTheNewVersion() async throws {
         let seen = try await withLevelsInstalled { server, manager, scratch in
             // A file the delta keeps from the installed version is changed on the device.
