@@ -9,21 +9,27 @@ import Crypto
 /// casync's 64 KiB average would cost 128 KiB there, and rsync's bytes are the goal. Smaller chunks cost only
 /// the server (a 1 GiB pack's list is 65 536 chunks, 2.4 MiB): the client reads recipes of merged runs.
 public struct ContentChunker: Sendable {
+    /// The smallest chunk, but for a file's last one.
     public static let minimumSize = 4 << 10
+    /// The size chunks gather around.
     public static let averageSize = 16 << 10
+    /// The largest chunk: a cut is made here when the content gives none.
     public static let maximumSize = 64 << 10
     /// Files smaller than this are sent whole: below it a recipe saves less than it costs.
     public static let wholeFileBelow: Int64 = 64 << 10
 
     /// One chunk: its length and its SHA-256.
     public struct Chunk: Sendable, Hashable {
+        /// Its bytes.
         public var length: Int
+        /// The SHA-256 of its bytes.
         public var sha256: ChunkDigest
     }
 
     private var pending: [UInt8] = []
     private var start = 0
 
+    /// A chunker at the start of a stream.
     public init() {}
 
     /// Feeds bytes; returns the chunks they complete.

@@ -71,10 +71,14 @@ public enum PackDelta {
         /// One piece: `length` bytes from `offset` of the base file `from`, or, without `from`, the next
         /// `length` literal bytes of the entry.
         public struct Piece: Codable, Sendable, Hashable {
+            /// The base file copied from (its path in the pack), or `nil` for literal bytes.
             public var from: String?
+            /// Where the copy starts in the base file (`nil` for literal bytes).
             public var offset: Int64?
+            /// How many bytes the piece gives.
             public var length: Int64
 
+            /// A piece: a copy when `from` is given, else literal bytes.
             public init(from: String? = nil, offset: Int64? = nil, length: Int64) {
                 self.from = from
                 self.offset = offset
@@ -84,8 +88,10 @@ public enum PackDelta {
 
         /// The rebuilt file's size.
         public var size: Int64
+        /// The pieces, in the file's order.
         public var pieces: [Piece]
 
+        /// A recipe of `pieces` that rebuilds a file of `size` bytes.
         public init(size: Int64, pieces: [Piece]) {
             self.size = size
             self.pieces = pieces
@@ -101,6 +107,7 @@ public enum PackDelta {
     public struct IndexChanges: Codable, Sendable, Hashable {
         /// The target's index with only its new and changed rows.
         public var index: PackIndex
+        /// The base's paths the target no longer lists.
         public var removed: [String]
         /// The SHA-256 of the target's `Index.json` as ``PackIndex/encoded()`` writes it.
         public var sha256: String
@@ -138,9 +145,12 @@ public enum PackDelta {
     /// and a way to open one of its folders (by path in the pack, "" for its root) without following a
     /// symlink (`FileDescriptor.openFolder(_:creating:)` below the version's folder).
     public struct Base: Sendable {
+        /// The base's index, every row.
         public var index: PackIndex
+        /// Opens a folder of the base (by its path in the pack) without following a symlink.
         public var openFolder: @Sendable (String) throws -> FileDescriptor
 
+        /// A base of `index` whose folders `openFolder` opens.
         public init(index: PackIndex, openFolder: @escaping @Sendable (String) throws -> FileDescriptor) {
             self.index = index
             self.openFolder = openFolder
