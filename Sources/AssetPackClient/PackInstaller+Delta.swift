@@ -67,7 +67,7 @@ extension PackInstaller {
         }
         let binding = PackDelta.Binding(assetPackID: pack.id, fromSHA256: delta.fromSHA256, toSHA256: pack.sha256 ?? "")
         var trusted: [PathKey: TrustedFile] = [:]
-        if let stats = loadStats(store.root.appending(base.directory + ".stats")), stats.count == index.files.count {
+        if let stats = loadStats(store.statsFile(for: base)), stats.count == index.files.count {
             for (file, stat) in zip(index.files, stats) {
                 trusted[PathKey(file.path)] = TrustedFile(size: file.size, sha256: file.sha256, stat: stat)
             }
@@ -76,9 +76,16 @@ extension PackInstaller {
     }
 
     /// Records the `stat` of every file of a version just moved into place (the folder `name` of
-    /// `packFolder`), in its index's order (rows read from `indexFile` one at a time), as `<name>.stats`
-    /// beside it: 40 bytes a file. A file that cannot be looked at leaves no record (later deltas hash).
-    static func recordStats(indexFile: FilePath, in packFolder: FileDescriptor, _ name: String) throws {
+    /// `packFolder`), in its index's order (rows read from `indexFile` one at a time), as
+    /// ``AppGroupStore/statsFile(for:)``: 40 bytes a file. A file that cannot be looked at leaves no record
+    /// (later deltas hash).
+    static func recordStats(
+        indexFile: FilePath,
+        in packFolder: FileDescriptor,
+        _ name: String,
+        id: String,
+        store: AppGroupStore
+    ) throws {
         let version = try packFolder.openFolder(name, creating: false)
         defer { try? version.close() }
         var words: [UInt64] = []
@@ -88,7 +95,14 @@ extension PackInstaller {
             words += FileStat(info).words
         }
         let bytes = words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * $0)) } }
-        try AtomicFile.write(bytes, in: packFolder, named: name + ".stats", shownAs: FilePath(name + ".stats"))
+        let folder = try store.openFolder(".ba-sync/stats/\(id)", creating: true)
+        defer { try? folder.close() }
+        try AtomicFile.write(
+            bytes,
+            in: folder,
+            named: name,
+            shownAs: store.controlFolder.appending("stats/\(id)/\(name)")
+        )
     }
 
     /// The stats recorded beside a version, or `nil` when there are none.

@@ -330,7 +330,13 @@ struct PackInstaller: Sendable {
         // What later deltas trust this version's files by (see `recordStats`); without it they hash them.
         // Taken once the version it replaced is gone: the files a delta linked share their inodes with it,
         // and its removal moved their change time.
-        try? Self.recordStats(indexFile: FilePath(destination.string + ".index.json"), in: packFolder, name)
+        try? Self.recordStats(
+            indexFile: FilePath(destination.string + ".index.json"),
+            in: packFolder,
+            name,
+            id: pack.id,
+            store: store
+        )
         return installed
     }
 

@@ -148,7 +148,7 @@ struct DeltaUpdateTests {
         let seen = try await withLevelsInstalled { server, manager, scratch in
             let installed = try #require(manager.installedPack(withID: "Levels"))
             let root = scratch.root.appending("AppGroup")
-            let stats = root.appending(installed.directory + ".stats")
+            let stats = root.appending(".ba-sync/stats/Levels").appending(FilePath(installed.directory).lastComponent!)
             #expect(FileManager.default.fileExists(atPath: stats.string), "an install with deltas records stats")
             let big = try manager.reader.installedFile(at: "Levels/World2/big.bin")
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: big.string))
@@ -203,7 +203,9 @@ struct DeltaUpdateTests {
             let installed = try #require(manager.installedPack(withID: "Levels"))
             #expect(installed.version == 2)
             let root = scratch.root.appending("AppGroup")
-            let recorded = try scratch.read(root.appending(installed.directory + ".stats"))
+            let recorded = try scratch.read(
+                root.appending(".ba-sync/stats/Levels").appending(FilePath(installed.directory).lastComponent!)
+            )
             #expect(recorded == Data(try currentStats(root, installed)))
         }
     }
