@@ -64,8 +64,8 @@ struct PackInstaller: Sendable {
         }
         let partial = PartialDownload(store: store, pack: download)
         do {
-            let fromFile = try await BlockingIO.shortCall { [resumableDownloads] in resumableDownloads || partial.exists
-            }
+            let resumable = resumableDownloads
+            let fromFile = try await BlockingIO.shortCall { resumable || partial.exists }
             let (index, absent, staging) =
                 fromFile
                 ? try await downloadThenExtract(download, events: events, delta: binding)
