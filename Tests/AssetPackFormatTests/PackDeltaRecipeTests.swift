@@ -250,4 +250,47 @@ struct PackDeltaRecipeTests {
         }
         #expect(error?.message.contains("rebuild an index of another SHA-256") == true, "\(error?.message ?? "")")
     }
+
+    func chunks(_ data: Data, feedingBy step: Int) -> [ContentChunker.Chunk] {
+        var chunker = ContentChunker()
+        var result: [ContentChunker.Chunk] = []
+        var at = 0
+        while at < data.count {
+            let end = min(data.count, at + step)
+            result += data[at..<end].withUnsafeBytes { chunker.feed($0) }
+            at = end
+        }
+        return result + chunker.finish()
+    }
+
+    @Test func chunksFollowTheContentNotTheOffsetOrHowTheBytesArrive() throws {
+        let data = Scratch.noise(2 << 20, seed: 11)
+        let whole = chunks(data, feedingBy: data.count)
+        // The same cuts however the stream is split into blocks.
+        #expect(chunks(data, feedingBy: 1_000) == whole)
+        #expect(chunks(data, feedingBy: 70_001) == whole)
+        #expect(whole.reduce(0) { $0 + $1.length } == data.count)
+        for chunk in whole.dropLast() {
+            #expect(chunk.length >= ContentChunker.minimumSize && chunk.length <= ContentChunker.maximumSize)
+        }
+        let average = data.count / whole.count
+        #expect(average > 8 << 10 && average < 32 << 10, "average chunk \(average) bytes")
+        // 1 000 bytes inserted at the start: the cuts move with the data, and all but the first chunk or two
+        // are the same chunks (fixed blocks would all differ).
+        let shifted = Set(chunks(Scratch.noise(1_000, seed: 12) + data, feedingBy: 65_536).map(\.sha256))
+        let kept = whole.filter { shifted.contains($0.sha256) }.count
+        #expect(kept >= whole.count - 2, "\(kept) of \(whole.count) chunks found again")
+    }
+
+    @Test func aChunkListReadsBackAsItWasWritten() throws {
+        let scratch = try Scratch()
+        var list = PackChunks()
+        list.files[PathKey("a/é.bin")] = chunks(Scratch.noise(300_000, seed: 13), feedingBy: 4_096)
+        list.files[PathKey("b.bin")] = chunks(Scratch.noise(70_000, seed: 14), feedingBy: 4_096)
+        let file = scratch.root.appending("list.chunks")
+        try list.write(to: file)
+        #expect(try PackChunks.load(from: file) == list)
+        try scratch.write("bad.chunks", "BACHUNK1\u{1}")
+        #expect(throws: AssetPackFormatError.self) { try PackChunks.load(from: scratch.root.appending("bad.chunks")) }
+    }
 }
