@@ -7,7 +7,7 @@ import Crypto
 /// Sizes: at least 4 KiB, about 16 KiB on average, at most 64 KiB. A change costs the chunks it touches, so
 /// the bytes a delta sends past the change are about two average chunks (32 KiB around a 1 MiB edit, 3%);
 /// casync's 64 KiB average would cost 128 KiB there, and rsync's bytes are the goal. Smaller chunks cost only
-/// the server (a 1 GiB pack's list is 65 536 chunks, 2.4 MiB): the client reads recipes of merged runs.
+/// the server (a 1 GiB pack's list is 65 536 chunks, 2.5 MiB): the client reads recipes of merged runs.
 public struct ContentChunker: Sendable {
     /// The smallest chunk, but for a file's last one.
     public static let minimumSize = 4 << 10

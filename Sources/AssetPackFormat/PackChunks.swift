@@ -5,7 +5,7 @@ import SystemPackage
 /// The content-defined chunks (see ``ContentChunker``) of the files of one pack version that are large
 /// enough to be sent as recipes: what a server keeps of a version so that a later delta can tell which
 /// pieces of a changed file the clients of this version already hold, without keeping the version's bytes.
-/// Kept as a file of its own beside the version's index (binary: 36 bytes a chunk, 2.4 MiB for a 1 GiB pack).
+/// Kept as a file of its own beside the version's index (binary: 40 bytes a chunk, 2.5 MiB for a 1 GiB pack).
 public struct PackChunks: Sendable, Hashable {
     /// Each chunked file's chunks, in order, by path.
     public var files: [PathKey: [ContentChunker.Chunk]] = [:]
