@@ -11,8 +11,9 @@
 # --only: a comma-separated subset of pack,serve,ensure,aar,codec,reads,update,scaling (reads need ensure,
 # which it implies). aar: ensure of the big and mixed sets as Apple Archives (LZFSE) against the same content
 # as tar.zst packs, both from nginx; codec: LZFSE decode and encode against Apple's reference implementation
-# (scripts/codec-bench.py). update: a pack where 1% of the files changed, ensure --latest through a delta, and without one,
-# vs rsync of the extracted folder from an rsync daemon on 127.0.0.1.
+# (scripts/codec-bench.py). update: four updates (10 of 1 024 files rewritten; one 1.4 KiB file of 3 000; 1 MiB
+# rewritten in the middle of a 200 MiB file; 1 MiB inserted at its start), ensure --latest through a delta,
+# and without one, vs rsync of the extracted folder from an rsync daemon on 127.0.0.1.
 set -euo pipefail
 
 smoke=0
@@ -75,7 +76,8 @@ if [ $smoke = 1 ]; then
   mixed_big=2 mixed_min=$((1 << 20)) mixed_max=$((2 << 20)) mixed_small=100
   scale_sizes="65536 262144 1048576"
   scale_counts="10 100 1000"
-  update_count=100 update_size=$((16 << 10)) update_changed=1
+  update_count=100 update_size=$((16 << 10)) update_changed=1 small_count=100
+  huge_size=$((2 << 20)) huge_change=$((64 << 10))
   read_seconds=0.2 wrk_seconds=1
 else
   big_count=4 big_size=$((256 << 20))
@@ -83,7 +85,8 @@ else
   mixed_big=3 mixed_min=$((20 << 20)) mixed_max=$((100 << 20)) mixed_small=3000
   scale_sizes="$((64 << 20)) $((256 << 20)) $((1 << 30))"
   scale_counts="1000 10000 100000"
-  update_count=1024 update_size=$((1 << 20)) update_changed=10
+  update_count=1024 update_size=$((1 << 20)) update_changed=10 small_count=3000
+  huge_size=$((200 << 20)) huge_change=$((1 << 20))
   read_seconds=1 wrk_seconds=2
 fi
 
@@ -385,90 +388,124 @@ done
 fi
 
 # --- update ------------------------------------------------------------------------------------------------
-# A pack of update_count files, 1% of them changed: ba-sync ensure --latest through the delta export wrote,
-# and with --no-delta, vs rsync -a --delete of the extracted folder from an rsync daemon (the tool a user
-# would otherwise script), each into a copy of the same installed version 1, then sync.
-if want update; then
-log "update: $update_count files of $update_size bytes, $update_changed changed"
-set=update
-"$tool" random "$work/sets/$set/files" "$update_count" "$update_size"
-manifest "$set"
-export_set "$set"
-"$sync" --server "$nginx_url/$set" --app-group "$work/update-v1-app" ensure "$set" >/dev/null 2>"$work/cmd.err" \
-  || { cat "$work/cmd.err" >&2; exit 1; }
-cp -a "$work/sets/$set/files" "$work/update-v1-files"
-sleep 1.1  # a change in the second of the copy would keep the file's time: rsync's quick check would skip it
-# awk reads all its input: `head` would leave sort writing into a closed pipe, which pipefail makes fatal.
-changed=$(find "$work/sets/$set/files" -type f | sort | awk -v n="$update_changed" 'NR <= n')
-for file in $changed; do head -c "$update_size" /dev/urandom >"$file"; done
-export_set "$set"
-# shellcheck disable=SC2046  # one argument per changed file
-changed_compressed=$(cd "$work/sets/$set" && bsdtar --zstd --options zstd:compression-level=3 -cf - \
-  $(for file in $changed; do echo "${file#"$work/sets/$set/"}"; done) | wc -c)
-# The first downloadSize after "deltas" in the manifest is the delta's.
-delta_bytes=$(tr -d ' \n' <"$work/www/$set/manifest" | grep -o '"deltas":\[{[^]]*' | grep -o '"downloadSize":[0-9]*' \
-  | awk -F: 'NR == 1 { print $2 }' || true)
-if [ -z "$delta_bytes" ]; then
-  echo "bench.sh: the export of $set lists no delta:" >&2
-  cat "$work/export.err" >&2
-  exit 1
-fi
-full_bytes=$(stat -c %s "$work/www/$set/assets/$set")
-rsync_port=$(free_port)
-cat >"$work/rsyncd.conf" <<EOF
-use chroot = no
-uid = root
-gid = root
-pid file = $work/rsyncd.pid
-[v2]
-path = $work/sets/$set/files
-read only = yes
-EOF
-rsync --daemon --no-detach --config="$work/rsyncd.conf" --port="$rsync_port" --address=127.0.0.1 &
-rsync_pid=$!
-pids+=("$rsync_pid")
-for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$rsync_port") 2>/dev/null && break; sleep 0.1; done
-for r in $(seq 1 "$rounds"); do
-  for who in $( [ $((r % 2)) = 1 ] && echo "delta full rsync" || echo "rsync full delta"); do
-    dir="$work/update-$who"
-    rm -rf "$dir"
-    if [ "$who" = rsync ]; then
-      cp -a "$work/update-v1-files" "$dir"
-      sync && warm "$dir"  # the copy's dirty pages are not the update's to write
-      timed seconds rss bash -c 'rsync -a --delete --stats "$1" "$2/" >"$3" && sync' _ \
-        "rsync://127.0.0.1:$rsync_port/v2/" "$dir" "$work/rsync.stats"
-      received=$(awk -F': ' '/^Total bytes received/ { gsub(/,/, "", $2); print $2 + 0 }' "$work/rsync.stats")
-      for file in $changed; do
-        cmp -s "$file" "$dir/${file#"$work/sets/$set/files/"}" || { echo "bench.sh: rsync missed $file" >&2; exit 1; }
-      done
-      record "update-time" "$set" "ref" "$seconds" "s" "$rss"
-      record "update-time-no-delta" "$set" "ref" "$seconds" "s" "$rss"
-      record "update-bytes" "$set" "ref" "$received" "B"
-    else
-      cp -a "$work/update-v1-app" "$dir"
-      sync && warm "$dir"
-      if [ "$who" = delta ]; then
-        timed seconds rss "$sync" --server "$nginx_url/$set" --app-group "$dir" ensure --latest --delta "$set"
-        if ! grep -q 'delta from v1' "$work/cmd.err" || grep -q 'delta failed' "$work/cmd.err"; then
-          echo "bench.sh: the update did not use the delta:" >&2
-          cat "$work/cmd.err" >&2
-          exit 1
-        fi
-        record "update-time" "$set" "ours" "$seconds" "s" "$rss"
-        record "update-bytes" "$set" "ours" "$delta_bytes" "B"
-        record "update-bytes-vs-goal" "$set" "ours" "$delta_bytes" "B"
-        record "update-bytes-vs-goal" "$set" "ref" "$((2 * changed_compressed + 65536))" "B"
+# Four updates of a pack (issue 22), each a set of its own: update = update_count files, update_changed of
+# them rewritten; update-small = small_count files of 1.4 KiB, one rewritten; update-middle = one file of
+# huge_size with huge_change bytes rewritten in its middle; update-insert = the same with huge_change bytes
+# inserted at its start (shifted data). Each: ba-sync ensure --latest through the delta export wrote, and
+# with --no-delta, each into version 1 installed by ba-sync, vs rsync -a --delete of the extracted folder
+# from an rsync daemon (the tool a user would otherwise script) into a copy of version 1's files, then sync.
+# change_SET SET: changes version 1's files into version 2's and sets $changed to the files changed.
+change_update() {
+  # awk reads all its input: `head` would leave sort writing into a closed pipe, which pipefail makes fatal.
+  changed=$(find "$work/sets/$1/files" -type f | sort | awk -v n="$update_changed" 'NR <= n')
+  for file in $changed; do head -c "$update_size" /dev/urandom >"$file"; done
+  # shellcheck disable=SC2046  # one argument per changed file
+  changed_compressed=$(cd "$work/sets/$1" && bsdtar --zstd --options zstd:compression-level=3 -cf - \
+    $(for file in $changed; do echo "${file#"$work/sets/$1/"}"; done) | wc -c)
+}
+change_update_small() {
+  changed=$(find "$work/sets/$1/files" -type f | sort | awk 'NR == 1')
+  head -c 1434 /dev/urandom >"$changed"
+}
+change_update_middle() {
+  changed="$work/sets/$1/files/huge.bin"
+  dd if=/dev/urandom of="$changed" bs="$huge_change" count=1 seek=$((huge_size / huge_change / 2)) conv=notrunc \
+    status=none
+}
+change_update_insert() {
+  changed="$work/sets/$1/files/huge.bin"
+  { head -c "$huge_change" /dev/urandom; cat "$changed"; } >"$work/inserted.bin"
+  mv "$work/inserted.bin" "$changed"
+}
+# update_case SET: version 1 of the set exported and installed, changed, exported again, then the rounds.
+update_case() {
+  local set=$1 r who dir seconds rss received delta_bytes full_bytes rsync_port rsync_pid
+  manifest "$set"
+  # Version 1 stays served beside version 2: each of our runs installs it afresh (below).
+  "$mock" export "$work/sets/$set" --out "$work/www/$set-v1" --base-url "$nginx_url/$set-v1" >/dev/null \
+    2>"$work/export.err" || { cat "$work/export.err" >&2; exit 1; }
+  cp -a "$work/sets/$set/files" "$work/update-v1-files"
+  sleep 1.1  # a change in the second of the copy would keep the file's time: rsync's quick check would skip it
+  "change_${set//-/_}" "$set"
+  export_set "$set"
+  # The first downloadSize after "deltas" in the manifest is the delta's.
+  delta_bytes=$(tr -d ' \n' <"$work/www/$set/manifest" | grep -o '"deltas":\[{[^]]*' \
+    | grep -o '"downloadSize":[0-9]*' | awk -F: 'NR == 1 { print $2 }' || true)
+  if [ -z "$delta_bytes" ]; then
+    echo "bench.sh: the export of $set lists no delta:" >&2
+    cat "$work/export.err" >&2
+    exit 1
+  fi
+  full_bytes=$(stat -c %s "$work/www/$set/assets/$set")
+  rsync_port=$(free_port)
+  printf 'use chroot = no\nuid = root\ngid = root\npid file = %s\n[v2]\npath = %s\nread only = yes\n' \
+    "$work/rsyncd.pid" "$work/sets/$set/files" >"$work/rsyncd.conf"
+  rsync --daemon --no-detach --config="$work/rsyncd.conf" --port="$rsync_port" --address=127.0.0.1 &
+  rsync_pid=$!
+  pids+=("$rsync_pid")
+  for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$rsync_port") 2>/dev/null && break; sleep 0.1; done
+  for r in $(seq 1 "$rounds"); do
+    for who in $( [ $((r % 2)) = 1 ] && echo "delta full rsync" || echo "rsync full delta"); do
+      dir="$work/update-$who"
+      rm -rf "$dir"
+      if [ "$who" = rsync ]; then
+        cp -a "$work/update-v1-files" "$dir"
+        sync && warm "$dir"  # the copy's dirty pages are not the update's to write
+        timed seconds rss bash -c 'rsync -a --delete --stats "$1" "$2/" >"$3" && sync' _ \
+          "rsync://127.0.0.1:$rsync_port/v2/" "$dir" "$work/rsync.stats"
+        received=$(awk -F': ' '/^Total bytes received/ { gsub(/,/, "", $2); print $2 + 0 }' "$work/rsync.stats")
+        for file in $changed; do
+          cmp -s "$file" "$dir/${file#"$work/sets/$set/files/"}" || { echo "bench.sh: rsync missed $file" >&2; exit 1; }
+        done
+        record "update-time" "$set" "ref" "$seconds" "s" "$rss"
+        record "update-time-no-delta" "$set" "ref" "$seconds" "s" "$rss"
+        record "update-bytes" "$set" "ref" "$received" "B"
       else
-        timed seconds rss "$sync" --server "$nginx_url/$set" --app-group "$dir" ensure --latest --no-delta "$set"
-        record "update-time-no-delta" "$set" "ours" "$seconds" "s" "$rss"
-        record "update-bytes-no-delta" "$set" "ours" "$full_bytes" "B"
+        # Installed, not copied: a copy is a new inode with a new change time, which no device's installed
+        # files have (rsync's copy keeps what its quick check looks at, sizes and modification times).
+        "$sync" --server "$nginx_url/$set-v1" --app-group "$dir" ensure "$set" >/dev/null 2>"$work/cmd.err" \
+          || { cat "$work/cmd.err" >&2; exit 1; }
+        sync && warm "$dir"
+        if [ "$who" = delta ]; then
+          timed seconds rss "$sync" --server "$nginx_url/$set" --app-group "$dir" ensure --latest --delta "$set"
+          if ! grep -q 'delta from v1' "$work/cmd.err" || grep -q 'delta failed' "$work/cmd.err"; then
+            echo "bench.sh: the update did not use the delta:" >&2
+            cat "$work/cmd.err" >&2
+            exit 1
+          fi
+          record "update-time" "$set" "ours" "$seconds" "s" "$rss"
+          record "update-time-vs-full" "$set" "ours" "$seconds" "s" "$rss"
+          record "update-bytes" "$set" "ours" "$delta_bytes" "B"
+          if [ "$set" = update ]; then
+            record "update-bytes-vs-goal" "$set" "ours" "$delta_bytes" "B"
+            record "update-bytes-vs-goal" "$set" "ref" "$((2 * changed_compressed + 65536))" "B"
+          fi
+        else
+          timed seconds rss "$sync" --server "$nginx_url/$set" --app-group "$dir" ensure --latest --no-delta "$set"
+          record "update-time-no-delta" "$set" "ours" "$seconds" "s" "$rss"
+          record "update-time-vs-full" "$set" "ref" "$seconds" "s" "$rss"
+          record "update-bytes-no-delta" "$set" "ours" "$full_bytes" "B"
+        fi
       fi
-    fi
-    rm -rf "$dir"
+      rm -rf "$dir"
+    done
   done
-done
-kill -TERM "$rsync_pid" 2>/dev/null || true; wait "$rsync_pid" 2>/dev/null || true
-rm -rf "$work/sets/$set" "$work/www/$set" "$work/update-v1-app" "$work/update-v1-files"
+  kill -TERM "$rsync_pid" 2>/dev/null || true; wait "$rsync_pid" 2>/dev/null || true
+  rm -rf "$work/sets/$set" "$work/www/$set" "$work/www/$set-v1" "$work/update-v1-files"
+}
+if want update; then
+  log "update: $update_count files of $update_size bytes, $update_changed changed"
+  "$tool" random "$work/sets/update/files" "$update_count" "$update_size"
+  update_case update
+  log "update-small: $small_count files of 1434 bytes, one changed"
+  "$tool" random "$work/sets/update-small/files" "$small_count" 1434
+  update_case update-small
+  for set in update-middle update-insert; do
+    log "$set: one file of $huge_size bytes, $huge_change changed"
+    "$tool" random "$work/sets/$set/files" 1 "$huge_size"
+    mv "$work/sets/$set/files/"* "$work/sets/$set/files/huge.bin"
+    update_case "$set"
+  done
 fi
 
 # --- scaling ---------------------------------------------------------------------------------------------

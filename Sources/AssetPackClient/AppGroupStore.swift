@@ -94,6 +94,13 @@ public struct AppGroupStore: Sendable {
 
     func indexFile(for pack: InstalledPack) -> FilePath { root.appending(pack.directory + ".index.json") }
 
+    /// Where the quick check's record of an installed version's files is kept (see
+    /// `PackInstaller.recordStats`): `.ba-sync/stats/<id>/<version folder>`, out of the pack's folder, which
+    /// holds its version folder and index only.
+    func statsFile(for pack: InstalledPack) -> FilePath {
+        controlFolder.appending("stats/\(pack.id)/\(FilePath(pack.directory).lastComponent?.string ?? "")")
+    }
+
     /// Creates the store's folders if needed, each made and opened relative to the one above it: a symlink
     /// planted in place of one (`.ba-sync/staging` to a folder elsewhere) is refused, never followed.
     /// - Throws: ``AssetPackClientError`` with code `.io`.
@@ -176,6 +183,7 @@ public struct AppGroupStore: Sendable {
         BlockingIO.checkOffPool("AppGroupStore.removeVersion")
         try? FileManager.default.removeItem(atPath: root.appending(pack.directory).string)
         _ = unlink(indexFile(for: pack).string)
+        _ = unlink(statsFile(for: pack).string)
     }
 
     /// Removes a pack that is no longer installed: its version folder and index, and its folder under
@@ -184,6 +192,7 @@ public struct AppGroupStore: Sendable {
         BlockingIO.checkOffPool("AppGroupStore.removePack")
         removeVersion(pack)
         try? FileManager.default.removeItem(atPath: packsFolder.appending(pack.id).string)
+        _ = rmdir(controlFolder.appending("stats/\(pack.id)").string)
     }
 
     /// Takes a pack out of the state and removes its files; `nil` when it is not installed. On a full disk
@@ -268,6 +277,16 @@ public struct AppGroupStore: Sendable {
             }
         }
         let live = Set(state.installed.values.flatMap { [$0.directory, $0.directory + ".index.json"] })
+        // Records of versions no longer installed (a run killed between its commit and its removal of the
+        // version it replaced).
+        let liveStats = Set(state.installed.values.map { statsFile(for: $0).string })
+        let statsFolder = controlFolder.appending("stats")
+        for id in (try? FileManager.default.contentsOfDirectory(atPath: statsFolder.string)) ?? [] {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: statsFolder.appending(id).string)) ?? []
+            where !liveStats.contains(statsFolder.appending(id).appending(name).string) {
+                _ = unlink(statsFolder.appending(id).appending(name).string)
+            }
+        }
         for id in (try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [] {
             let folder = packsFolder.appending(id)
             var info = stat()

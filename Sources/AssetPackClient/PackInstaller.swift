@@ -54,29 +54,26 @@ struct PackInstaller: Sendable {
         let download = delta.map { pack.download(of: $0.delta) } ?? pack
         // Before any connection: a delta at such a URL fails over to the whole pack.
         try TransportSecurity.check(download.url, allowHTTP: allowInsecureHTTP, pack: pack.id)
-        let binding = delta.map { delta in
-            DeltaBase(
-                binding: PackDelta.Binding(
-                    assetPackID: pack.id,
-                    fromSHA256: delta.delta.fromSHA256,
-                    toSHA256: pack.sha256 ?? ""
-                ),
-                baseFiles: delta.base.fileCount
-            )
+        let store = self.store
+        var binding: DeltaBase?
+        var trusted: [PathKey: TrustedFile] = [:]
+        if let delta {
+            (binding, trusted) = try await BlockingIO.shortCall {
+                try Self.deltaBase(delta.delta, delta.base, pack, store: store)
+            }
         }
         let partial = PartialDownload(store: store, pack: download)
         do {
-            let fromFile = try await BlockingIO.shortCall { [resumableDownloads] in resumableDownloads || partial.exists
-            }
+            let resumable = resumableDownloads
+            let fromFile = try await BlockingIO.shortCall { resumable || partial.exists }
             let (index, absent, staging) =
                 fromFile
                 ? try await downloadThenExtract(download, events: events, delta: binding)
                 : try await extractWhileDownloading(download, events: events, delta: binding)
-            let store = self.store
             if let base = delta?.base {
-                try await BlockingIO.longJob {
+                try await BlockingIO.longJob { [trusted] in
                     do {
-                        try Self.copyUnchanged(absent, from: base, into: staging, pack, store: store)
+                        try Self.copyUnchanged(absent, from: base, into: staging, pack, store: store, trusting: trusted)
                     } catch {
                         Self.removeStaging(staging)
                         throw error
@@ -108,8 +105,8 @@ struct PackInstaller: Sendable {
         }
     }
 
-    /// What a delta extraction checks: what the delta must say it is for, and how many files its base has.
-    typealias DeltaBase = (binding: PackDelta.Binding, baseFiles: Int)
+    /// What a delta extraction checks: what the delta must say it is for, and the installed base.
+    typealias DeltaBase = (binding: PackDelta.Binding, base: PackDelta.Base)
 
     /// What an extraction leaves: the verified index, the files it lists that a delta did not hold (empty
     /// for a whole archive), and the staging folder.
@@ -131,7 +128,7 @@ struct PackInstaller: Sendable {
                             into: staging,
                             limit: pack.installSize,
                             expecting: delta.binding,
-                            baseFileCount: delta.baseFiles,
+                            base: delta.base,
                             indexCopy: Self.indexCopy(of: staging)
                         )
                     } else {
@@ -172,7 +169,7 @@ struct PackInstaller: Sendable {
                             into: staging,
                             limit: pack.installSize,
                             expecting: delta.binding,
-                            baseFileCount: delta.baseFiles,
+                            base: delta.base,
                             indexCopy: Self.indexCopy(of: staging),
                             reading: reader.next
                         )
@@ -267,133 +264,16 @@ struct PackInstaller: Sendable {
         return (index, absent)
     }
 
-    /// Gives the staging folder the files a delta did not carry, from the installed base folder, and hashes
-    /// each: a base file that is missing or differs from the new index (tampered, or not the version the
-    /// delta starts from) fails the delta. Hard links, not copies: the bytes are not written again (nor
-    /// synced), and the base folder is removed once the new version is committed, so no two installed
-    /// versions ever share a file; every file of the new version is still hashed. Where links cannot be made
-    /// the files are copied. Every folder on both sides is opened relative to the one above it, never
-    /// through a symlink (a folder of the installed pack replaced by a link to elsewhere fails the delta), and
-    /// each link is made between folder descriptors. Two threads hash, as the machine has two cores to spare.
-    static func copyUnchanged(
-        _ files: [PackIndex.File],
-        from base: InstalledPack,
-        into staging: FilePath,
-        _ pack: AssetPack,
-        store: AppGroupStore
-    ) throws {
-        // The files of one folder together, so that each folder is opened once on each side.
-        var positions: [PathKey: Int] = [:]
-        var grouped: [(folder: String, files: [PackIndex.File])] = []
-        for file in files {
-            let folder = PackPath.split(file.path).folder
-            if let at = positions[PathKey(folder)] {
-                grouped[at].files.append(file)
-            } else {
-                positions[PathKey(folder)] = grouped.count
-                grouped.append((folder, [file]))
-            }
-        }
-        let groups = grouped
-        let stagingName = staging.lastComponent?.string ?? ""
-        let next = Mutex(0)
-        let failure = Mutex<(any Error)?>(nil)
-        DispatchQueue.concurrentPerform(iterations: min(2, groups.count)) { _ in
-            while failure.withLock({ $0 == nil }) {
-                let taken = next.withLock { value in
-                    defer { value += 1 }
-                    return value
-                }
-                guard taken < groups.count else { return }
-                do {
-                    let (folder, files) = groups[taken]
-                    let source: FileDescriptor
-                    do {
-                        source = try store.openFolder(
-                            base.directory + (folder.isEmpty ? "" : "/" + folder),
-                            creating: false
-                        )
-                    } catch {
-                        // Gone, or a link where the installed folder was: reported as its first file.
-                        throw unusable(files.first, pack, error)
-                    }
-                    defer { try? source.close() }
-                    let target = try store.openFolder(
-                        ".ba-sync/staging/\(stagingName)" + (folder.isEmpty ? "" : "/" + folder),
-                        creating: true
-                    )
-                    defer { try? target.close() }
-                    for file in files {
-                        try reuse(file, from: source, into: target, base: base, pack, store: store)
-                    }
-                } catch {
-                    failure.withLock { $0 = $0 ?? error }
-                }
-            }
-        }
-        if let failure = failure.withLock({ $0 }) { throw failure }
-    }
-
-    /// A base file the delta keeps that cannot be had: missing, unreadable, or reached through a link.
-    private static func unusable(_ file: PackIndex.File?, _ pack: AssetPack, _ error: any Error) -> any Error {
-        if AssetPackClientError.isDiskFull(error) { return error }
-        let path = file?.path ?? "?"
-        let gone = AssetPackClientError.isNotFound(error)
-        var failure = AssetPackClientError(
-            code: .corruptPack,
-            message:
-                "the installed \(path) of pack \(pack.id), which the delta keeps, "
-                + (gone ? "is missing" : "cannot be read"),
-            assetPackID: pack.id,
-            cause: error as? any Error & Sendable
-        )
-        failure.shortReason = "installed \(path) \(gone ? "missing" : "unreadable")"
-        return failure
-    }
-
-    /// Links (or copies) one unchanged file from a folder of the base into the same folder of the staging
-    /// folder, and checks it.
-    private static func reuse(
-        _ file: PackIndex.File,
-        from source: FileDescriptor,
-        into target: FileDescriptor,
-        base: InstalledPack,
-        _ pack: AssetPack,
-        store: AppGroupStore
-    ) throws {
-        let name = PackPath.split(file.path).name
-        let reused: (size: Int64, sha256: String)
-        do {
-            reused = try FileDigest.link(
-                name,
-                in: source,
-                to: target,
-                name,
-                shownAs: store.root.appending(base.directory).appending(file.path)
-            )
-        } catch {
-            throw unusable(file, pack, error)
-        }
-        guard reused.size == file.size, reused.sha256 == file.sha256 else {
-            var failure = AssetPackClientError(
-                code: .corruptPack,
-                message:
-                    "the installed \(file.path) of pack \(pack.id) differs from what the delta expects (changed "
-                    + "since it was installed?)",
-                assetPackID: pack.id
-            )
-            failure.shortReason = "installed \(file.path) differs from its index"
-            throw failure
-        }
-    }
-
     /// Makes an extracted staging folder durable, moves it into place under a folder name never used before,
     /// commits the state (readers see the new version from then on), and removes the version it replaced.
     /// Nothing outside the staging folder changes until the final rename; the caller removes the staging
     /// folder if this throws before it.
-    private static func commit(_ staging: FilePath, index: PackIndex, pack: AssetPack, store: AppGroupStore) throws
-        -> InstalledPack
-    {
+    private static func commit(
+        _ staging: FilePath,
+        index: PackIndex,
+        pack: AssetPack,
+        store: AppGroupStore
+    ) throws -> InstalledPack {
         // Both folders opened without following links, and every rename made between their descriptors: a
         // symlink planted at `AssetPacks/<id>` cannot move the pack elsewhere.
         let stagingFolder = try store.openFolder(".ba-sync/staging", creating: false)
@@ -447,6 +327,16 @@ struct PackInstaller: Sendable {
             return previous
         }
         if let previous { store.removeVersion(previous) }
+        // What later deltas trust this version's files by (see `recordStats`); without it they hash them.
+        // Taken once the version it replaced is gone: the files a delta linked share their inodes with it,
+        // and its removal moved their change time.
+        try? Self.recordStats(
+            indexFile: FilePath(destination.string + ".index.json"),
+            in: packFolder,
+            name,
+            id: pack.id,
+            store: store
+        )
         return installed
     }
 

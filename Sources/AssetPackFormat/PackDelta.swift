@@ -4,8 +4,10 @@ import SystemPackage
 /// Delta archives: an update that carries only what changed. A delta from a base version to a target version
 /// is a pack archive in the same format (pax tar, same compression) holding first `Delta.json` (the
 /// ``Binding``: the pack and the archive digests of base and target), then the target's files that the base
-/// lacks or holds with other bytes, and the target's full `Index.json` last; the files the index lists and
-/// the delta does not hold are the base's, unchanged, and a file the index no longer lists is removed.
+/// lacks or holds with other bytes, each either whole (`Contents/<path>`) or as a ``Recipe`` that rebuilds it
+/// from pieces of the base's files and the bytes that are new (`Patches/<path>`), and last the target's index
+/// as ``IndexChanges`` (`IndexDelta.json`); the files the index lists and the delta does not hold are the
+/// base's, unchanged, and a file the index no longer lists is removed.
 public enum PackDelta {
     /// What a delta is for: the pack, the archive it starts from and the archive whose files it produces.
     /// A client checks it before it extracts anything, so a delta offered for another version (a manifest
@@ -62,65 +64,103 @@ public enum PackDelta {
         return plan
     }
 
-    /// Builds the delta from `base` to the pack archive `full`, whose index is `target`, by copying the
-    /// entries it carries out of `full`: the same `full` and `base` give the same bytes.
-    /// - Parameters:
-    ///   - full: The target version's archive (built by ``PackBuilder``).
-    ///   - target: Its index.
-    ///   - base: The base version's index.
-    ///   - binding: The pack and the archive digests of base and target, written first.
-    ///   - output: Where to write the delta; replaced only when the build succeeds.
-    ///   - options: Compression (the full archive's).
-    /// - Returns: The delta archive's digest and size (install size and file count are the target's).
-    /// - Throws: ``AssetPackFormatError`` (`.io`, `.archive`, `.corruptPack` when `full` lacks a file `target`
-    ///   lists).
-    public static func build(
-        full: FilePath,
-        target: PackIndex,
-        base: PackIndex,
-        binding: Binding,
-        to output: FilePath,
-        options: PackBuildOptions
-    ) throws -> BuiltPack {
-        let carried = Set(plan(from: base, to: target).carried.map { PathKey($0.path) })
-        let binaryNames = target.files.contains { $0.path.utf8.contains { $0 >= 0x80 } }
-        let (_, sha256, size) = try AtomicFile.write(to: output) { fd in
-            try withArchiveWriter(to: fd, options: options, binaryNames: binaryNames) { writer in
-                let named = try binding.encoded()
-                try writer.addFile(named: PackPath.deltaEntryName, size: Int64(named.count)) { append in
-                    try named.withUnsafeBytes { try append($0) }
-                }
-                var copied = 0
-                try withArchiveReader(at: full) { reader in
-                    while let header = try reader.next() {
-                        guard header.name.hasBytePrefix(PackPath.contentsPrefix), header.size >= 0 else { continue }
-                        let path = String(Substring(header.name.utf8.dropFirst(PackPath.contentsPrefix.utf8.count)))
-                        guard carried.contains(PathKey(path)) else { continue }
-                        try writer.addFile(named: header.name, size: header.size) { append in
-                            try reader.readData { try append($0) }
-                        }
-                        copied += 1
-                    }
-                }
-                guard copied == carried.count else {
-                    throw AssetPackFormatError(
-                        code: .corruptPack,
-                        message: "\(full) holds \(copied) of the \(carried.count) files a delta needs from it"
-                    )
-                }
-                let json = try target.encoded()
-                try writer.addFile(named: PackPath.indexEntryName, size: Int64(json.count)) { append in
-                    try json.withUnsafeBytes { try append($0) }
-                }
+    /// How a delta rebuilds one file from pieces of the base version's files and bytes it carries: the entry
+    /// `Patches/<path>` holds this recipe as one line of JSON, a newline, then the literal pieces' bytes end
+    /// to end, in order.
+    public struct Recipe: Codable, Sendable, Hashable {
+        /// One piece: `length` bytes from `offset` of the base file `from`, or, without `from`, the next
+        /// `length` literal bytes of the entry.
+        public struct Piece: Codable, Sendable, Hashable {
+            /// The base file copied from (its path in the pack), or `nil` for literal bytes.
+            public var from: String?
+            /// Where the copy starts in the base file (`nil` for literal bytes).
+            public var offset: Int64?
+            /// How many bytes the piece gives.
+            public var length: Int64
+
+            /// A piece: a copy when `from` is given, else literal bytes.
+            public init(from: String? = nil, offset: Int64? = nil, length: Int64) {
+                self.from = from
+                self.offset = offset
+                self.length = length
             }
         }
-        return BuiltPack(
-            assetPackID: target.assetPackID,
-            sha256: sha256,
-            downloadSize: size,
-            installSize: target.installSize,
-            fileCount: target.fileCount,
-            compression: options.compression
-        )
+
+        /// The rebuilt file's size.
+        public var size: Int64
+        /// The pieces, in the file's order.
+        public var pieces: [Piece]
+
+        /// A recipe of `pieces` that rebuilds a file of `size` bytes.
+        public init(size: Int64, pieces: [Piece]) {
+            self.size = size
+            self.pieces = pieces
+        }
+
+        /// The bytes of its literal pieces.
+        public var literalSize: Int64 { pieces.reduce(0) { $0 + ($1.from == nil ? $1.length : 0) } }
+    }
+
+    /// The index of the target as changes to the base's (`IndexDelta.json`, the delta's last entry): the
+    /// target's header, the rows that are new or changed, the paths removed, and the SHA-256 of the
+    /// target's whole `Index.json`, which the client rebuilds from its base's and checks against it.
+    public struct IndexChanges: Codable, Sendable, Hashable {
+        /// The target's index with only its new and changed rows.
+        public var index: PackIndex
+        /// The base's paths the target no longer lists.
+        public var removed: [String]
+        /// The SHA-256 of the target's `Index.json` as ``PackIndex/encoded()`` writes it.
+        public var sha256: String
+
+        /// The changes from `base` to `target`.
+        public init(from base: PackIndex, to target: PackIndex) throws {
+            let plan = PackDelta.plan(from: base, to: target)
+            index = target
+            index.files = plan.carried
+            removed = plan.removed
+            sha256 = FileDigest.sha256(of: try target.encoded())
+        }
+
+        /// The target's index: the base's rows less the removed and changed ones, plus the changed ones, in
+        /// byte order of their paths (as a pack lists them).
+        public func apply(to base: PackIndex) -> PackIndex {
+            var gone = Set(removed.map(PathKey.init))
+            for file in index.files { gone.insert(PathKey(file.path)) }
+            var result = index
+            result.files = (base.files.filter { !gone.contains(PathKey($0.path)) } + index.files).sorted {
+                PathKey($0.path) < PathKey($1.path)
+            }
+            return result
+        }
+
+        /// Sorted keys, no spaces: the same changes give the same bytes.
+        func encoded() throws -> Data {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            return try encoder.encode(self)
+        }
+    }
+
+    /// What a client gives a delta extraction of its installed base version: the base's index (every row)
+    /// and a way to open one of its folders (by path in the pack, "" for its root) without following a
+    /// symlink (`FileDescriptor.openFolder(_:creating:)` below the version's folder).
+    public struct Base: Sendable {
+        /// The base's index, every row.
+        public var index: PackIndex
+        /// Opens a folder of the base (by its path in the pack) without following a symlink.
+        public var openFolder: @Sendable (String) throws -> FileDescriptor
+
+        /// A base of `index` whose folders `openFolder` opens.
+        public init(index: PackIndex, openFolder: @escaping @Sendable (String) throws -> FileDescriptor) {
+            self.index = index
+            self.openFolder = openFolder
+        }
+
+        /// Opens a base file to read: a regular file, never a symlink, FIFO or device.
+        func open(_ path: String) throws -> FileDescriptor {
+            let (folderPath, name) = PackPath.split(path)
+            let folder = try openFolder(folderPath)
+            return try folder.closeAfter { try FileDigest.openRegular(name, in: folder) }
+        }
     }
 }

@@ -194,6 +194,22 @@ extension PackIndex {
         }
     }
 
+    /// Reads an index file's rows in order without holding them (an index of 100 000 files is never whole).
+    /// - Parameter row: Called with each row's path and size.
+    /// - Throws: ``AssetPackFormatError`` with code `.io` (unreadable) or `.corruptPack`, or what `row` throws.
+    public static func forEachRow(inFile file: FilePath, _ row: (String, Int64) throws -> Void) throws {
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(file, .readOnly, options: [.closeOnExec])
+        } catch {
+            throw AssetPackFormatError(code: .io, message: "cannot read the pack index \(file): \(error)")
+        }
+        try fd.closeAfter {
+            var parser = IndexParser(reading: fd)
+            _ = try parser.parse { path, size, _ in try row(path, size) }
+        }
+    }
+
     /// Writes the index to `file` atomically.
     /// - Throws: ``AssetPackFormatError`` with code `.io`.
     public func write(to file: FilePath) throws {

@@ -6,6 +6,10 @@ public enum PackPath {
     public static let indexEntryName = "Index.json"
     /// The name of the entry at the start of every delta archive that names its base and target.
     public static let deltaEntryName = "Delta.json"
+    /// The folder inside a delta archive under which files rebuilt by a recipe are stored.
+    public static let patchesPrefix = "Patches/"
+    /// The name of a delta's last entry: its target's index as changes to the base's.
+    public static let indexDeltaEntryName = "IndexDelta.json"
     /// The folder inside an asset folder where `ba-mock` keeps its state; never packed, never served.
     public static let stateFolderName = ".ba-mock"
 

@@ -25,10 +25,25 @@ struct DeltaStore: Sendable {
         indexesFolder.appending("\(id)-\(sha256.prefix(16)).json")
     }
 
-    /// Keeps the index of a version just built, for deltas from it later.
-    func saveIndex(_ index: PackIndex, sha256: String) throws {
+    private func chunksFile(_ id: String, _ sha256: String) -> FilePath {
+        indexesFolder.appending("\(id)-\(sha256.prefix(16)).chunks")
+    }
+
+    /// Keeps the index of a version just built, and the chunks of its large files (read from its archive
+    /// `full`), for deltas from and to it later. A version built before keeps the list it has.
+    func saveIndex(_ index: PackIndex, sha256: String, full: FilePath) throws {
         try PackCatalog.createFolder(indexesFolder)
         try index.write(to: indexFile(index.assetPackID, sha256))
+        let chunks = chunksFile(index.assetPackID, sha256)
+        guard depth > 0, index.files.contains(where: { $0.size >= ContentChunker.wholeFileBelow }),
+            access(chunks.string, F_OK) != 0
+        else { return }
+        try PackChunks.compute(archive: full).write(to: chunks)
+    }
+
+    /// The chunk lists of a version, or `nil` when none is kept (deltas from it send changed files whole).
+    private func loadChunks(_ id: String, _ sha256: String) -> PackChunks? {
+        try? PackChunks.load(from: chunksFile(id, sha256))
     }
 
     /// Sets the bases and deltas of `record`, just built over `previous` (published then as
@@ -72,7 +87,11 @@ struct DeltaStore: Sendable {
             }
             let plan = PackDelta.plan(from: baseIndex, to: index)
             let smaller = "no delta of \(id) from version \(base.version): it would be no smaller than the pack"
-            guard !plan.kept.isEmpty else {  // every file changed: not worth compressing it all again
+            let chunks = loadChunks(id, record.sha256).flatMap { target in
+                loadChunks(id, base.sha256).map { (target, $0) }
+            }
+            // Every file changed and none shares a chunk with the base: not worth compressing it all again.
+            guard !plan.kept.isEmpty || chunks.map({ !$0.0.files.isEmpty && !$0.1.files.isEmpty }) == true else {
                 log(smaller)
                 continue
             }
@@ -83,6 +102,7 @@ struct DeltaStore: Sendable {
                     full: full,
                     target: index,
                     base: baseIndex,
+                    chunks: chunks,
                     binding: PackDelta.Binding(assetPackID: id, fromSHA256: base.sha256, toSHA256: record.sha256),
                     to: deltasFolder.appending(name),
                     options: options
@@ -137,6 +157,7 @@ struct DeltaStore: Sendable {
         for (id, record) in records {
             for sha in [record.sha256] + (record.bases ?? []).map(\.sha256) {
                 indexes.insert(indexFile(id, sha).lastComponent?.string ?? "")
+                indexes.insert(chunksFile(id, sha).lastComponent?.string ?? "")
             }
             for delta in record.deltas ?? [] { deltas.insert(delta.archive) }
         }

@@ -66,7 +66,7 @@ extension PackCatalog {
         let previousVersion = previous.map { published($0, id: id) }
         return try await BlockingIO.longJob { [record] in  // delta builds read the whole new archive
             var record = record
-            try deltaStore.saveIndex(index, sha256: built.sha256)
+            try deltaStore.saveIndex(index, sha256: built.sha256, full: packsFolder.appending(name))
             try deltaStore.update(
                 &record,
                 previous: previous,

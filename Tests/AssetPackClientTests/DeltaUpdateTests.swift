@@ -111,7 +111,9 @@ struct DeltaUpdateTests {
             let deltaFiles = try FileManager.default.contentsOfDirectory(atPath: state.appending("deltas").string)
             #expect(deltaFiles.count == 2 && deltaFiles.allSatisfy { $0.hasPrefix("Levels-") }, "\(deltaFiles)")
             let indexes = try FileManager.default.contentsOfDirectory(atPath: state.appending("indexes").string)
-            #expect(indexes.filter { $0.hasPrefix("Levels-") }.count == 3, "\(indexes)")
+            // An index and a chunk list (big.bin is chunked) for each.
+            #expect(indexes.filter { $0.hasPrefix("Levels-") && $0.hasSuffix(".json") }.count == 3, "\(indexes)")
+            #expect(indexes.filter { $0.hasPrefix("Levels-") && $0.hasSuffix(".chunks") }.count == 3, "\(indexes)")
             try await manager.checkForUpdatesAndWait()
             #expect(downloads(server).last?.contains("GET /assets/Levels") == true, "\(downloads(server))")
             #expect(text(try manager.contents(at: "Levels/World1/level1.json")).contains("9"))
@@ -119,6 +121,93 @@ struct DeltaUpdateTests {
         }
         #expect(seen.deltas.map(\.fromVersion) == [1])
         #expect(seen.fallbacks.isEmpty)
+    }
+
+    @Test func aFileChangedInTheMiddleMovesOnlyTheChangedBytes() async throws {
+        var changed = Scratch.noise(400_000, seed: 8)
+        changed.replaceSubrange(200_000..<210_000, with: Scratch.noise(10_000, seed: 9))
+        let expected = changed
+        let seen = try await withLevelsInstalled { server, manager, scratch in
+            try scratch.write("Levels/World2/big.bin", expected)
+            try await server.catalog.refresh()
+            try await manager.checkForUpdatesAndWait()
+            #expect(downloads(server).count == 1 && downloads(server)[0].contains("GET /deltas/Levels/"))
+            #expect(try manager.contents(at: "Levels/World2/big.bin") == expected)
+            #expect(try manager.verify() == 4)
+        }
+        #expect(seen.fallbacks.isEmpty)
+        // 10 000 new bytes, the chunks around them (16 KiB on average): not the 400 000-byte file.
+        #expect(seen.deltas.count == 1 && seen.deltas[0].downloadSize < 100_000, "\(seen.deltas)")
+    }
+
+    /// The rule an update trusts installed files by: a file whose stat (inode, size, modification and change
+    /// times) is the one recorded at its own verified install is linked unread. Shown here by a stat record
+    /// forged to match a tampered file: the update does not read it (no fallback), and `verify`, which
+    /// re-hashes everything, finds it.
+    @Test func aFileWhoseStatIsUnchangedSinceItsInstallIsNotHashedAgainButVerifyIs() async throws {
+        let seen = try await withLevelsInstalled { server, manager, scratch in
+            let installed = try #require(manager.installedPack(withID: "Levels"))
+            let root = scratch.root.appending("AppGroup")
+            let stats = root.appending(".ba-sync/stats/Levels").appending(FilePath(installed.directory).lastComponent!)
+            #expect(FileManager.default.fileExists(atPath: stats.string), "an install with deltas records stats")
+            let big = try manager.reader.installedFile(at: "Levels/World2/big.bin")
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: big.string))
+            try handle.write(contentsOf: Data("tampered".utf8))  // same size
+            try handle.close()
+            // The record forged to say what the file is now.
+            let index = try PackIndex.load(from: root.appending(installed.directory + ".index.json"))
+            var words: [UInt64] = []
+            for file in index.files {
+                var info = stat()
+                #expect(lstat(root.appending(installed.directory).appending(file.path).string, &info) == 0)
+                words += [UInt64(info.st_dev), UInt64(info.st_ino), UInt64(info.st_size)]
+                for time in [info.st_mtim, info.st_ctim] {
+                    words.append(UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec))
+                }
+            }
+            let bytes = words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * $0)) } }
+            try Data(bytes).write(to: URL(fileURLWithPath: stats.string))
+
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 21}"#)
+            try await server.catalog.refresh()
+            try await manager.checkForUpdatesAndWait()
+            #expect(manager.installedPack(withID: "Levels")?.version == 2)
+            let verification = try manager.reader.verification(ofAssetPackWithID: "Levels")
+            #expect(verification.problems.map(\.path) == ["Levels/World2/big.bin"])
+        }
+        #expect(seen.fallbacks.isEmpty)
+    }
+
+    /// The stats of the files of a version, as the quick check records them.
+    func currentStats(_ root: FilePath, _ installed: InstalledPack) throws -> [UInt8] {
+        let index = try PackIndex.load(from: root.appending(installed.directory + ".index.json"))
+        var words: [UInt64] = []
+        for file in index.files {
+            var info = stat()
+            #expect(lstat(root.appending(installed.directory).appending(file.path).string, &info) == 0)
+            words += [UInt64(info.st_dev), UInt64(info.st_ino), UInt64(info.st_size)]
+            for time in [info.st_mtim, info.st_ctim] {
+                words.append(UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec))
+            }
+        }
+        return words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * $0)) } }
+    }
+
+    /// The files a delta links from the base share their inodes with it, and removing the base after the
+    /// commit changes their change time: the record is taken after that, or the next update hashes them all.
+    @Test func theStatsRecordedAfterADeltaAreTheFilesStatsOnceTheBaseIsGone() async throws {
+        _ = try await withLevelsInstalled { server, manager, scratch in
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 22}"#)
+            try await server.catalog.refresh()
+            try await manager.checkForUpdatesAndWait()
+            let installed = try #require(manager.installedPack(withID: "Levels"))
+            #expect(installed.version == 2)
+            let root = scratch.root.appending("AppGroup")
+            let recorded = try scratch.read(
+                root.appending(".ba-sync/stats/Levels").appending(FilePath(installed.directory).lastComponent!)
+            )
+            #expect(recorded == Data(try currentStats(root, installed)))
+        }
     }
 
     @Test func aTamperedInstalledFileIsNotCarriedIntoTheNewVersion() async throws {

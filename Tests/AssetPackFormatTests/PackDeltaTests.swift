@@ -34,20 +34,27 @@ struct PackDeltaTests {
         )
     }
 
-    /// Extracts a delta from `base` to `target` into `folder`, expecting `binding`.
+    /// Extracts a delta from `base` (whose files are in `baseFolder`) to `target` into `folder`, expecting
+    /// `binding`.
     func extractDelta(
         _ delta: FilePath,
         into folder: FilePath,
         from base: PackIndex,
         to target: PackIndex,
-        expecting binding: PackDelta.Binding
+        expecting binding: PackDelta.Binding,
+        baseFolder: FilePath? = nil
     ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
         try PackReader.extractDelta(
             delta,
             into: folder,
             limit: target.installSize,
             expecting: binding,
-            baseFileCount: base.fileCount
+            base: PackDelta.Base(index: base) { path in
+                guard let baseFolder else { throw Errno.noSuchFileOrDirectory }
+                let top = try FileDescriptor.openFolder(baseFolder)
+                defer { try? top.close() }
+                return try top.openFolder(path, creating: false)
+            }
         )
     }
 
