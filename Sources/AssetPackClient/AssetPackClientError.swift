@@ -74,6 +74,9 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
     /// Whether a network failure is worth retrying: a server that refuses connections before anything was
     /// received is down or the URL is wrong, and retrying would only make the user wait.
     var retryable = true
+    /// Set on the error that tells the user the disk is full, what was removed and the fix, so that a caller
+    /// further up passes it on instead of wrapping it again (a flag, not a match on its text).
+    var saysDiskFull = false
 
     /// Creates an error.
     public init(code: Code, message: String, assetPackID: String? = nil, cause: (any Error & Sendable)? = nil) {

@@ -120,7 +120,7 @@ struct PackDownloader: Sendable {
 
     private static func writeFailure(_ errno: Errno, partial: PartialDownload) -> AssetPackClientError {
         guard errno == .noSpace else { return .io("write", partial.file, errno) }
-        return AssetPackClientError(
+        var failure = AssetPackClientError(
             code: .io,
             message:
                 "no space left on the device holding \(partial.file) while downloading pack \(partial.pack.id); "
@@ -128,6 +128,8 @@ struct PackDownloader: Sendable {
             assetPackID: partial.pack.id,
             cause: errno
         )
+        failure.saysDiskFull = true
+        return failure
     }
 
     /// Checks a download's size and SHA-256 against the manifest.

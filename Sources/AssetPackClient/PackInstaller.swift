@@ -80,7 +80,7 @@ struct PackInstaller: Sendable {
                     }
                 }
             }
-            let installed = try await BlockingIO.shortCall {
+            let installed = try await BlockingIO.longJob {  // syncfs, the swap, and the old version's delete
                 do {
                     return try Self.commit(staging, index: index, pack: pack, store: store)
                 } catch {
@@ -90,10 +90,10 @@ struct PackInstaller: Sendable {
             }
             if fromFile { _ = try? await BlockingIO.shortCall { partial.discard() } }
             return installed
-        } catch  where AssetPackClientError.isDiskFull(error) {
+        } catch where AssetPackClientError.isDiskFull(error) {
             _ = try? await BlockingIO.shortCall { partial.discard() }
-            if let error = error as? AssetPackClientError, error.message.hasPrefix("no space") { throw error }
-            throw AssetPackClientError(
+            if let error = error as? AssetPackClientError, error.saysDiskFull { throw error }
+            var failure = AssetPackClientError(
                 code: .io,
                 message:
                     "no space left on the device holding \(store.root) while installing pack \(pack.id); the "
@@ -102,6 +102,8 @@ struct PackInstaller: Sendable {
                 assetPackID: pack.id,
                 cause: error
             )
+            failure.saysDiskFull = true
+            throw failure
         }
     }
 
