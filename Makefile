@@ -1,6 +1,7 @@
 # ba-mock: serve asset folders as Apple-hosted-style asset packs. `make help` lists the targets.
 SWIFT ?= swift
 PREFIX ?= /usr/local
+# make demo and make serve: a debug build (the quicker build, for a first look).
 CONFIG ?= debug
 # make build: the fast binaries by default (a debug build runs delta updates and verify 10-50x slower).
 BUILD_CONFIG ?= release
@@ -90,10 +91,12 @@ bench: deps
 	bash scripts/bench.sh --rounds $(BENCH_ROUNDS) "$$($(SWIFT) build -c release --show-bin-path)"
 	bash scripts/bench-readme.sh
 
-demo: build
+demo: deps
+	$(SWIFT) build -c $(CONFIG)
 	@bash scripts/demo.sh "$(BIN)/ba-mock" "$(ASSETS)"
 
-serve: build
+serve: deps
+	$(SWIFT) build -c $(CONFIG)
 	@echo "dashboard: http://127.0.0.1:$(PORT)/_mock/ (open it in a browser on this machine)"
 	"$(BIN)/ba-mock" serve "$(ASSETS)" --port $(PORT)
 
