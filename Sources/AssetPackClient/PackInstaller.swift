@@ -90,7 +90,7 @@ struct PackInstaller: Sendable {
             }
             if fromFile { _ = try? await BlockingIO.shortCall { partial.discard() } }
             return installed
-        } catch where AssetPackClientError.isDiskFull(error) {
+        } catch  where AssetPackClientError.isDiskFull(error) {
             _ = try? await BlockingIO.shortCall { partial.discard() }
             if let error = error as? AssetPackClientError, error.saysDiskFull { throw error }
             var failure = AssetPackClientError(

@@ -155,18 +155,7 @@ struct DeltaUpdateTests {
             try handle.write(contentsOf: Data("tampered".utf8))  // same size
             try handle.close()
             // The record forged to say what the file is now.
-            let index = try PackIndex.load(from: root.appending(installed.directory + ".index.json"))
-            var words: [UInt64] = []
-            for file in index.files {
-                var info = stat()
-                #expect(lstat(root.appending(installed.directory).appending(file.path).string, &info) == 0)
-                words += [UInt64(info.st_dev), UInt64(info.st_ino), UInt64(info.st_size)]
-                for time in [info.st_mtim, info.st_ctim] {
-                    words.append(UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec))
-                }
-            }
-            let bytes = words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * $0)) } }
-            try Data(bytes).write(to: URL(fileURLWithPath: stats.string))
+            try Data(try currentStats(root, installed)).write(to: URL(fileURLWithPath: stats.string))
 
             try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 21}"#)
             try await server.catalog.refresh()

@@ -14,24 +14,40 @@ struct DeltaEndToEndTests {
     let mock = builtProduct("ba-mock")
     let sync = builtProduct("ba-sync")
 
-    @Test func aFileChangedInItsMiddleUpdatesFromAStaticServerWithItsChangedBytes() throws {
-        let scratch = try Scratch()
+    /// A folder of one pack, Big (`big/level.db` with `content`), exported into `site` and served from python's
+    /// static server, and Big installed from it.
+    struct Site {
+        let folder: FilePath
+        let site: FilePath
+        let appGroup: FilePath
+        let common: [String]
+        let server: RunningTool
+    }
+
+    func serveExported(_ scratch: Scratch, content: Data, extra: [String: String] = [:]) throws -> Site {
         try scratch.write(
             "assets/Big.json",
             #"{"assetPackID": "Big", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "big"}], "platforms": ["iOS"]}"#
         )
-        var content = Scratch.noise(1 << 20, seed: 5)
         try scratch.write("assets/big/level.db", content)
-        try scratch.write("assets/big/config.json", #"{"lives": 3}"#)
+        for (path, text) in extra { try scratch.write("assets/big/" + path, text) }
         let folder = scratch.root.appending("assets")
         let site = scratch.root.appending("site")
         #expect(try runTool(mock, ["export", folder.string, "--out", site.string]).status == 0)
         let (server, base) = try pythonStaticServer(site)
-        defer { server.interrupt(signal: SIGKILL) }
         let appGroup = scratch.root.appending("AppGroup")
         let common = ["--server", base, "--app-group", appGroup.string]
         let first = try runTool(sync, ["ensure", "Big"] + common)
         #expect(first.status == 0, "\(first.stderr)")
+        return Site(folder: folder, site: site, appGroup: appGroup, common: common, server: server)
+    }
+
+    @Test func aFileChangedInItsMiddleUpdatesFromAStaticServerWithItsChangedBytes() throws {
+        let scratch = try Scratch()
+        var content = Scratch.noise(1 << 20, seed: 5)
+        let served = try serveExported(scratch, content: content, extra: ["config.json": #"{"lives": 3}"#])
+        defer { served.server.interrupt(signal: SIGKILL) }
+        let (folder, site, appGroup, common) = (served.folder, served.site, served.appGroup, served.common)
 
         content.replaceSubrange(500_000..<520_000, with: Scratch.noise(20_000, seed: 6))
         try scratch.write("assets/big/level.db", content)
@@ -56,20 +72,10 @@ struct DeltaEndToEndTests {
     @Test(arguments: ["outside the base", "wrong digest"])
     func aHostileRecipeFallsBackToTheWholePack(_ kind: String) throws {
         let scratch = try Scratch()
-        try scratch.write(
-            "assets/Big.json",
-            #"{"assetPackID": "Big", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "big"}], "platforms": ["iOS"]}"#
-        )
         var content = Scratch.noise(300_000, seed: 7)
-        try scratch.write("assets/big/level.db", content)
-        let folder = scratch.root.appending("assets")
-        let site = scratch.root.appending("site")
-        #expect(try runTool(mock, ["export", folder.string, "--out", site.string]).status == 0)
-        let (server, base) = try pythonStaticServer(site)
-        defer { server.interrupt(signal: SIGKILL) }
-        let appGroup = scratch.root.appending("AppGroup")
-        let common = ["--server", base, "--app-group", appGroup.string]
-        #expect(try runTool(sync, ["ensure", "Big"] + common).status == 0)
+        let served = try serveExported(scratch, content: content)
+        defer { served.server.interrupt(signal: SIGKILL) }
+        let (folder, site, appGroup, common) = (served.folder, served.site, served.appGroup, served.common)
         content.replaceSubrange(100_000..<110_000, with: Scratch.noise(10_000, seed: 8))
         try scratch.write("assets/big/level.db", content)
         #expect(try runTool(mock, ["export", folder.string, "--out", site.string]).status == 0)
