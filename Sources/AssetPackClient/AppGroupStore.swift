@@ -96,9 +96,23 @@ public struct AppGroupStore: Sendable {
 
     /// Where the quick check's record of an installed version's files is kept (see
     /// `PackInstaller.recordStats`): `.ba-sync/stats/<id>/<version folder>`, out of the pack's folder, which
-    /// holds its version folder and index only.
-    func statsFile(for pack: InstalledPack) -> FilePath {
-        controlFolder.appending("stats/\(pack.id)/\(FilePath(pack.directory).lastComponent?.string ?? "")")
+    /// holds its version folder and index only. Opened, listed and removed only relative to folders opened
+    /// without following links (``openFolder(_:creating:)``).
+    static func statsName(of pack: InstalledPack) -> (folder: String, name: String) {
+        (".ba-sync/stats/\(pack.id)", FilePath(pack.directory).lastComponent?.string ?? "")
+    }
+
+    /// Removes the record of a version's stats; with `pack`, the pack's (empty) folder of records too.
+    private func removeStats(of version: InstalledPack, pack: Bool) {
+        let (folder, name) = Self.statsName(of: version)
+        if let records = try? openFolder(folder, creating: false) {
+            _ = unlinkat(records.rawValue, name, 0)
+            try? records.close()
+        }
+        if pack, let stats = try? openFolder(".ba-sync/stats", creating: false) {
+            _ = unlinkat(stats.rawValue, version.id, AT_REMOVEDIR)
+            try? stats.close()
+        }
     }
 
     /// Creates the store's folders if needed, each made and opened relative to the one above it: a symlink
@@ -183,7 +197,7 @@ public struct AppGroupStore: Sendable {
         BlockingIO.checkOffPool("AppGroupStore.removeVersion")
         try? FileManager.default.removeItem(atPath: root.appending(pack.directory).string)
         _ = unlink(indexFile(for: pack).string)
-        _ = unlink(statsFile(for: pack).string)
+        removeStats(of: pack, pack: false)
     }
 
     /// Removes a pack that is no longer installed: its version folder and index, and its folder under
@@ -192,7 +206,7 @@ public struct AppGroupStore: Sendable {
         BlockingIO.checkOffPool("AppGroupStore.removePack")
         removeVersion(pack)
         try? FileManager.default.removeItem(atPath: packsFolder.appending(pack.id).string)
-        _ = rmdir(controlFolder.appending("stats/\(pack.id)").string)
+        removeStats(of: pack, pack: true)
     }
 
     /// Takes a pack out of the state and removes its files; `nil` when it is not installed. On a full disk
@@ -279,12 +293,21 @@ public struct AppGroupStore: Sendable {
         let live = Set(state.installed.values.flatMap { [$0.directory, $0.directory + ".index.json"] })
         // Records of versions no longer installed (a run killed between its commit and its removal of the
         // version it replaced).
-        let liveStats = Set(state.installed.values.map { statsFile(for: $0).string })
-        let statsFolder = controlFolder.appending("stats")
-        for id in (try? FileManager.default.contentsOfDirectory(atPath: statsFolder.string)) ?? [] {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: statsFolder.appending(id).string)) ?? []
-            where !liveStats.contains(statsFolder.appending(id).appending(name).string) {
-                _ = unlink(statsFolder.appending(id).appending(name).string)
+        // Every folder is opened without following links and every name removed relative to it: a link planted
+        // in place of a folder of records is removed itself, and what it points to is neither listed nor swept.
+        let liveStats = Set(state.installed.values.map { Self.statsName(of: $0) }.map { $0.folder + "/" + $0.name })
+        if let stats = try? openFolder(".ba-sync/stats", creating: false) {
+            defer { try? stats.close() }
+            for id in (try? stats.entryNames()) ?? [] {
+                guard let records = try? stats.openFolder(id, creating: false) else {
+                    _ = unlinkat(stats.rawValue, id, 0)  // a link or a file: removed itself
+                    continue
+                }
+                defer { try? records.close() }
+                for name in (try? records.entryNames()) ?? [] where !liveStats.contains(".ba-sync/stats/\(id)/\(name)")
+                {
+                    _ = unlinkat(records.rawValue, name, 0)
+                }
             }
         }
         for id in (try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [] {

@@ -67,7 +67,7 @@ extension PackInstaller {
         }
         let binding = PackDelta.Binding(assetPackID: pack.id, fromSHA256: delta.fromSHA256, toSHA256: pack.sha256 ?? "")
         var trusted: [PathKey: TrustedFile] = [:]
-        if let stats = loadStats(store.statsFile(for: base)), stats.count == index.files.count {
+        if let stats = loadStats(of: base, files: index.files.count, store: store) {
             for (file, stat) in zip(index.files, stats) {
                 trusted[PathKey(file.path)] = TrustedFile(size: file.size, sha256: file.sha256, stat: stat)
             }
@@ -77,7 +77,7 @@ extension PackInstaller {
 
     /// Records the `stat` of every file of a version just moved into place (the folder `name` of
     /// `packFolder`), in its index's order (rows read from `indexFile` one at a time), as
-    /// ``AppGroupStore/statsFile(for:)``: 40 bytes a file. A file that cannot be looked at leaves no record
+    /// ``AppGroupStore/statsName(of:)``: 40 bytes a file. A file that cannot be looked at leaves no record
     /// (later deltas hash).
     static func recordStats(
         indexFile: FilePath,
@@ -95,7 +95,7 @@ extension PackInstaller {
             words += FileStat(info).words
         }
         let bytes = words.flatMap { word in (0..<8).map { UInt8(truncatingIfNeeded: word >> (8 * $0)) } }
-        let folder = try store.openFolder(".ba-sync/stats/\(id)", creating: true)
+        let folder = try store.openFolder(".ba-sync/stats/\(id)", creating: true)  // never through a link
         defer { try? folder.close() }
         try AtomicFile.write(
             bytes,
@@ -105,14 +105,24 @@ extension PackInstaller {
         )
     }
 
-    /// The stats recorded beside a version, or `nil` when there are none.
-    static func loadStats(_ file: FilePath) -> [FileStat]? {
-        guard let data = try? Data(contentsOf: URL(fileURLWithPath: file.string)), data.count % 40 == 0 else {
-            return nil
-        }
-        let bytes = [UInt8](data)
-        let words = stride(from: 0, to: bytes.count, by: 8).map { at in
-            (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[at + $1]) << (8 * $1) }
+    /// The stats recorded for a version of `files` files, or `nil` when there are none of that count: read
+    /// relative to folders opened without following links, a link, a FIFO or a file of another size in its
+    /// place refused unread.
+    static func loadStats(of version: InstalledPack, files: Int, store: AppGroupStore) -> [FileStat]? {
+        let (folder, name) = AppGroupStore.statsName(of: version)
+        guard let records = try? store.openFolder(folder, creating: false) else { return nil }
+        defer { try? records.close() }
+        guard
+            case .bytes(let bytes) = try? FileDescriptor.readSmallRegularFile(
+                FilePath(name),
+                in: records,
+                followingSymlink: false,
+                maximumSize: 40 * files
+            ),
+            bytes.count == 40 * files
+        else { return nil }
+        let words: [UInt64] = stride(from: 0, to: bytes.count, by: 8).map { at in
+            (0..<8).reduce(UInt64(0)) { word, byte in word | UInt64(bytes[at + byte]) << (8 * byte) }
         }
         return stride(from: 0, to: words.count, by: 5).map { FileStat(words: words[$0..<$0 + 5]) }
     }

@@ -5,7 +5,7 @@ import SystemPackage
 #endif
 
 /// What ``FileDescriptor/readSmallRegularFile(_:in:followingSymlink:maximumSize:)`` found.
-enum SmallFile {
+package enum SmallFile {
     /// The file's bytes.
     case bytes([UInt8])
     /// Not a regular file: what it is instead, as "a FIFO" or "a character device".
@@ -45,7 +45,7 @@ extension FileDescriptor {
     /// ``openWithoutWaiting(_:in:followingSymlink:)``, refused unread when it is not a regular file or its size
     /// is over `maximumSize`, and never read past that (a file that grows while it is read is too large too).
     /// - Throws: `Errno` from `open` or `read`.
-    static func readSmallRegularFile(
+    package static func readSmallRegularFile(
         _ path: FilePath,
         in folder: FileDescriptor? = nil,
         followingSymlink: Bool,
@@ -119,6 +119,28 @@ extension FileDescriptor {
         case S_IFLNK: return .symlink
         default: return .other
         }
+    }
+
+    /// The names in this folder (`.` and `..` left out), read through a descriptor of its own: what a link
+    /// planted in place of the folder points to is never listed.
+    /// - Throws: `Errno`.
+    public func entryNames() throws(Errno) -> [String] {
+        BlockingIO.checkOffPool("FileDescriptor.entryNames")
+        let copy = openat(rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard copy >= 0, let dir = fdopendir(copy) else {
+            let failure = Errno(rawValue: errno)
+            if copy >= 0 { Glibc.close(copy) }
+            throw failure
+        }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 
     /// Opens a folder to work relative to (`O_DIRECTORY`, read-only). The path itself may lead through

@@ -142,4 +142,33 @@ struct PlantedSymlinkTests {
             #expect(try again.verify() == 3)
         }
     }
+
+    /// The quick check's records (`.ba-sync/stats`, `.ba-sync/stats/<id>`) replaced by links to a folder
+    /// elsewhere: recovery sweeps records no version names, and it swept the folder the link led to.
+    @Test(arguments: [".ba-sync/stats", ".ba-sync/stats/Levels"])
+    func aStatsFolderThatLinksElsewhereIsNeitherFollowedNorSwept(_ planted: String) async throws {
+        try await withAppGroup { server, appGroup, outside, scratch in
+            let manager = try manager(server, appGroup)
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            let link = appGroup.appending(planted)
+            try FileManager.default.removeItem(atPath: link.string)
+            try FileManager.default.createSymbolicLink(atPath: link.string, withDestinationPath: outside.string)
+            let before = try listing(outside)
+
+            try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 31}"#)
+            try await server.catalog.refresh()
+            let again = try AssetPackManager(
+                server: URL(string: server.url)!,
+                appGroup: appGroup,
+                retryPolicy: RetryPolicy(retries: 0),
+                deltaUpdates: true
+            )
+            try? await again.checkForUpdatesAndWait()
+            try await again.ensureLocalAvailability(of: try await again.assetPack(withID: "Levels"))
+
+            #expect(try listing(outside) == before)  // nothing written, read as a record, or deleted there
+            #expect(String(decoding: try again.contents(at: "Levels/World1/level1.json"), as: UTF8.self).contains("31"))
+            #expect(try again.verify() == 3)
+        }
+    }
 }
