@@ -34,38 +34,18 @@ public final class RunningTool: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         // Each pipe is read on a thread of its own with blocking reads, to its end: Foundation's
         // readabilityHandler on Linux did not always report the end, so "all output is in" could not be told.
-        drained.enter()
-        drained.enter()
-        Thread.detachNewThread { [weak self] in
-            let handle = out.fileHandleForReading
-            while true {
-                let data = handle.availableData
-                guard let self else { return }
-                self.lock.lock()
-                self.stdoutBytes += data
-                let signal = !self.firstLineSignalled && (data.contains(UInt8(ascii: "\n")) || data.isEmpty)
-                if signal { self.firstLineSignalled = true }
-                self.lock.unlock()
-                if signal { self.firstLine.signal() }
-                if data.isEmpty {
-                    self.drained.leave()
-                    return
-                }
-            }
+        drain(out.fileHandleForReading) { tool, data in
+            tool.lock.lock()
+            tool.stdoutBytes += data
+            let signal = !tool.firstLineSignalled && (data.contains(UInt8(ascii: "\n")) || data.isEmpty)
+            if signal { tool.firstLineSignalled = true }
+            tool.lock.unlock()
+            if signal { tool.firstLine.signal() }
         }
-        Thread.detachNewThread { [weak self] in
-            let handle = err.fileHandleForReading
-            while true {
-                let data = handle.availableData
-                guard let self else { return }
-                self.lock.lock()
-                self.stderrBytes += data
-                self.lock.unlock()
-                if data.isEmpty {
-                    self.drained.leave()
-                    return
-                }
-            }
+        drain(err.fileHandleForReading) { tool, data in
+            tool.lock.lock()
+            tool.stderrBytes += data
+            tool.lock.unlock()
         }
         do {
             try process.run()
@@ -74,6 +54,23 @@ public final class RunningTool: @unchecked Sendable {
             try? out.fileHandleForWriting.close()
             try? err.fileHandleForWriting.close()
             throw error
+        }
+    }
+
+    /// Reads `handle` to its end on a thread of its own, handing each piece (the last one empty) to `take`,
+    /// then leaves `drained`.
+    private func drain(_ handle: FileHandle, _ take: @escaping @Sendable (RunningTool, Data) -> Void) {
+        drained.enter()
+        Thread.detachNewThread { [weak self] in
+            while true {
+                let data = handle.availableData
+                guard let self else { return }
+                take(self, data)
+                if data.isEmpty {
+                    self.drained.leave()
+                    return
+                }
+            }
         }
     }
 
