@@ -5,6 +5,7 @@
 #   scripts/bench-report-sample.sh [bin folder (default .build/debug)] [output (default bench-report.html)]
 # BENCH_DURATION=SECONDS sets the length of each case (default 0.2).
 set -euo pipefail
+. "$(dirname "$0")/first-line.sh"
 bin=${1:-.build/debug}
 out=${2:-bench-report.html}
 duration=${BENCH_DURATION:-0.2}
@@ -20,12 +21,7 @@ cp -R Assets "$work/Assets"
 rm -rf "$work/Assets/.ba-mock"
 "$bin/ba-mock" serve "$work/Assets" --port 0 >"$work/ba-mock.out" 2>"$work/ba-mock.err" &
 pid=$!
-for _ in $(seq 1 300); do
-  [ -s "$work/ba-mock.out" ] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$work/ba-mock.err" >&2; exit 1; }
-  sleep 0.1
-done
-url=$(head -n 1 "$work/ba-mock.out")
+url=$(first_line "$work/ba-mock.out" "$work/ba-mock.err" "$pid")
 "$bin/ba-sync" ensure --server "$url" --app-group "$work/AppGroup" Levels >/dev/null 2>"$work/ensure.err" ||
   { cat "$work/ensure.err" >&2; exit 1; }
 

@@ -15,6 +15,7 @@
 # rewritten in the middle of a 200 MiB file; 1 MiB inserted at its start), ensure --latest through a delta,
 # and without one, vs rsync of the extracted folder from an rsync daemon on 127.0.0.1.
 set -euo pipefail
+. "$(dirname "$0")/first-line.sh"
 
 smoke=0
 rounds=3
@@ -140,12 +141,7 @@ serve_mock() {
   "$mock" serve "$work/sets/$1" --port 0 --quiet >"$work/mock-$1.out" 2>"$work/mock-$1.err" &
   mock_pid=$!
   pids+=("$mock_pid")
-  for _ in $(seq 1 600); do
-    [ -s "$work/mock-$1.out" ] && break
-    kill -0 "$mock_pid" 2>/dev/null || { cat "$work/mock-$1.err" >&2; exit 1; }
-    sleep 0.1
-  done
-  mock_url=$(head -n 1 "$work/mock-$1.out")
+  mock_url=$(first_line "$work/mock-$1.out" "$work/mock-$1.err" "$mock_pid" 600)
 }
 
 stop() { kill -INT "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the sample folder: serve it, fetch from it with curl, mirror it with ba-sync, stop.
 set -euo pipefail
+. "$(dirname "$0")/first-line.sh"
 bin=${1:?usage: demo.sh path/to/ba-mock [asset folder]}
 assets=${2:-Assets}
 sync="$(dirname "$bin")/ba-sync"
@@ -11,12 +12,7 @@ trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; rm -rf "$work"' 
 echo "\$ ba-mock serve $assets --port 0"
 "$bin" serve "$assets" --port 0 >"$log" 2>"$work/ba-mock.err" &
 pid=$!
-for _ in $(seq 1 300); do
-  [ -s "$log" ] && break
-  kill -0 "$pid" 2>/dev/null || { cat "$work/ba-mock.err" >&2; exit 1; }
-  sleep 0.1
-done
-url=$(head -n 1 "$log")
+url=$(first_line "$log" "$work/ba-mock.err" "$pid")
 sed -n '1,/^manifest:/p' "$log"
 
 echo
