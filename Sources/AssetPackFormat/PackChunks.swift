@@ -54,13 +54,21 @@ public struct PackChunks: Sendable, Hashable {
     /// Reads a list written by ``write(to:)``.
     /// - Throws: ``AssetPackFormatError`` with code `.io`, or `.corruptPack` for a file that is not one.
     public static func load(from file: FilePath) throws -> PackChunks {
-        let data: Data
+        // Opened without waiting and without following a link: a FIFO or a link in its place is refused unread.
+        let bytes: [UInt8]
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: file.string))
+            switch try FileDescriptor.readSmallRegularFile(file, followingSymlink: false, maximumSize: Int(Int32.max)) {
+            case .bytes(let read): bytes = read
+            case .notRegular(let kind):
+                throw AssetPackFormatError(code: .io, message: "the chunk list \(file) is \(kind), not a file")
+            case .tooLarge:
+                throw AssetPackFormatError(code: .io, message: "the chunk list \(file) is over 2 GiB")
+            }
+        } catch let error as AssetPackFormatError {
+            throw error
         } catch {
             throw AssetPackFormatError(code: .io, message: "cannot read the chunk list \(file): \(error)")
         }
-        let bytes = [UInt8](data)
         let bad = AssetPackFormatError(code: .corruptPack, message: "\(file) is not a chunk list of ba-mock's")
         guard bytes.starts(with: magic) else { throw bad }
         var at = magic.count

@@ -292,5 +292,13 @@ struct PackDeltaRecipeTests {
         #expect(try PackChunks.load(from: file) == list)
         try scratch.write("bad.chunks", "BACHUNK1\u{1}")
         #expect(throws: AssetPackFormatError.self) { try PackChunks.load(from: scratch.root.appending("bad.chunks")) }
+        // A FIFO or a link where a list should be is refused unread (a FIFO waited for a writer).
+        let fifo = scratch.root.appending("fifo.chunks")
+        #expect(mkfifo(fifo.string, 0o600) == 0)
+        let refused = #expect(throws: AssetPackFormatError.self) { try PackChunks.load(from: fifo) }
+        #expect(refused?.message.contains("is a FIFO") == true, "\(refused?.message ?? "")")
+        let link = scratch.root.appending("link.chunks")
+        #expect(symlink(file.string, link.string) == 0)
+        #expect(throws: AssetPackFormatError.self) { try PackChunks.load(from: link) }
     }
 }
