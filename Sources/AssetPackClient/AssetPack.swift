@@ -64,7 +64,7 @@ public struct AssetPack: Sendable, Hashable, Identifiable, Codable {
     }
 
     /// Builds a pack from a manifest entry, resolving a relative URL against the manifest's own URL.
-    init(_ entry: DownloadManifest.Entry, manifestURL: URL) throws {
+    package init(_ entry: DownloadManifest.Entry, manifestURL: URL) throws {
         guard let url = URL(string: entry.url, relativeTo: manifestURL)?.absoluteURL else {
             throw AssetPackClientError(
                 code: .badManifest,

@@ -38,10 +38,14 @@ extension AssetPackManager {
     ///   - inAppContent: The App Store setting: `false` (the user turned in-app content off) downloads no
     ///     pack by policy, essential or prefetch, on `install` and `update` (no extension runs before launch);
     ///     updates of installed packs and the app's own `ensureLocalAvailability` still work.
+    ///   - declining: Packs the app's downloader extension declined (Apple's `shouldDownload(_:)` answered
+    ///     `false`): their policy does not download them on this event.
     /// - Returns: What was installed, updated, removed and what failed.
     /// - Throws: Only when the manifest cannot be fetched or the app group cannot be locked; pack failures
     ///   are in the report.
-    public func sync(event: InstallationEvent, inAppContent: Bool = true) async throws -> SyncReport {
+    public func sync(event: InstallationEvent, inAppContent: Bool = true, declining: Set<String> = [])
+        async throws -> SyncReport
+    {
         try await withExclusiveControl {
             var report = SyncReport()
             let packs = try await self.serverPacks()
@@ -56,11 +60,7 @@ extension AssetPackManager {
                 }
             }
             if event != .periodic, inAppContent {
-                let trigger: InstallationEventType = event == .install ? .firstInstallation : .subsequentUpdate
-                let manifest = try await self.manifest(of: packs)
-                let wanted = packs.values.filter { pack in
-                    pack.downloadPolicy.installationEventTypes.contains(trigger) && manifest.isForResolvedLanguage(pack)
-                }
+                let wanted = try await self.policyPacks(for: event, in: packs).filter { !declining.contains($0.id) }
                 for essential in [true, false] {
                     let group = wanted.filter { pack in
                         if case .essential = pack.downloadPolicy { return essential }
@@ -88,5 +88,25 @@ extension AssetPackManager {
             }
             return report
         }
+    }
+}
+
+extension AssetPackManager {
+    /// The packs whose policy downloads them on `event`, as the system asks the app's downloader extension
+    /// about them (Apple's `shouldDownload(_:)`): essential and prefetch packs whose `installationEventTypes`
+    /// name the event (`firstInstallation` for `install`, `subsequentUpdate` for `update`), localized ones in
+    /// the resolved language only; none for `periodic`.
+    /// - Throws: A network error when the manifest cannot be fetched.
+    public func policyPacks(for event: InstallationEvent) async throws -> [AssetPack] {
+        try await policyPacks(for: event, in: try await serverPacks())
+    }
+
+    func policyPacks(for event: InstallationEvent, in packs: [String: AssetPack]) async throws -> [AssetPack] {
+        guard event != .periodic else { return [] }
+        let trigger: InstallationEventType = event == .install ? .firstInstallation : .subsequentUpdate
+        let manifest = try await self.manifest(of: packs)
+        return packs.values.filter { pack in
+            pack.downloadPolicy.installationEventTypes.contains(trigger) && manifest.isForResolvedLanguage(pack)
+        }.sorted { $0.id < $1.id }
     }
 }

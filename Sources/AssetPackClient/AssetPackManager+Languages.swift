@@ -54,8 +54,11 @@ extension AssetPackManager {
     /// - Returns: What was downloaded and removed, and the languages local afterwards.
     /// - Throws: ``LocalAvailabilityError`` when a download failed: nothing is removed then, so the app keeps
     ///   the language it had; a network error when the manifest cannot be fetched.
+    /// - Parameter includingOnDemand: Download the missing on-demand localized packs of that language too, as
+    ///   Apple's does ("downloads any missing localized asset packs"; `BackgroundAssets` passes `true`); by
+    ///   default, `ba-sync reconcile` leaves them to `ensure`.
     @discardableResult
-    public func reconcilePreferredLanguages() async throws -> LanguageReconciliation {
+    public func reconcilePreferredLanguages(includingOnDemand: Bool = false) async throws -> LanguageReconciliation {
         try await withExclusiveControl {
             let manifest = try await self.manifest(of: try await self.serverPacks())
             let reader = self.reader
@@ -63,7 +66,7 @@ extension AssetPackManager {
             let local = Set(installed.map(\.id))
             let missing = manifest.localizedAssetPacks.filter { pack in
                 if local.contains(pack.id) { return false }
-                if case .onDemand = pack.downloadPolicy { return false }
+                if case .onDemand = pack.downloadPolicy { return includingOnDemand }
                 return true
             }
             var result = LanguageReconciliation()

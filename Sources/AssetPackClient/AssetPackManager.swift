@@ -231,6 +231,22 @@ public actor AssetPackManager {
         return pack
     }
 
+    /// The pack with this ID as the manifest last fetched into this app group lists it, else as the server
+    /// describes it now (Apple's `assetPack(withID:)`: it "might attempt to get the latest asset-pack
+    /// information from the server if the system hasn't cached that information locally").
+    /// - Throws: ``ManagedBackgroundAssetsError/assetPackNotFound(withID:)`` for a pack listed for this
+    ///   platform neither in the cache nor by the server; a network error when the server must be asked and
+    ///   cannot be reached.
+    public func cachedAssetPack(withID id: String) async throws -> AssetPack {
+        let store = self.store
+        if let last = try await BlockingIO.shortCall({ try store.lastFetchedManifest() }),
+            let pack = listing(of: Dictionary(last.packs.map { ($0.id, $0) }) { first, _ in first }).visible[id]
+        {
+            return pack
+        }
+        return try await assetPack(withID: id)
+    }
+
     /// Why pack `id` is not in the listing for this platform: not published at all, or for other platforms.
     nonisolated func notListed(_ id: String, in listing: Listing) -> AssetPackClientError {
         var error = AssetPackClientError.assetPackNotFound(withID: id, server: server?.absoluteString ?? "the server")

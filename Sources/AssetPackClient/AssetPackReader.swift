@@ -203,10 +203,12 @@ public final class AssetPackReader: Sendable {
     ///
     /// A file resolves like ``contents(at:searchingInAssetPackWithID:options:)``. As Apple's, it returns a
     /// well-formed URL when nothing is there: a path under `<app group>/.ba-sync/absent/` that never exists.
-    /// A folder resolves to that folder in one pack with something below it (chosen as a file would be):
-    /// unlike Apple's, this client does not build a merged view of a folder split across packs (with the
-    /// collision rule `fail`, such a folder fails; ``paths(inAssetPackWithID:)`` lists the merged namespace).
-    /// Do not keep the URL beyond the current process: an update moves the pack to a new folder.
+    /// A folder held by one pack resolves to that pack's folder. A folder split across packs resolves, as
+    /// Apple's "merges the corresponding slices … from all downloaded asset packs", to a merged folder made
+    /// for this call under `<app group>/.ba-sync/views/<pid>/`: each file the namespace holds below it,
+    /// hard-linked from the pack the read resolves it to (the collision rule chooses, as for a file). Do not
+    /// keep the URL beyond the current process: an update moves the pack to a new folder, and a later run
+    /// sweeps the views of processes that ended.
     /// - Throws: ``AssetPackClientError`` with code `.invalidPath` or `.pathCollision`.
     public func url(for path: FilePath) throws -> URL {
         try url(for: path, scope: nil)
@@ -224,6 +226,9 @@ public final class AssetPackReader: Sendable {
         let scope = scope ?? defaultScope
         if let (_, file) = try view.locate(relative, in: nil, as: scope) {
             return URL(fileURLWithPath: file)
+        }
+        if view.folderHolders(of: relative, as: scope).count > 1 {
+            return try mergedFolder(relative, view: view, scope: scope)
         }
         if let pack = try view.folderHolder(of: relative, as: scope) {
             return URL(fileURLWithPath: folder(of: pack).appending(relative).string, isDirectory: true)

@@ -118,6 +118,17 @@ final class Namespace: Sendable {
         }
     }
 
+    /// The packs with something below folder `path` that a read sees, in rule order.
+    func folderHolders(of path: String, as scope: ReadScope) -> [String] {
+        folders[PathKey(path)].map { visible($0, as: scope) } ?? []
+    }
+
+    /// The namespace paths of the files below folder `path`, in byte order.
+    func files(below path: String) -> [String] {
+        let prefix = path + "/"
+        return files.keys.filter { $0.path.hasPrefix(prefix) }.sorted().map(\.path)
+    }
+
     /// Whether a read sees any of these holders of a path.
     func isVisible(_ holders: [String], as scope: ReadScope) -> Bool { !visible(holders, as: scope).isEmpty }
 
