@@ -1,6 +1,11 @@
 // swift-tools-version: 6.2
 // Linux only (Debian with Swift 6.3): the code uses Linux calls (syncfs, mallopt, posix_fadvise), so no other
 // platform is claimed.
+//
+// Usable as a versioned dependency (`.package(url: ..., from: "0.1.0")`): no target has unsafe flags, which
+// SwiftPM refuses in a package depended on by version. An app links `BackgroundAssets` (Apple's face, the
+// client and nothing of the server); its tests link `BackgroundAssetsTesting` (installation events, and
+// ba-mock started in-process on port 0).
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -17,6 +22,13 @@ let package = Package(
         .library(name: "AssetPackServer", targets: ["AssetPackServer"]),
         .library(name: "AssetPackClient", targets: ["AssetPackClient"]),
         .library(name: "AssetPackBench", targets: ["AssetPackBench"]),
+        // Apple's `BackgroundAssets` declarations over the client, and `import System` (swift-system's
+        // `FilePath` and `FileDescriptor`, as Apple's System module has them), so that an app's own
+        // asset-pack code compiles unchanged on Linux.
+        .library(name: "BackgroundAssets", targets: ["BackgroundAssets", "System"]),
+        // What the system does that an app cannot call, for an app's tests: installation events through the
+        // app's extension, ba-mock in-process, a manager configured in code.
+        .library(name: "BackgroundAssetsTesting", targets: ["BackgroundAssetsTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
@@ -42,7 +54,6 @@ let package = Package(
         // Apple Archive's block codecs: LZFSE written here, LZ4, LZMA and zlib through Debian's libraries.
         .target(
             name: "CAppleCompression",
-            cSettings: [.unsafeFlags(["-O3"])],
             linkerSettings: [.linkedLibrary("lz4"), .linkedLibrary("lzma"), .linkedLibrary("z")]
         ),
         .target(
@@ -90,6 +101,36 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Apple's System module on Linux: swift-system under the name Apple's SDK gives it.
+        .target(
+            name: "System",
+            dependencies: [.product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "BackgroundAssets",
+            dependencies: [
+                "AssetPackClient",
+                "AssetPackFormat",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "BackgroundAssetsTesting",
+            dependencies: [
+                "BackgroundAssets",
+                "AssetPackClient",
+                "AssetPackFormat",
+                "AssetPackServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: swiftSettings
@@ -203,6 +244,11 @@ let package = Package(
                 "AssetPackCLI", "AssetPackClient", "AssetPackServer", "TestSupport",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "BackgroundAssetsTests",
+            dependencies: ["BackgroundAssets", "BackgroundAssetsTesting", "System"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

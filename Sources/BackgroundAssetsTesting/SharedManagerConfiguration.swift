@@ -1,0 +1,86 @@
+internal import AssetPackClient
+internal import AssetPackFormat
+public import BackgroundAssets
+public import Foundation
+public import SystemPackage
+
+/// What `AssetPackManager.shared` plays for a test that configures it in code: the settings `ba-sync` and
+/// the environment (`BA_SYNC_*`) give it otherwise.
+public struct SharedManagerConfiguration: Sendable {
+    /// The app-group folder packs are installed into (created when a pack is).
+    public var appGroup: FilePath
+    /// The download manifest's URL (Apple's `BAManifestURL`); `nil` for reads, removal and local status only.
+    public var manifestURL: URL?
+    /// The platform played (`iOS`, `macOS`, `tvOS`, `visionOS`); `nil` sees every pack.
+    public var platform: String? = "iOS"
+    /// The app's preferred language (a BCP-47 tag); `nil` takes the app group's, then the environment's.
+    public var language: String?
+    /// The app's primary language, the resolved language's fallback.
+    public var primaryLanguage = "en"
+    /// A PEM CA certificate to trust for https (`ba-mock serve --tls-self-signed` prints one).
+    public var caCertificate: String?
+    /// Update through ba-mock's delta archives (ours; a device downloads whole packs).
+    public var deltaUpdates = false
+    /// The app's Info.plist: its first-install limits hold an `install` event (``AssetPackManager/simulate(_:downloaderExtension:)``).
+    public var infoPlist: FilePath?
+
+    public init(appGroup: FilePath, manifestURL: URL? = nil) {
+        self.appGroup = appGroup
+        self.manifestURL = manifestURL
+    }
+
+    /// The configuration of the package's backend.
+    func managerConfiguration() throws -> ManagerConfiguration {
+        var configuration = ManagerConfiguration(appGroup: appGroup, manifestURL: manifestURL)
+        configuration.platform = platform
+        configuration.language = language
+        configuration.primaryLanguage = primaryLanguage
+        configuration.caCertificate = caCertificate
+        configuration.deltaUpdates = deltaUpdates
+        if let infoPlist {
+            let check = try AppInfoPlist.read(file: infoPlist)
+            let errors = (check.plist.map { check.problems + $0.problems(file: infoPlist.string) } ?? check.problems)
+                .filter { $0.severity == .error }
+            guard let plist = check.plist, errors.isEmpty else {
+                throw MockAssetPackServerError(
+                    description: "the Info.plist \(infoPlist): " + errors.map(\.description).joined(separator: "\n")
+                )
+            }
+            configuration.initialDownloadLimits = InitialDownloadLimits(plist)
+        }
+        return configuration
+    }
+}
+
+extension BackgroundAssets.AssetPackManager {
+    /// Runs `body` with `shared` playing `configuration` (for this task and the tasks it starts), then ends
+    /// its status updates and closes its connections.
+    /// - Throws: An error naming what is wrong with the configuration (a URL that will not be fetched, an
+    ///   app group that is a file, a language that is not BCP-47), or what `body` throws.
+    public static func withConfiguration<T: Sendable>(
+        _ configuration: SharedManagerConfiguration,
+        _ body: () async throws -> T
+    ) async throws -> T {
+        let made = try configuration.managerConfiguration()
+        let backend = try await BlockingIO.shortCall { try Backend(made) }
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await Backend.$override.withValue(backend) { try await body() })
+        } catch {
+            result = .failure(error)
+        }
+        await backend.shutdown()
+        return try result.get()
+    }
+
+    /// Waits for the updates `checkForUpdates()` scheduled (Apple's returns without waiting, and a device
+    /// installs them in the background; a test waits to look at the result).
+    /// - Returns: The packs whose update failed, with the error.
+    @discardableResult
+    public func waitForScheduledUpdates() async -> [String: any Error] {
+        await backend.engine.waitForScheduledUpdates().mapValues { FaceError.translate($0) }
+    }
+
+    /// The app group `shared` installs into, to look at what a device would hold.
+    public nonisolated var appGroup: FilePath { backend.configuration.appGroup }
+}
