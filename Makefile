@@ -30,7 +30,7 @@ BIN = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path)
 
 help:
 	@echo "make demo     install what is missing, build, serve $(ASSETS)/ on 127.0.0.1 and fetch from it"
-	@echo "make test     install what is missing, run every test"
+	@echo "make test     install what is missing, run every test (the example app's under Examples/ too)"
 	@echo "make torture  every fault rule, random SIGKILLs of ba-sync, the attack-run cases; $(TORTURE_RUNS) runs each (minutes)"
 	@echo "make bench    release build, then ours side by side with bsdtar, nginx, curl, wrk, rsync, C and sha256sum;"
 	@echo "              writes bench/results.md and puts its table into README.md (~6-13 min)"
@@ -66,7 +66,10 @@ build: deps
 
 # One test at a time: the end-to-end and torture tests wait on real processes, and on two cores tests
 # run side by side starved each other into timeouts.
+# The example app package (Examples/AssetStoreApp) builds against this tree as an app would and runs its own
+# tests against ba-mock first; then every test of this package.
 test: deps
+	cd Examples/AssetStoreApp && $(SWIFT) test
 	$(SWIFT) test --no-parallel
 
 # The torture run includes the attack-run cases (issue 18): planted symlinks, stalled and surplus peers, a
@@ -101,10 +104,10 @@ serve: deps
 	"$(BIN)/ba-mock" serve "$(ASSETS)" --port $(PORT)
 
 lint:
-	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
+	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift Examples/AssetStoreApp/Sources Examples/AssetStoreApp/Tests Examples/AssetStoreApp/Package.swift
 
 format:
-	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
+	$(SWIFT) format --in-place --recursive Sources Tests Package.swift Examples/AssetStoreApp/Sources Examples/AssetStoreApp/Tests Examples/AssetStoreApp/Package.swift
 
 # No apt-get here: installing copies what a release build made (make deps first on a machine without them).
 install:
@@ -115,4 +118,4 @@ install:
 
 clean:
 	$(SWIFT) package clean
-	rm -rf .build "$(ASSETS)/.ba-mock"
+	rm -rf .build "$(ASSETS)/.ba-mock" Examples/AssetStoreApp/.build

@@ -91,7 +91,9 @@ extension AssetPackManager {
     @available(*, deprecated, renamed: "status(relativeTo:)", message: "Use status(relativeTo:) instead.")
     public func status(ofAssetPackWithID assetPackID: String) async throws -> AssetPack.Status {
         let engine = self.engine
-        return AssetPack.Status(try await FaceError.translating { try await engine.status(ofAssetPackWithID: assetPackID) })
+        return AssetPack.Status(
+            try await FaceError.translating { try await engine.status(ofAssetPackWithID: assetPackID) }
+        )
     }
 
     /// The version of the local copy (27.2).

@@ -42,7 +42,9 @@ public struct AssetPackManifest: Sendable, CustomStringConvertible, Encodable, D
 
     public init(from decoder: any Decoder, configuration: DecodingConfiguration) throws {
         let manifest = try DownloadManifest(from: decoder)
-        let packs = try manifest.assetPacks.map { try AssetPackClient.AssetPack($0, manifestURL: configuration.manifestURL) }
+        let packs = try manifest.assetPacks.map {
+            try AssetPackClient.AssetPack($0, manifestURL: configuration.manifestURL)
+        }
         self.init(Self.resolved(packs))
     }
 

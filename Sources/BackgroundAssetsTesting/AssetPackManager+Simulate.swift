@@ -57,9 +57,14 @@ extension BackgroundAssets.AssetPackManager {
             result.offered = offered.map(\.id)
             result.declined = offered.filter { !downloaderExtension.shouldDownload(AssetPack($0)) }.map(\.id)
             if event == .install, let limits = backend.configuration.initialDownloadLimits {
-                try await engine.enforceInitialDownloadLimits(limits, for: .packs(result.offered.filter {
-                    !result.declined.contains($0)
-                }))
+                try await engine.enforceInitialDownloadLimits(
+                    limits,
+                    for: .packs(
+                        result.offered.filter {
+                            !result.declined.contains($0)
+                        }
+                    )
+                )
             }
             let report = try await engine.sync(event: event, declining: Set(result.declined))
             result.downloaded = report.installed

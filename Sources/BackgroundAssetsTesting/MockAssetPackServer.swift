@@ -97,8 +97,16 @@ public func withAssetPackServer<T: Sendable>(
 ) async throws -> T {
     let scratch = try await BlockingIO.shortCall { try TestScratch() }
     do {
-        let result = try await serve(copyOf: folder, in: scratch, platform: platform, language: language,
-            primaryLanguage: primaryLanguage, infoPlist: infoPlist, format: format, body)
+        let result = try await serve(
+            copyOf: folder,
+            in: scratch,
+            platform: platform,
+            language: language,
+            primaryLanguage: primaryLanguage,
+            infoPlist: infoPlist,
+            format: format,
+            body
+        )
         await scratch.remove()
         return result
     } catch {
@@ -170,7 +178,9 @@ private func serve<T: Sendable>(
         )
         let result: Result<T, any Error>
         do {
-            result = .success(try await BackgroundAssets.AssetPackManager.withConfiguration(shared) { try await body(server) })
+            result = .success(
+                try await BackgroundAssets.AssetPackManager.withConfiguration(shared) { try await body(server) }
+            )
         } catch {
             result = .failure(error)
         }

@@ -18,7 +18,8 @@ private func hashableIdentifiable<T: Hashable & Identifiable & Encodable & Custo
 private func decodableWithConfiguration<T: DecodableWithConfiguration>(_: T.Type) {}
 private func localizedError<T: LocalizedError & CustomStringConvertible>(_: T.Type) {}
 private func optionSet<T: OptionSet>(_: T.Type) where T.RawValue == Int {}
-private func sendableSequence<S: Sendable & AsyncSequence>(_: S) where S.Element == AssetPackManager.DownloadStatusUpdate {}
+private func sendableSequence<S: Sendable & AsyncSequence>(_: S)
+where S.Element == AssetPackManager.DownloadStatusUpdate {}
 
 // assetpackmanager, assetpackmanager/shared
 private func shared() {
@@ -113,9 +114,16 @@ private func localStatus(_ manager: AssetPackManager) async {
 
 // contents(at:searchinginassetpackwithid:options:), descriptor(for:searchinginassetpackwithid:), url(for:)
 private func reading(_ manager: AssetPackManager) throws {
-    let _: Data = try manager.contents(at: "Levels/World1/map.json", searchingInAssetPackWithID: nil, options: .mappedIfSafe)
+    let _: Data = try manager.contents(
+        at: "Levels/World1/map.json",
+        searchingInAssetPackWithID: nil,
+        options: .mappedIfSafe
+    )
     let _: Data = try manager.contents(at: FilePath("Levels/World1/map.json"))
-    let descriptor: FileDescriptor = try manager.descriptor(for: "Levels/World1/map.json", searchingInAssetPackWithID: "Levels")
+    let descriptor: FileDescriptor = try manager.descriptor(
+        for: "Levels/World1/map.json",
+        searchingInAssetPackWithID: "Levels"
+    )
     try descriptor.close()
     let _: FileDescriptor = try manager.descriptor(for: "Levels/World1/map.json")
     let _: URL = try manager.url(for: "Levels")

@@ -13,20 +13,32 @@ enum Fixture {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("ba-fixture-\(UUID().uuidString)")
         func write(_ path: String, _ data: Data) throws {
             let url = root.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(),
+                withIntermediateDirectories: true
+            )
             try data.write(to: url)
         }
         func manifest(_ id: String, policy: String, selectors: [String], language: String? = nil) throws {
-            let selectorList = selectors.map { $0.hasSuffix("/") ? #"{"directory": "\#($0.dropLast())"}"# : #"{"file": "\#($0)"}"# }
+            let selectorList = selectors.map {
+                $0.hasSuffix("/") ? #"{"directory": "\#($0.dropLast())"}"# : #"{"file": "\#($0)"}"#
+            }
             let languageKey = language.map { #""language": "\#($0)", "# } ?? ""
             try write(
                 "\(id).json",
-                Data(#"{"assetPackID": "\#(id)", \#(languageKey)"downloadPolicy": \#(policy), "fileSelectors": [\#(selectorList.joined(separator: ", "))], "platforms": ["iOS"]}"#.utf8)
+                Data(
+                    #"{"assetPackID": "\#(id)", \#(languageKey)"downloadPolicy": \#(policy), "fileSelectors": [\#(selectorList.joined(separator: ", "))], "platforms": ["iOS"]}"#
+                        .utf8
+                )
             )
         }
         let onDemand = #"{"onDemand": {}}"#
         try write("Tutorial/steps.json", Data(#"["tap", "swipe"]"#.utf8))
-        try manifest("Tutorial", policy: #"{"essential": {"installationEventTypes": ["firstInstallation"]}}"#, selectors: ["Tutorial/"])
+        try manifest(
+            "Tutorial",
+            policy: #"{"essential": {"installationEventTypes": ["firstInstallation"]}}"#,
+            selectors: ["Tutorial/"]
+        )
         try write("Levels/World1/map.json", map)
         try write("Levels/Über/日本語 🎮.json", unicode)
         try write("Shared/levels.txt", Data("levels".utf8))
@@ -52,7 +64,10 @@ enum Fixture {
         for (id, language) in [("VoicesFR", "fr"), ("VoicesDE", "de")] {
             try write(
                 "\(id).json",
-                Data(#"{"assetPackID": "\#(id)", "language": "\#(language)", "sourceRoot": "\#(id)", "downloadPolicy": \#(onDemand), "fileSelectors": [{"directory": "Voices"}], "platforms": ["iOS"]}"#.utf8)
+                Data(
+                    #"{"assetPackID": "\#(id)", "language": "\#(language)", "sourceRoot": "\#(id)", "downloadPolicy": \#(onDemand), "fileSelectors": [{"directory": "Voices"}], "platforms": ["iOS"]}"#
+                        .utf8
+                )
             )
         }
         if let extraPack {

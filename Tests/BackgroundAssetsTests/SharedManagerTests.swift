@@ -56,7 +56,10 @@ import Testing
             let manifest = try await manager.manifest
             try await manager.ensureLocalAvailability(of: Set(manifest.assetPacks.filter { $0.language == nil }))
             #expect(try manager.contents(at: "Levels/World1/map.json") == Fixture.map)
-            #expect(try manager.contents(at: "Levels/Über/日本語 🎮.json", searchingInAssetPackWithID: "Levels") == Fixture.unicode)
+            #expect(
+                try manager.contents(at: "Levels/Über/日本語 🎮.json", searchingInAssetPackWithID: "Levels")
+                    == Fixture.unicode
+            )
             let descriptor = try manager.descriptor(for: "Levels/World1/map.json")
             let read = try descriptor.closeAfter {
                 var buffer = [UInt8](repeating: 0, count: 64)
@@ -193,7 +196,9 @@ import Testing
             #expect(await manager.locallyAvailableLanguages.map(\.minimalIdentifier) == ["de"])
             #expect(try manager.contents(at: "Voices/hello.txt") == Data("hallo".utf8))
             let folder = try manager.url(for: "Voices", asLocalizedFor: german)
-            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["hello.txt", "intro.txt"])
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["hello.txt", "intro.txt"]
+            )
         }
     }
 
@@ -236,7 +241,8 @@ import Testing
                 "The app couldn't be validated: The bundle's info dictionary lacks a string value for the key \"BAAppGroupID\"."
             )
         )
-        guard case .success(let configured) = ManagerConfiguration.fromEnvironment(["BA_SYNC_APP_GROUP": "/tmp/g"]) else {
+        guard case .success(let configured) = ManagerConfiguration.fromEnvironment(["BA_SYNC_APP_GROUP": "/tmp/g"])
+        else {
             Issue.record("BA_SYNC_APP_GROUP did not configure a manager")
             return
         }

@@ -34,6 +34,12 @@ struct MappingTableTests {
             guard cells.count == 4 else { continue }
             #expect(["match", "differs", "missing"].contains(cells[2]), "\(line)")
             if cells[2] != "match" { #expect(!cells[3].isEmpty, "a \(cells[2]) row says why: \(line)") }
+            if cells[2] == "match" {
+                let cited = ["developer.apple.com", "third-part", "third part", "reference"].contains {
+                    cells[3].contains($0)
+                }
+                #expect(cited, "a match row names the Apple page (or the third-party source) it follows: \(line)")
+            }
             counts[cells[2], default: 0] += 1
         }
         let totals =
