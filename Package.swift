@@ -114,6 +114,7 @@ let package = Package(
         .target(
             name: "BackgroundAssets",
             dependencies: [
+                "System",
                 "AssetPackClient",
                 "AssetPackFormat",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -125,6 +126,7 @@ let package = Package(
             name: "BackgroundAssetsTesting",
             dependencies: [
                 "BackgroundAssets",
+                "System",
                 "AssetPackClient",
                 "AssetPackFormat",
                 "AssetPackServer",

@@ -1,6 +1,7 @@
 internal import AssetPackClient
 internal import AssetPackFormat
 internal import Foundation
+internal import System
 internal import SystemPackage
 
 /// Managing asset packs: Apple's `ensureLocalAvailability` forms, updates, removal and status.
@@ -126,11 +127,11 @@ extension AssetPackManager {
 enum AllocatedSize {
     /// The allocated bytes of every regular file below `folder` (`st_blocks` × 512), each inode once; links
     /// are not followed.
-    static func of(_ folder: FilePath) throws -> Int64 {
+    static func of(_ folder: SystemPackage.FilePath) throws -> Int64 {
         var seen: Set<UInt64> = []
         var total: Int64 = 0
         guard let walker = FileManager.default.enumerator(atPath: folder.string) else {
-            throw ManagedBackgroundAssetsError.fileNotFound(at: folder)
+            throw ManagedBackgroundAssetsError.fileNotFound(at: System.FilePath(folder))
         }
         while let relative = walker.nextObject() as? String {
             var info = stat()

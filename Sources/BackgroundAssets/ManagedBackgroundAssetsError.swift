@@ -1,7 +1,7 @@
 package import AssetPackClient
 internal import AssetPackFormat
 public import Foundation
-public import SystemPackage
+public import System
 
 /// The errors Apple's `AssetPackManager` throws for a pack or a file that is not there
 /// (developer.apple.com/documentation/backgroundassets/managedbackgroundassetserror), so that an app's
@@ -13,7 +13,7 @@ public enum ManagedBackgroundAssetsError: Error, Hashable, Sendable {
     /// No asset pack with this ID.
     case assetPackNotFound(withID: String)
     /// No file at this path in the asset packs searched.
-    case fileNotFound(at: FilePath)
+    case fileNotFound(at: System.FilePath)
 }
 
 extension ManagedBackgroundAssetsError: LocalizedError, CustomStringConvertible {
@@ -35,7 +35,7 @@ package enum FaceError {
         case let error as AssetPackClient.ManagedBackgroundAssetsError:
             switch error {
             case .assetPackNotFound(let id): return ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
-            case .fileNotFound(let path): return ManagedBackgroundAssetsError.fileNotFound(at: path)
+            case .fileNotFound(let path): return ManagedBackgroundAssetsError.fileNotFound(at: System.FilePath(path))
             }
         case let error as AssetPackClientError:
             return error.managed.map(translate) ?? error

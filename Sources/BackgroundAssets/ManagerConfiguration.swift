@@ -8,7 +8,7 @@ package import SystemPackage
 /// test (`BackgroundAssetsTesting`).
 package struct ManagerConfiguration: Sendable {
     /// The app-group directory packs are installed into (Apple's `BAAppGroupID` container).
-    package var appGroup: FilePath
+    package var appGroup: SystemPackage.FilePath
     /// The download manifest's URL (Apple's `BAManifestURL`); `nil` for reads, removal and local status only.
     package var manifestURL: URL?
     /// The platform played (`iOS`, `macOS`, `tvOS`, `visionOS`); `nil` sees every pack.
@@ -24,7 +24,7 @@ package struct ManagerConfiguration: Sendable {
     /// The Info.plist's first-install limits, when one was given.
     package var initialDownloadLimits: InitialDownloadLimits?
 
-    package init(appGroup: FilePath, manifestURL: URL?) {
+    package init(appGroup: SystemPackage.FilePath, manifestURL: URL?) {
         self.appGroup = appGroup
         self.manifestURL = manifestURL
     }
@@ -51,7 +51,7 @@ package struct ManagerConfiguration: Sendable {
         var plist: AppInfoPlist?
         if let file = value("BA_SYNC_INFO_PLIST") {
             do {
-                let check = try AppInfoPlist.read(file: FilePath(file))
+                let check = try AppInfoPlist.read(file: SystemPackage.FilePath(file))
                 let errors = (check.plist.map { check.problems + $0.problems(file: file) } ?? check.problems)
                     .filter { $0.severity == .error }
                 guard let read = check.plist, errors.isEmpty else {
@@ -63,16 +63,16 @@ package struct ManagerConfiguration: Sendable {
                 return .failure(Problem(description: "BA_SYNC_INFO_PLIST=\(file): \(error)"))
             }
         }
-        let appGroup: FilePath
+        let appGroup: SystemPackage.FilePath
         if let folder = value("BA_SYNC_APP_GROUP") {
-            appGroup = FilePath(folder)
+            appGroup = SystemPackage.FilePath(folder)
         } else if let id = plist?.appGroupID {
             guard !id.isEmpty, id != ".", id != "..", !id.contains("/"), !id.contains("\0") else {
                 return .failure(
                     Problem(description: "BAAppGroupID \"\(id)\" cannot name a folder; set BA_SYNC_APP_GROUP")
                 )
             }
-            appGroup = FilePath(id)  // ./<BAAppGroupID>, as ba-sync --info-plist takes it
+            appGroup = SystemPackage.FilePath(id)  // ./<BAAppGroupID>, as ba-sync --info-plist takes it
         } else {
             return .failure(Problem(description: unconfiguredMessage))
         }

@@ -1,11 +1,12 @@
 internal import AssetPackFormat
 internal import AssetPackServer
-public import BackgroundAssets
+internal import BackgroundAssets
 public import Foundation
 internal import Logging
 internal import ServiceLifecycle
 internal import Synchronization
-public import SystemPackage
+public import System
+internal import SystemPackage
 
 /// `ba-mock` serving a copy of an asset folder on 127.0.0.1 at a free port, in this process, for one test:
 /// made by ``withAssetPackServer(serving:platform:language:primaryLanguage:infoPlist:format:_:)``, which
@@ -16,9 +17,9 @@ public struct MockAssetPackServer: Sendable {
     /// The download manifest's URL, what `shared` reads (Apple's `BAManifestURL`).
     public let manifestURL: URL
     /// The copy of the asset folder the server serves: change files here, then ``publish()``.
-    public let assetFolder: FilePath
+    public let assetFolder: System.FilePath
     /// The app group `shared` installs into for this test (removed at its end).
-    public let appGroup: FilePath
+    public let appGroup: System.FilePath
     let catalog: PackCatalog
     let faults: FaultPlan
     let log: Mutex<[String]>.Box
@@ -87,18 +88,18 @@ public struct MockAssetPackServerError: Error, Sendable, CustomStringConvertible
 ///   - body: The test.
 /// - Throws: ``MockAssetPackServerError`` when the folder has a problem (naming it), or what `body` throws.
 public func withAssetPackServer<T: Sendable>(
-    serving folder: FilePath,
+    serving folder: System.FilePath,
     platform: String? = "iOS",
     language: String? = nil,
     primaryLanguage: String = "en",
-    infoPlist: FilePath? = nil,
+    infoPlist: System.FilePath? = nil,
     format: MockPackFormat = .appleArchive,
     _ body: (MockAssetPackServer) async throws -> T
 ) async throws -> T {
     let scratch = try await BlockingIO.shortCall { try TestScratch() }
     do {
         let result = try await serve(
-            copyOf: folder,
+            copyOf: folder.underlying,
             in: scratch,
             platform: platform,
             language: language,
@@ -116,12 +117,12 @@ public func withAssetPackServer<T: Sendable>(
 }
 
 private func serve<T: Sendable>(
-    copyOf folder: FilePath,
+    copyOf folder: SystemPackage.FilePath,
     in scratch: TestScratch,
     platform: String?,
     language: String?,
     primaryLanguage: String,
-    infoPlist: FilePath?,
+    infoPlist: System.FilePath?,
     format: MockPackFormat,
     _ body: (MockAssetPackServer) async throws -> T
 ) async throws -> T {
@@ -161,7 +162,7 @@ private func serve<T: Sendable>(
         guard let text = await waiting.next(), let url = URL(string: text) else {
             throw MockAssetPackServerError(description: "the server stopped before it listened")
         }
-        var shared = SharedManagerConfiguration(appGroup: scratch.root.appending("app-group"))
+        var shared = SharedManagerConfiguration(appGroup: System.FilePath(scratch.root.appending("app-group")))
         shared.manifestURL = url.appendingPathComponent("manifest")
         shared.platform = platform
         shared.language = language
@@ -170,7 +171,7 @@ private func serve<T: Sendable>(
         let server = MockAssetPackServer(
             url: url,
             manifestURL: url.appendingPathComponent("manifest"),
-            assetFolder: copy,
+            assetFolder: System.FilePath(copy),
             appGroup: shared.appGroup,
             catalog: catalog,
             faults: faults,
@@ -200,7 +201,7 @@ public enum MockPackFormat: Sendable, Hashable {
 
 /// A folder of the test's own under the temporary folder, removed at the end.
 struct TestScratch: Sendable {
-    let root: FilePath
+    let root: SystemPackage.FilePath
 
     init() throws {
         let base = FileManager.default.temporaryDirectory.path
@@ -208,7 +209,7 @@ struct TestScratch: Sendable {
         guard let made = mkdtemp(&template) else {
             throw MockAssetPackServerError(description: "cannot make a folder under \(base): \(Errno(rawValue: errno))")
         }
-        root = FilePath(String(cString: made))
+        root = SystemPackage.FilePath(String(cString: made))
     }
 
     /// Removes the folder, off the cooperative pool (a recursive delete).

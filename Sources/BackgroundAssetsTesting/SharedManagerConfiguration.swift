@@ -2,13 +2,14 @@ internal import AssetPackClient
 internal import AssetPackFormat
 public import BackgroundAssets
 public import Foundation
-public import SystemPackage
+public import System
+internal import SystemPackage
 
 /// What `AssetPackManager.shared` plays for a test that configures it in code: the settings `ba-sync` and
 /// the environment (`BA_SYNC_*`) give it otherwise.
 public struct SharedManagerConfiguration: Sendable {
     /// The app-group folder packs are installed into (created when a pack is).
-    public var appGroup: FilePath
+    public var appGroup: System.FilePath
     /// The download manifest's URL (Apple's `BAManifestURL`); `nil` for reads, removal and local status only.
     public var manifestURL: URL?
     /// The platform played (`iOS`, `macOS`, `tvOS`, `visionOS`); `nil` sees every pack.
@@ -22,23 +23,23 @@ public struct SharedManagerConfiguration: Sendable {
     /// Update through ba-mock's delta archives (ours; a device downloads whole packs).
     public var deltaUpdates = false
     /// The app's Info.plist: its first-install limits hold an `install` event (``AssetPackManager/simulate(_:downloaderExtension:)``).
-    public var infoPlist: FilePath?
+    public var infoPlist: System.FilePath?
 
-    public init(appGroup: FilePath, manifestURL: URL? = nil) {
+    public init(appGroup: System.FilePath, manifestURL: URL? = nil) {
         self.appGroup = appGroup
         self.manifestURL = manifestURL
     }
 
     /// The configuration of the package's backend.
     func managerConfiguration() throws -> ManagerConfiguration {
-        var configuration = ManagerConfiguration(appGroup: appGroup, manifestURL: manifestURL)
+        var configuration = ManagerConfiguration(appGroup: appGroup.underlying, manifestURL: manifestURL)
         configuration.platform = platform
         configuration.language = language
         configuration.primaryLanguage = primaryLanguage
         configuration.caCertificate = caCertificate
         configuration.deltaUpdates = deltaUpdates
         if let infoPlist {
-            let check = try AppInfoPlist.read(file: infoPlist)
+            let check = try AppInfoPlist.read(file: infoPlist.underlying)
             let errors = (check.plist.map { check.problems + $0.problems(file: infoPlist.string) } ?? check.problems)
                 .filter { $0.severity == .error }
             guard let plist = check.plist, errors.isEmpty else {
@@ -82,5 +83,5 @@ extension BackgroundAssets.AssetPackManager {
     }
 
     /// The app group `shared` installs into, to look at what a device would hold.
-    public nonisolated var appGroup: FilePath { backend.configuration.appGroup }
+    public nonisolated var appGroup: System.FilePath { System.FilePath(backend.configuration.appGroup) }
 }
