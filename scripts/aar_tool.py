@@ -205,10 +205,13 @@ class PlainWriter:
 
 
 class PbzWriter:
-    def __init__(self, f, algo: str, block_size: int, zlib_raw: bool = False):
+    def __init__(self, f, algo: str, block_size: int, zlib_raw: bool = False, single_block: bool = False):
         if block_size <= 0:
             raise ValueError("block size must be > 0")
         self.f, self.algo, self.block_size, self.zlib_raw = f, algo, block_size, zlib_raw
+        # single_block: the whole archive as one block whatever the header's block size, as a public Apple
+        # Archive library writes it (9 MiB raw under a header of 4 MiB was seen).
+        self.single_block = single_block
         self.buf = bytearray()
         self.blocks = 0
         self.stored = 0
@@ -216,7 +219,7 @@ class PbzWriter:
 
     def write(self, data: bytes):
         self.buf += data
-        while len(self.buf) >= self.block_size:
+        while not self.single_block and len(self.buf) >= self.block_size:
             self._emit(bytes(self.buf[:self.block_size]))
             del self.buf[:self.block_size]
 
@@ -322,7 +325,11 @@ def cmd_write(args) -> int:
     entries.sort(key=lambda e: e[0].split(b"/") if e[0] else [])
 
     with open(args.out, "wb") as f:
-        w = PlainWriter(f) if args.algorithm == "none" else PbzWriter(f, args.algorithm, args.block_size, args.zlib_raw)
+        w = (
+            PlainWriter(f)
+            if args.algorithm == "none"
+            else PbzWriter(f, args.algorithm, args.block_size, args.zlib_raw, args.single_block)
+        )
         for pat, kind, src, mode in entries:
             fields = [f_uint("TYP", ord(kind), 1), f_string("PAT", pat)]
             if kind == "L":
@@ -404,8 +411,10 @@ class RawReader:
         if len(hdr) != 16:
             raise FormatError("truncated pbz block header")
         rsize, csize = struct.unpack(">QQ", hdr)
-        if rsize > self.block_size:
-            raise FormatError(f"pbz block raw size {rsize} > block size {self.block_size}")
+        # Each block's own sizes are honoured within the absolute bound (a writer may declare 4 MiB and write one
+        # larger block), as ba-mock's reader does.
+        if rsize > MAX_BLOCK_SIZE:
+            raise FormatError(f"pbz block raw size {rsize} > {MAX_BLOCK_SIZE}")
         if csize > rsize:
             raise FormatError(f"pbz block compressed size {csize} > raw size {rsize}")
         payload = self.f.read(csize)
@@ -729,6 +738,10 @@ def main(argv=None) -> int:
     w.add_argument("--manifest", help="store this file at the archive root as Manifest.json")
     w.add_argument("--root-entry", action="store_true", help="also emit a D entry with empty PAT")
     w.add_argument("--zlib-raw", action="store_true", help="zlib blocks as raw deflate instead of RFC1950")
+    w.add_argument(
+        "--single-block", action="store_true",
+        help="write the whole archive as one block, whatever --block-size declares (as another writer does)",
+    )
     w.add_argument("--verbose", "-v", action="store_true")
     l = sub.add_parser("list", help="decode and verify an archive")
     l.add_argument("archive")

@@ -89,6 +89,19 @@ public final class ConsoleProgress: Sendable {
                 text: "\(pack.id): the delta failed (\(reason)); downloading the whole pack",
                 extra: ["reason": reason]
             )
+        case .unverifiedFiles(let pack, let carried, let total, let archiveDigestChecked):
+            emit(
+                pack.id,
+                event: "note",
+                text:
+                    "note: \(pack.id) came as an Apple Archive that carries no SHA-256 (SH2) for \(total - carried) of its "
+                    + "\(total) files: "
+                    + (archiveDigestChecked
+                        ? "they were checked only through the whole archive's digest"
+                        : "with no archive digest in the manifest either, their bytes were checked against nothing")
+                    + " (`ba-sync status` keeps this in its FILE DIGESTS column)",
+                extra: ["carried": carried, "fileCount": total, "archiveDigestChecked": archiveDigestChecked]
+            )
         case .waitingForLock(let holder):
             let who = holder.map { "ba-sync (pid \($0))" } ?? "another ba-sync"
             let text = "waiting for \(who), which holds \(appGroup)/.ba-sync/lock"

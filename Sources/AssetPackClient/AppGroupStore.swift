@@ -94,6 +94,26 @@ public struct AppGroupStore: Sendable {
 
     func indexFile(for pack: InstalledPack) -> FilePath { root.appending(pack.directory + ".index.json") }
 
+    /// The installed index of a pack, read as the state files are: relative to its pack folder (opened
+    /// without following a link anywhere below the app group), never through a symlink at the file, never
+    /// from a FIFO or a device, at most ``PackIndex/maximumFileSize`` bytes.
+    /// - Throws: ``AssetPackFormatError`` with code `.io` (unreadable, not a regular file, too large, a link) or
+    ///   `.corruptPack` (does not parse).
+    func loadIndex(of pack: InstalledPack) throws -> PackIndex {
+        BlockingIO.checkOffPool("AppGroupStore.loadIndex")
+        let file = indexFile(for: pack)
+        let relative = FilePath(pack.directory)
+        let folder: FileDescriptor
+        do {
+            folder = try openFolder(relative.removingLastComponent().string, creating: false)
+        } catch {
+            throw AssetPackFormatError(code: .io, message: "cannot read the pack index \(file): \(error)")
+        }
+        return try folder.closeAfter {
+            try PackIndex.load(named: (relative.lastComponent?.string ?? "") + ".index.json", in: folder, shownAs: file)
+        }
+    }
+
     /// Where the quick check's record of an installed version's files is kept (see
     /// `PackInstaller.recordStats`): `.ba-sync/stats/<id>/<version folder>`, out of the pack's folder, which
     /// holds its version folder and index only. Opened, listed and removed only relative to folders opened
@@ -161,7 +181,11 @@ public struct AppGroupStore: Sendable {
     func loadState() throws -> StoreState {
         BlockingIO.checkOffPool("AppGroupStore.loadState")
         do {
-            return try stateFile.load() ?? StoreState()
+            // Relative to the app group's own folder, never through a link below it (as every state file here).
+            guard let folder = try? openFolder(".ba-sync", creating: false) else {
+                return try stateFile.load() ?? StoreState()  // no .ba-sync yet, or one in the way, said by load
+            }
+            return try folder.closeAfter { try stateFile.load(in: folder) } ?? StoreState()
         } catch let error as AssetPackFormatError {
             throw AssetPackClientError(
                 code: .io,

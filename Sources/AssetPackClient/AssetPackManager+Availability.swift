@@ -151,7 +151,17 @@ extension AssetPackManager {
             deltaFailed: { broadcaster.publish(.deltaFailed(pack, reason: $0)) }
         )
         do {
-            _ = try await installer.install(pack, events: events)
+            let installed = try await installer.install(pack, events: events)
+            if let carried = installed.fileDigestsCarried, carried < installed.fileCount {
+                broadcaster.publish(
+                    .unverifiedFiles(
+                        pack,
+                        carried: carried,
+                        of: installed.fileCount,
+                        archiveDigestChecked: installed.sha256 != nil
+                    )
+                )
+            }
             broadcaster.publish(.finished(pack))
         } catch {
             // A cancelled task is a normal outcome, not a failure of the pack.

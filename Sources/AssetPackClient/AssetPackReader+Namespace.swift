@@ -126,19 +126,53 @@ extension AssetPackReader {
                 error.path = path
                 throw error
             }
-            throw fileNotFound(path, in: assetPackID)
+            throw fileNotFound(path, in: assetPackID, namespace: view)
         }
         return file
     }
 
-    func fileNotFound(_ path: FilePath, in assetPackID: String? = nil) -> AssetPackClientError {
+    /// A miss, saying what would find the file: the same name in the other Unicode spelling (NFC or NFD) when
+    /// one is installed, else the packs the server lists that are not installed (the file may be in one).
+    func fileNotFound(_ path: FilePath, in assetPackID: String? = nil, namespace view: Namespace? = nil)
+        -> AssetPackClientError
+    {
         let scope = assetPackID.map { "pack \($0)" } ?? "any installed pack"
-        var error = AssetPackClientError(
-            code: .fileNotFound,
-            message: "\(path) is not in \(scope) in \(store.root). Fix: `ba-sync status` lists installed packs",
-            assetPackID: assetPackID
-        )
+        var message = "\(path) is not in \(scope) in \(store.root)."
+        if let view, let relative = try? namespacePath(path), let other = Self.otherSpelling(of: relative, in: view) {
+            message +=
+                " A file whose name differs only in its Unicode form is installed: \(other.debugDescription) ("
+                + (other.unicodeScalars.count < relative.unicodeScalars.count ? "NFC" : "NFD")
+                + "); names are compared byte for byte, as on a device. Fix: read it by that name, or name the file "
+                + "in the asset folder as the app asks for it"
+        } else if assetPackID == nil, let missing = notInstalledPacks(), !missing.isEmpty {
+            let listed = missing.prefix(5).joined(separator: ", ") + (missing.count > 5 ? ", …" : "")
+            message +=
+                " \(missing.count == 1 ? "Pack" : "Packs") \(listed) \(missing.count == 1 ? "is" : "are") listed by the "
+                + "server but not installed, and the file may be in one. Fix: `ba-sync ensure "
+                + (missing.count == 1 ? missing[0] : "<pack>") + "` (ensureLocalAvailability), then read it again"
+        } else {
+            message += " Fix: `ba-sync status` lists installed packs"
+        }
+        var error = AssetPackClientError(code: .fileNotFound, message: message, assetPackID: assetPackID)
         error.path = path  // Apple's fileNotFound(at:) carries the path
         return error
+    }
+
+    /// The installed namespace path that is `relative` in its other Unicode normalization form, if any.
+    static func otherSpelling(of relative: String, in view: Namespace) -> String? {
+        let composed = relative.precomposedStringWithCanonicalMapping
+        let decomposed = relative.decomposedStringWithCanonicalMapping
+        for candidate in [composed, decomposed] where !candidate.utf8.elementsEqual(relative.utf8) {
+            if view.files[PathKey(candidate)] != nil { return candidate }
+        }
+        return nil
+    }
+
+    /// The packs of the manifest last fetched into this app group that are not installed, sorted; `nil` when
+    /// no manifest was fetched here.
+    func notInstalledPacks() -> [String]? {
+        guard let last = try? store.lastFetchedManifest() else { return nil }
+        let installed = Set(installedPacks.map(\.id))
+        return last.packs.map(\.id).filter { !installed.contains($0) }.sorted()
     }
 }

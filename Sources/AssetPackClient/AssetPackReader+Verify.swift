@@ -54,7 +54,7 @@ extension AssetPackReader {
         for pack in packs {
             let index: PackIndex
             do {
-                index = try PackIndex.load(from: store.indexFile(for: pack))
+                index = try store.loadIndex(of: pack)
             } catch {
                 result.problems.append(.init(pack: pack.id, path: nil, kind: .indexUnreadable))
                 continue

@@ -42,7 +42,7 @@ final class Namespace: Sendable {
             let file = store.indexFile(for: pack)
             let index: PackIndex
             do {
-                index = try PackIndex.load(from: file)
+                index = try store.loadIndex(of: pack)
             } catch {
                 throw AssetPackClientError(
                     code: .io,

@@ -50,7 +50,7 @@ extension PackInstaller {
     {
         let index: PackIndex
         do {
-            index = try PackIndex.load(from: store.indexFile(for: base))
+            index = try store.loadIndex(of: base)
         } catch {
             var failure = AssetPackClientError(
                 code: .corruptPack,
@@ -232,7 +232,7 @@ extension PackInstaller {
                 "the installed \(path) of pack \(pack.id), which the delta keeps, "
                 + (gone ? "is missing" : "cannot be read"),
             assetPackID: pack.id,
-            cause: error as? any Error & Sendable
+            cause: error
         )
         failure.shortReason = "installed \(path) \(gone ? "missing" : "unreadable")"
         return failure

@@ -42,6 +42,9 @@ extension AssetPackManager {
         case delta(AssetPack, DeltaNotice)
         /// The delta failed (why, in a few words); the whole pack is downloaded instead, once.
         case deltaFailed(AssetPack, reason: String)
+        /// Installed from an Apple Archive whose files do not all carry their SHA-256 (`SH2`): how many do, of
+        /// how many, and whether the archive's own digest was checked (said once, at install; `status` keeps it).
+        case unverifiedFiles(AssetPack, carried: Int, of: Int, archiveDigestChecked: Bool)
     }
 }
 

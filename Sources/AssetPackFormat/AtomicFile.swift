@@ -133,6 +133,39 @@ public enum AtomicFile {
         }
     }
 
+    /// Makes the folders a file the user named will be written into (`out/site/dm.json` makes `out/site`;
+    /// a bare `dm.json` makes nothing), a component at a time with `mkdir`, so that a failure names the very
+    /// folder and says what is in the way instead of passing on Foundation's error text.
+    /// - Parameter option: How the user named the file (`-o`, `--html`), for the message.
+    /// - Throws: ``AssetPackFormatError`` with code `.io`.
+    public static func makeFolders(for file: FilePath, option: String) throws {
+        try makeFolder(file.removingLastComponent(), for: file, option: option)
+    }
+
+    /// Makes `folder` and the folders above it that are missing; see ``makeFolders(for:option:)``.
+    /// - Throws: ``AssetPackFormatError`` with code `.io`.
+    public static func makeFolder(_ folder: FilePath, for file: FilePath? = nil, option: String) throws {
+        BlockingIO.checkOffPool("AtomicFile.makeFolder")
+        var current = folder.root.map { FilePath(root: $0) } ?? FilePath("")
+        for component in folder.components {
+            current.append(component)
+            guard mkdir(current.string, 0o755) != 0 else { continue }
+            let failure = Errno(rawValue: errno)
+            var info = stat()
+            if failure == .fileExists, stat(current.string, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { continue }
+            let named = file.map { "\(option) \($0)" } ?? "\(option) \(folder)"
+            let problem =
+                failure == .fileExists || failure == .notDirectory
+                ? "\(current) is a file, not a folder"
+                : "cannot make the folder \(current): \(failure)"
+            throw AssetPackFormatError(
+                code: .io,
+                message: "cannot write \(named): \(problem). Fix: give a path in a folder you can write to",
+                cause: failure
+            )
+        }
+    }
+
     /// A new file in `folder` open for reading and writing, already removed from the folder: scratch space
     /// (an index while it grows or waits to be read) that nothing can leave behind, whatever happens.
     /// - Throws: ``AssetPackFormatError`` with code `.io`.

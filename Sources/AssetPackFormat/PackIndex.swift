@@ -194,6 +194,49 @@ extension PackIndex {
         }
     }
 
+    /// The most bytes an installed index may take: 256 MiB, about a million files.
+    public static let maximumFileSize: Int64 = 256 << 20
+
+    /// Reads the index named `name` in an open folder without waiting or following a link (a FIFO, a
+    /// device or a symlink where an index should be is refused unread), at most ``maximumFileSize`` bytes.
+    /// - Parameter file: How messages name it.
+    /// - Throws: ``AssetPackFormatError`` with code `.io` or `.corruptPack`.
+    public static func load(named name: String, in folder: FileDescriptor, shownAs file: FilePath) throws -> PackIndex {
+        let opened: (fd: FileDescriptor, info: stat)
+        do {
+            opened = try FileDescriptor.openWithoutWaiting(FilePath(name), in: folder, followingSymlink: false)
+        } catch let errno as Errno where errno == .tooManySymbolicLinkLevels {
+            throw AssetPackFormatError(
+                code: .io,
+                message:
+                    "the pack index \(file) is a symlink: ba-sync wrote a file there, and follows no link inside the "
+                    + "app group. Fix: remove the link (and find out who put it there), then ensure the pack again"
+            )
+        } catch {
+            throw AssetPackFormatError(code: .io, message: "cannot read the pack index \(file): \(error)")
+        }
+        return try opened.fd.closeAfter {
+            guard opened.info.st_mode & S_IFMT == S_IFREG else {
+                throw AssetPackFormatError(
+                    code: .io,
+                    message:
+                        "the pack index \(file) is \(FileDescriptor.kind(of: opened.info.st_mode)), not a regular file: "
+                        + "ba-sync wrote a file there. Fix: remove it, then ensure the pack again"
+                )
+            }
+            guard Int64(opened.info.st_size) <= maximumFileSize else {
+                throw AssetPackFormatError(
+                    code: .io,
+                    message:
+                        "the pack index \(file) is larger than \(maximumFileSize >> 20) MiB, more than an index of "
+                        + "a million files. Fix: remove the pack, then ensure it again"
+                )
+            }
+            var parser = IndexParser(reading: opened.fd)
+            return try decode(&parser, source: file.string)
+        }
+    }
+
     /// Reads an index file's rows in order without holding them (an index of 100 000 files is never whole).
     /// - Parameter row: Called with each row's path and size.
     /// - Throws: ``AssetPackFormatError`` with code `.io` (unreadable) or `.corruptPack`, or what `row` throws.

@@ -16,20 +16,23 @@ public struct StateFile<Value: Codable & Sendable>: Sendable {
         self.path = path
     }
 
-    /// The state, or `nil` when the file does not exist yet.
-    /// - Throws: ``AssetPackFormatError`` with code `.invalidState` when the file does not decode, or `.io`
-    ///   when it cannot be read.
+    /// The state, or `nil` when the file (or its folder) does not exist yet: read as ``load(in:)`` reads it,
+    /// relative to its folder (which may be reached through links the user chose), never through a symlink at
+    /// the file, never from a FIFO or a device.
+    /// - Throws: ``AssetPackFormatError`` with code `.invalidState` when the file is not a regular file, is too
+    ///   large or does not decode, or `.io` when it cannot be read.
     public func load() throws -> Value? {
         BlockingIO.checkOffPool("StateFile.load")
-        let data: Data
+        let folder: FileDescriptor
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path.string))
-        } catch CocoaError.fileReadNoSuchFile {
+            let parent = path.removingLastComponent()
+            folder = try FileDescriptor.openFolder(parent.isEmpty ? "." : parent)
+        } catch  where error == .noSuchFileOrDirectory {
             return nil
         } catch {
-            throw AssetPackFormatError(code: .io, message: "cannot read \(path): \(error)")
+            throw AssetPackFormatError.io("open the folder of", path, error)
         }
-        return try decode(data)
+        return try folder.closeAfter { try load(in: folder) }
     }
 
     /// The most bytes ``load(in:)`` reads: a state file is small (the record of an export of 10 000 packs with

@@ -55,11 +55,7 @@ public enum Exporter {
         baseURL: String?,
         platforms: [String] = []
     ) throws -> Result {
-        do {
-            try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
-        } catch {
-            throw AssetPackFormatError(code: .io, message: "cannot create \(folder): \(error)")
-        }
+        try AtomicFile.makeFolder(folder, option: "--out")
         // The folder itself is the user's choice, through a symlink or not; what is below it is not.
         let out: FileDescriptor
         do {

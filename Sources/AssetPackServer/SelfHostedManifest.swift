@@ -156,15 +156,12 @@ public enum SelfHostedManifest {
     /// Writes `manifest` to `path` atomically (temporary file, fsync, rename), making its folder if needed.
     /// - Throws: ``AssetPackFormatError`` with code `.io`.
     public static func write(_ manifest: DownloadManifest, to path: FilePath) throws {
+        try AtomicFile.makeFolders(for: path, option: "-o")
         let bytes: Data
         do {
-            try FileManager.default.createDirectory(
-                atPath: path.removingLastComponent().string,
-                withIntermediateDirectories: true
-            )
             bytes = try manifest.encoded()
         } catch {
-            throw AssetPackFormatError(code: .io, message: "cannot write \(path): \(error)")
+            throw AssetPackFormatError(code: .io, message: "cannot encode the download manifest for \(path): \(error)")
         }
         try AtomicFile.write(bytes, to: path)
     }

@@ -38,6 +38,7 @@ struct PackageCommand: ParsableCommand {
 
     func run() throws {
         let options = try build.packOptions(writing: output)
+        try AtomicFile.makeFolders(for: output, option: "-o")
         let parsed = try PackagingManifest.load(from: manifest)
         let source = try PackSource.resolve(parsed, root: root)
         for warning in source.warnings { Console.err("warning: \(warning)") }

@@ -152,10 +152,14 @@ struct Bench: AsyncParsableCommand {
         settings.repeats = repeats
         let saved = try baseline.map(loadBaseline)
         // A file that cannot be written is said before the run, not after it.
-        if let histogram, !FileManager.default.createFile(atPath: histogram, contents: nil) {
-            throw ValidationError("cannot write --histogram \(histogram). Fix: give a file in a writable folder")
+        if let histogram {
+            try AtomicFile.makeFolders(for: FilePath(histogram), option: "--histogram")
+            guard FileManager.default.createFile(atPath: histogram, contents: nil) else {
+                throw ValidationError("cannot write --histogram \(histogram). Fix: give a file in a writable folder")
+            }
         }
         if let html {
+            try AtomicFile.makeFolders(for: FilePath(html), option: "--html")
             let folder = FilePath(html).removingLastComponent()
             guard FileManager.default.isWritableFile(atPath: folder.isEmpty ? "." : folder.string) else {
                 throw ValidationError("cannot write --html \(html). Fix: give a file in a writable folder")
@@ -183,9 +187,9 @@ struct Bench: AsyncParsableCommand {
             if let saved, let note = report.noiseNote(baseline: saved) { report.warnings.append(note) }
             if let histogram {
                 do {
-                    try Data(report.histograms().utf8).write(to: URL(fileURLWithPath: histogram))
+                    try AtomicFile.write(Array(report.histograms().utf8), to: FilePath(histogram))
                 } catch {
-                    throw ValidationError("cannot write --histogram \(histogram): \(error.localizedDescription)")
+                    throw ValidationError("cannot write --histogram \(histogram): \(error)")
                 }
             }
             if let html {

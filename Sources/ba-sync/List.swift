@@ -25,6 +25,7 @@ struct List: AsyncParsableCommand {
         if app.json {
             Console.json([
                 "event": "result", "resolvedLanguage": manifest.resolvedLanguage?.description ?? NSNull(),
+                "language": (manifest.preferredLanguages.first ?? manifest.primaryLanguage).description,
                 "primaryLanguage": manifest.primaryLanguage.description, "platform": platform ?? "any",
                 "availableLanguages": Set(entries.compactMap(\.pack?.language)).sorted(),
                 "packs": entries.compactMap { entry -> [String: Any]? in
@@ -59,6 +60,14 @@ struct List: AsyncParsableCommand {
                 "platform: \($0) (packs for other platforms are not shown; --platform any shows every pack)"
             }
                 ?? "platform: any (every pack, whatever its platforms)"
+        )
+        let preferred = manifest.preferredLanguages.first ?? manifest.primaryLanguage
+        Console.out(
+            AppLanguage(
+                preferred: preferred.description,
+                resolved: manifest.resolvedLanguage?.description,
+                primary: manifest.primaryLanguage.description
+            ).line
         )
     }
 }

@@ -26,8 +26,11 @@ struct Status: AsyncParsableCommand {
         var (app, server) = (self.app, self.server)
         _ = try await plist.apply(to: &app, server: &server)
         let id = self.id
-        let (report, _) = try await Session(app: app, server: server, needsServer: false).run { manager in
-            try await manager.statusReport(ofAssetPackWithID: id)
+        let ((report, language), _) = try await Session(app: app, server: server, needsServer: false).run {
+            manager in
+            let reader = manager.reader
+            let language = try await BlockingIO.shortCall { AppLanguage(reader) }
+            return (try await manager.statusReport(ofAssetPackWithID: id), language)
         }
         if let id, let entry = report.entries.first, entry.installed == nil, entry.status.isEmpty {
             let message = "pack \(id) is not installed and not known here"
@@ -65,31 +68,21 @@ struct Status: AsyncParsableCommand {
                 },
             ]
             if let offline { result["offlineReason"] = offline }
+            result["language"] = language.preferred
+            result["resolvedLanguage"] = language.resolved ?? NSNull()
             Console.json(result)
             return
         }
         if let offline { Console.err(offline) }
         Console.table(
-            [["PACK", "VERSION", "LANGUAGE", "FILES", "INSTALL", "ARCHIVE DIGEST", "STATUS", "PATH"]]
+            [["PACK", "VERSION", "LANGUAGE", "FILES", "INSTALL", "ARCHIVE DIGEST", "FILE DIGESTS", "STATUS", "PATH"]]
                 + report.entries.map(Self.row)
         )
+        Console.out(language.line)
         if report.entries.contains(where: { $0.installed?.sha256 == nil && $0.installed?.fileDigestsCarried == nil }) {
             Console.err(
                 "archive digest not available: the manifest gave none (as Apple's tools write it); sizes and every "
                     + "file were checked against the pack's index"
-            )
-        }
-        for entry in report.entries {
-            guard let installed = entry.installed, let carried = installed.fileDigestsCarried,
-                carried < installed.fileCount
-            else { continue }
-            let unchecked = installed.fileCount - carried
-            Console.err(
-                "note: \(entry.id) came as an Apple Archive that carries no SHA-256 (SH2) for \(unchecked) of its "
-                    + "\(installed.fileCount) files: "
-                    + (installed.sha256 == nil
-                        ? "with no archive digest in the manifest either, their bytes were checked against nothing"
-                        : "they were checked only through the whole archive's digest")
             )
         }
     }
@@ -97,11 +90,42 @@ struct Status: AsyncParsableCommand {
     /// One pack's row of the table.
     private static func row(_ entry: AssetPackStatusEntry) -> [String] {
         let status = entry.status.names.joined(separator: ",")
-        guard let installed = entry.installed else { return [entry.id, "-", "-", "-", "-", "-", status, "-"] }
+        guard let installed = entry.installed else { return [entry.id, "-", "-", "-", "-", "-", "-", status, "-"] }
         let digest = installed.sha256.map { String($0.prefix(12)) } ?? "not available"
+        // The files' own SHA-256: a tar's index holds every one; an Apple Archive carries them (SH2) or not.
+        let files =
+            installed.fileDigestsCarried.map { carried in
+                carried == installed.fileCount ? "all carried" : "\(carried) of \(installed.fileCount) carried"
+            } ?? "index"
         return [
             entry.id, "v\(installed.version)", installed.language ?? "-", String(installed.fileCount),
-            ByteFormat.string(installed.installSize), digest, status, entry.folder?.string ?? "-",
+            ByteFormat.string(installed.installSize), digest, files, status, entry.folder?.string ?? "-",
         ]
+    }
+}
+
+/// The app's language as the app group plays it: what `status` and `list` show under their table.
+struct AppLanguage: Sendable {
+    /// The preferred language (given, kept in the app group, or the environment's).
+    var preferred: String
+    /// The language the localized packs resolve to; `nil` when no localized pack is installed.
+    var resolved: String?
+    /// The primary language.
+    var primary: String
+
+    init(_ reader: AssetPackReader) {
+        preferred = reader.preferredLanguage.description
+        resolved = reader.resolvedLanguage?.description
+        primary = reader.primaryLanguage.description
+    }
+
+    init(preferred: String, resolved: String?, primary: String) {
+        (self.preferred, self.resolved, self.primary) = (preferred, resolved, primary)
+    }
+
+    /// `language: fr (the app's); localized packs resolve to fr; primary en`.
+    var line: String {
+        "language: \(preferred) (the app's); localized packs resolve to "
+            + (resolved ?? "none (no localized pack is installed)") + "; primary \(primary)"
     }
 }

@@ -46,6 +46,36 @@ struct AssetPackManagerTests {
         }
     }
 
+    // A miss says what would find the file (issue 34): a pack the server lists that is not installed, or the
+    // same name in its other Unicode spelling.
+    @Test func aMissNamesThePacksNotInstalledAndTheOtherUnicodeSpelling() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try scratch.write("Levels/World1/Caf\u{E9}.json", "{}")  // NFC on disk
+        let appGroup = scratch.root.appending("AppGroup")
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try manager(server, appGroup)
+            try await manager.ensureLocalAvailability(ofAssetPacksWithIDs: ["Levels"])
+            let reader = manager.reader
+            do {
+                _ = try reader.contents(at: "Textures/rock.ktx2")
+                Issue.record("read a file of a pack that is not installed")
+            } catch let error as AssetPackClientError {
+                #expect(error.code == .fileNotFound)
+                #expect(error.message.contains("Packs Textures, Tutorial are listed by the server but not installed"))
+                #expect(error.message.contains("`ba-sync ensure <pack>`"))
+            }
+            do {
+                _ = try reader.contents(at: "Levels/World1/Cafe\u{301}.json")  // asked for in NFD
+                Issue.record("read a file by its other Unicode spelling")
+            } catch let error as AssetPackClientError {
+                #expect(error.code == .fileNotFound)
+                #expect(error.message.contains("differs only in its Unicode form"), "\(error.message)")
+                #expect(error.message.contains("(NFC)"), "\(error.message)")
+            }
+        }
+    }
+
     @Test func ensureRemoveAndEnsureAgain() async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()

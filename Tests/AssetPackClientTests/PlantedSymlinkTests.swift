@@ -171,4 +171,62 @@ struct PlantedSymlinkTests {
             #expect(try again.verify() == 3)
         }
     }
+
+    /// Replaces the installed index of `id` with `what`: a FIFO, or a link to /dev/zero.
+    func plant(_ what: String, atIndexOf id: String, in appGroup: FilePath) throws {
+        let installed = try #require(AssetPackReader(appGroup: appGroup).installedPack(withID: id))
+        let index = appGroup.appending(installed.directory + ".index.json").string
+        try FileManager.default.removeItem(atPath: index)
+        if what == "fifo" {
+            #expect(mkfifo(index, 0o644) == 0)
+        } else {
+            try FileManager.default.createSymbolicLink(atPath: index, withDestinationPath: "/dev/zero")
+        }
+    }
+
+    // A FIFO or a link to /dev/zero where the installed index is: every read refuses it at once, naming it,
+    // instead of waiting for a writer forever or reading zeros until memory runs out (attack run, issue 34).
+    @Test(.timeLimit(.minutes(1)), arguments: ["fifo", "link to /dev/zero"])
+    func anInstalledIndexThatIsNotARegularFileIsRefusedAtOnce(_ what: String) async throws {
+        try await withAppGroup { server, appGroup, _, _ in
+            let manager = try manager(server, appGroup)
+            try await manager.ensureLocalAvailability(ofAssetPacksWithIDs: ["Levels"])
+            try plant(what, atIndexOf: "Levels", in: appGroup)
+            let reader = AssetPackReader(appGroup: appGroup)
+            let error = try await BlockingIO.longJob { () -> String in
+                _ = try? reader.verify(assetPackWithID: "Levels")  // returns or throws; never waits
+                do {
+                    _ = try reader.contents(at: "Levels/World1/level1.json")
+                    return ""
+                } catch {
+                    return "\(error)"
+                }
+            }
+            #expect(error.contains(".index.json"))
+            #expect(error.contains(what == "fifo" ? "a FIFO" : "symlink"))
+        }
+    }
+
+    // The app group's state file is read as the other state files are: a FIFO there is refused, not waited on.
+    @Test(.timeLimit(.minutes(1)))
+    func aStateFileThatIsAFIFOIsRefusedAtOnce() async throws {
+        try await withAppGroup { server, appGroup, _, _ in
+            let manager = try manager(server, appGroup)
+            try await manager.ensureLocalAvailability(ofAssetPacksWithIDs: ["Levels"])
+            let state = appGroup.appending(".ba-sync/state.json").string
+            try FileManager.default.removeItem(atPath: state)
+            #expect(mkfifo(state, 0o644) == 0)
+            let store = AppGroupStore(root: appGroup)
+            let error = try await BlockingIO.longJob { () -> String in
+                do {
+                    _ = try store.loadState()
+                    return ""
+                } catch {
+                    return "\(error)"
+                }
+            }
+            #expect(error.contains("state.json"))
+            #expect(error.contains("a FIFO"))
+        }
+    }
 }

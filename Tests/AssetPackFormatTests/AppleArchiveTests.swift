@@ -254,10 +254,14 @@ struct AppleArchiveTests {
         var huge = AppleArchiveFixture.pbzStored(plain, blockSize: 4096)
         huge.replaceSubrange(4..<12, with: AppleArchiveFixture.bigEndian(1 << 62))
         try refused(huge, saying: "block size")
-        // A block that claims more than the block size, or a stored size past its raw size.
+        // A block over the absolute bound of 64 MiB (whatever the header's block size), or a stored size past its
+        // raw size.
         var big = AppleArchiveFixture.pbzStored(plain, blockSize: 4096)
         big.replaceSubrange(12..<20, with: AppleArchiveFixture.bigEndian(1 << 40))
-        try refused(big, saying: "outside its block size")
+        try refused(big, saying: "outside what ba-mock reads: 1 byte to 64.0 MiB")
+        var overBound = AppleArchiveFixture.pbzStored(plain, blockSize: 4096)
+        overBound.replaceSubrange(12..<20, with: AppleArchiveFixture.bigEndian((64 << 20) + 1))
+        try refused(overBound, saying: "outside what ba-mock reads")
         var stored = AppleArchiveFixture.pbzStored(plain, blockSize: 4096)
         stored.replaceSubrange(20..<28, with: AppleArchiveFixture.bigEndian(5000))
         try refused(stored, saying: "more than the 4096 it holds")

@@ -94,6 +94,67 @@ struct AppleArchiveEndToEndTests {
         #expect(verified.status == 0, "\(verified.stderr)")
     }
 
+    // A public Apple Archive library writes the whole archive as one pbz block (9 MiB raw under a header block
+    // size of 4 MiB): each block's own sizes are honoured within the 64 MiB bound, in inspect, serve and ba-sync.
+    @Test(arguments: ["lzfse", "zlib"])
+    func anArchiveWrittenAsOneBlockLargerThanItsHeaderSaysIsRead(_ algorithm: String) throws {
+        let scratch = try Scratch()
+        _ = try content(scratch)
+        try scratch.write("content/Videos/more.bin", Scratch.noise(1_500_000, seed: 12))  // 9.5 MiB in all
+        let archive = scratch.root.appending("Levels.aar")
+        let written = try independent([
+            "write", archive.string, "--algorithm", algorithm, "--block-size", "4194304", "--single-block",
+            "--sha256", "--root-entry", "--manifest", scratch.root.appending("Manifest.json").string,
+            scratch.root.string + "/content",
+        ])
+        #expect(written.status == 0, "\(written.stderr)")
+        let listed = try independent(["list", archive.string, "--json"])
+        #expect(listed.stdout.contains("\"blocks\": 1"), "\(listed.stdout.prefix(400))")
+
+        let inspected = try runTool(mock, ["inspect", archive.string, "--verify"])
+        #expect(inspected.status == 0, "\(inspected.stderr)")
+        #expect(inspected.stdout.contains("verified: 5 files read whole"), "\(inspected.stdout)")
+
+        let server = try RunningTool(mock, ["serve", archive.string, "--port", "0"])
+        defer { server.interrupt() }
+        let url = try #require(server.waitForFirstLine(), "\(server.stderr)")
+        let appGroup = scratch.root.appending("AppGroup")
+        let ensured = try runTool(sync, ["ensure", "Levels", "--server", url, "--app-group", appGroup.string])
+        #expect(ensured.status == 0, "\(ensured.stderr)")
+        let verified = try runTool(sync, ["verify", "--app-group", appGroup.string])
+        #expect(verified.status == 0, "\(verified.stderr)")
+    }
+
+    // An archive whose files carry no SH2: the note is said once, at install; status keeps it in a column, and
+    // shows the app's language under its table, as list does (issue 34).
+    @Test func aNoteOnFilesWithoutDigestsIsSaidOnceAndStatusKeepsIt() throws {
+        let scratch = try Scratch()
+        _ = try content(scratch)
+        let archive = scratch.root.appending("Levels.aar")
+        let written = try independent([
+            "write", archive.string, "--algorithm", "lzfse", "--root-entry",
+            "--manifest", scratch.root.appending("Manifest.json").string, scratch.root.string + "/content",
+        ])
+        #expect(written.status == 0, "\(written.stderr)")
+        let server = try RunningTool(mock, ["serve", archive.string, "--port", "0"])
+        defer { server.interrupt() }
+        let url = try #require(server.waitForFirstLine(), "\(server.stderr)")
+        let appGroup = scratch.root.appending("AppGroup").string
+        let ensured = try runTool(sync, ["ensure", "Levels", "--server", url, "--app-group", appGroup])
+        #expect(ensured.status == 0, "\(ensured.stderr)")
+        let note = "note: Levels came as an Apple Archive that carries no SHA-256 (SH2) for 4 of its 4 files"
+        #expect(ensured.stderr.components(separatedBy: note).count == 2, "\(ensured.stderr)")
+        let again = try runTool(sync, ["ensure", "Levels", "--server", url, "--app-group", appGroup])
+        #expect(!again.stderr.contains("note:"), "\(again.stderr)")
+        let status = try runTool(sync, ["status", "--server", url, "--app-group", appGroup, "--language", "fr"])
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(!status.stderr.contains("note:"), "\(status.stderr)")
+        #expect(status.stdout.contains("FILE DIGESTS") && status.stdout.contains("0 of 4 carried"), "\(status.stdout)")
+        #expect(status.stdout.contains("language: fr (the app's)"), "\(status.stdout)")
+        let list = try runTool(sync, ["list", "--server", url, "--app-group", appGroup, "--language", "fr"])
+        #expect(list.stdout.contains("language: fr (the app's)"), "\(list.stdout)")
+    }
+
     @Test(arguments: ["lzfse", "lzma", "zlib", "lz4", "none"])
     func archivesBAMockWritesAreReadByTheIndependentTool(_ compression: String) throws {
         let scratch = try Scratch()

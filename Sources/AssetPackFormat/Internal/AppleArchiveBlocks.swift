@@ -167,11 +167,14 @@ final class PBZDecoder {
         let rawSize = sizes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let storedSize = sizes[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         // Compared as UInt64 before any conversion: a size near 2^64 cannot overflow or allocate.
-        guard rawSize > 0, rawSize <= UInt64(blockSize), storedSize > 0 else {
+        // Each block's own sizes are honoured, within the absolute bound: other writers put the whole archive in
+        // one block under a header of 4 MiB (9 MiB was seen), and Apple's format does not forbid it.
+        guard rawSize > 0, rawSize <= UInt64(Self.maximumBlockSize), storedSize > 0 else {
             throw AppleArchiveError.corrupt(
                 name,
-                "has a block (\(blocks)) of \(rawSize) bytes stored in \(storedSize), outside its block size of "
-                    + "\(blockSize) bytes"
+                "has a block (\(blocks)) of \(rawSize) bytes stored in \(storedSize), outside what ba-mock reads: 1 "
+                    + "byte to \(ByteFormat.string(Int64(Self.maximumBlockSize))) (its header declares blocks of "
+                    + "\(blockSize) bytes)"
             )
         }
         guard storedSize <= rawSize else {
