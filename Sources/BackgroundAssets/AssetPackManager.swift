@@ -1,6 +1,6 @@
-package import AssetPackClient
+internal import AssetPackClient
 internal import AssetPackFormat
-public import Foundation
+internal import Foundation
 
 /// An actor that manages asset packs, with Apple's declaration
 /// (developer.apple.com/documentation/backgroundassets/assetpackmanager): `shared`, the status updates, the

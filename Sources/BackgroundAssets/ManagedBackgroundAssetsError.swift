@@ -1,4 +1,4 @@
-package import AssetPackClient
+internal import AssetPackClient
 internal import AssetPackFormat
 public import Foundation
 public import System

@@ -28,7 +28,7 @@ public struct FilePath: Hashable, Codable, Sendable {
     public init(_ string: String) { underlying = SystemPackage.FilePath(string) }
 
     /// A path from a null-terminated C string.
-    public init(cString: UnsafePointer<CChar>) { underlying = SystemPackage.FilePath(cString: cString) }
+    public init(cString: UnsafePointer<CChar>) { underlying = SystemPackage.FilePath(platformString: cString) }
 
     /// A path from a null-terminated platform string.
     public init(platformString: UnsafePointer<CInterop.PlatformChar>) {
