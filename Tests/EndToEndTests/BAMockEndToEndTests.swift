@@ -433,6 +433,10 @@ struct BAMockEndToEndTests {
         let packs = try #require((control as? [String: Any])?["packs"] as? [[String: Any]])
         let listed = try #require(packs.first { $0["id"] as? String == "Levels" }?["problems"] as? [[String: Any]])
         #expect(listed.compactMap { $0["key"] as? String } == ["fileSelectors", "platforms"])
+        // The line goes out through the output queue, after the manifest changed: wait for it, not for the clock.
+        while !server.stderr.contains("error: \(levels): fileSelectors: is missing") && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         #expect(server.stderr.contains("error: \(levels): fileSelectors: is missing"), "\(server.stderr)")
         try scratch.write("Assets/Levels.json", good)
         while manifest.mockProblems != nil && ContinuousClock.now < deadline {
@@ -442,6 +446,9 @@ struct BAMockEndToEndTests {
         #expect(manifest.mockProblems == nil)
         let raw = String(decoding: try await fetch(url + "/manifest").body, as: UTF8.self)
         #expect(!raw.contains("mockProblems"), "the key is there only while something is broken")
+        while !server.stderr.contains("fixed: \(levels) has no error any more") && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         #expect(server.stderr.contains("fixed: \(levels) has no error any more"), "\(server.stderr)")
         var pin = HTTPClientRequest(url: url + "/_mock/packs/Levels/version/9")
         pin.method = .PUT

@@ -81,10 +81,15 @@ struct BenchHTMLEndToEndTests {
         #expect(markedPanels.count == 7)
         #expect(markedPanels.allSatisfy { $0.classes.contains("regressed") })
 
-        // A page that cannot be written is refused before the run.
-        let refused = try runTool(sync, bench + ["--html", "/nonexistent/folder/out.html"])
+        // A page that cannot be written (a file stands where its folder would be) is refused before the run,
+        // naming the path and the fix; a folder that does not exist yet is made.
+        try scratch.write("blocked", "a file")
+        let blocked = scratch.root.appending("blocked/out.html").string
+        let refused = try runTool(sync, bench + ["--html", blocked])
         #expect(refused.status != 0)
-        #expect(refused.stderr.contains("cannot write --html"))
+        #expect(refused.stderr.contains("cannot write --html \(blocked)"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("is a file, not a folder"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("Error Domain"), "\(refused.stderr)")
     }
 
     /// The page as a reader sees it, in headless Chromium: every panel and both bar charts are drawn with a
