@@ -79,10 +79,16 @@ package final class Backend: Sendable {
         let key = UUID()
         waiting.withLock { table in for id in ids { table[id, default: [:]][key] = task } }
         defer { waiting.withLock { table in for id in ids { table[id]?[key] = nil } } }
-        try await withTaskCancellationHandler {
-            try await task.value
-        } onCancel: {
-            task.cancel()
+        do {
+            try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
+            }
+        } catch {
+            // Apple: a download's sequence ends with `failed`; the engine reports a cancel as no failure.
+            if task.isCancelled { updates.cancelled(ids) }
+            throw error
         }
     }
 
@@ -98,7 +104,8 @@ package final class Backend: Sendable {
     ) -> AssetPackManager.DownloadStatusUpdate {
         let pack = AssetPack(update.assetPack)
         func current(total: Int64) -> Progress {
-            if let existing = progress[pack.id] { return existing }
+            // A download cancelled through its Progress starts again with a new one.
+            if let existing = progress[pack.id], !existing.isCancelled { return existing }
             let made = Progress(totalUnitCount: max(total, 1))
             progress[pack.id] = made
             return made
@@ -130,6 +137,8 @@ private final class UpdateFanOut: Sendable {
     private typealias Continuation = AsyncStream<AssetPackManager.DownloadStatusUpdate>.Continuation
     private let subscribers = Mutex<[UUID: (id: String?, continuation: Continuation)]>([:])
     private let cancelHandler = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// The downloads begun and not yet finished or failed, by pack ID.
+    private let inFlight = Mutex<[String: AssetPack]>([:])
 
     /// Called with a pack's ID when its download's `Progress` is cancelled.
     var onCancel: (@Sendable (String) -> Void)? {
@@ -147,8 +156,20 @@ private final class UpdateFanOut: Sendable {
         return stream
     }
 
+    /// Ends the downloads of `ids` still in flight with `failed(_, CancellationError())`.
+    func cancelled(_ ids: [String]) {
+        let packs = inFlight.withLock { table in ids.compactMap { table.removeValue(forKey: $0) } }
+        for pack in packs { publish(.failed(pack, CancellationError())) }
+    }
+
     func publish(_ update: AssetPackManager.DownloadStatusUpdate) {
         let id = update.assetPack.id
+        switch update {
+        case .began(let pack), .downloading(let pack, _), .paused(let pack):
+            inFlight.withLock { $0[id] = pack }
+        case .finished, .failed:
+            inFlight.withLock { $0[id] = nil }
+        }
         if case .downloading(_, let progress) = update, progress.cancellationHandler == nil {
             let handler = onCancel
             progress.cancellationHandler = { handler?(id) }

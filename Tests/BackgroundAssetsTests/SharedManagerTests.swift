@@ -161,17 +161,28 @@ import Testing
             let pack = try #require(try await manager.manifest.assetPack(withID: "Extras"))
             let updates = manager.statusUpdates(forAssetPackWithID: "Extras")
             let ensuring = Task { try await manager.ensureLocalAvailability(of: pack, requireLatestVersion: false) }
-            for await update in updates {
-                if case .downloading(_, let progress) = update {
+            var last: AssetPackManager.DownloadStatusUpdate?
+            for await update in updates {  // ends after `failed`
+                if case .downloading(_, let progress) = update, !progress.isCancelled {
                     progress.cancel()
-                    break
+                    progress.cancel()  // a second cancel is harmless
                 }
+                last = update
             }
+            guard case .failed(let failed, let error) = last else {
+                Issue.record("the sequence did not end with failed: \(String(describing: last))")
+                return
+            }
+            #expect(failed.id == "Extras" && error is CancellationError)
             await #expect(throws: CancellationError.self) { try await ensuring.value }
             #expect(!manager.assetPackIsAvailableLocally(withID: "Extras"))
             server.clearFaults()
+            let again = manager.statusUpdates(forAssetPackWithID: "Extras")
             try await manager.ensureLocalAvailability(of: pack, requireLatestVersion: false)  // starts clean
             #expect(try manager.contents(at: "Extras/big.bin").count == 256 << 10)
+            for await update in again {
+                if case .downloading(_, let progress) = update { #expect(!progress.isCancelled) }
+            }
         }
     }
 
