@@ -108,8 +108,17 @@ extension AssetPackManager {
     /// Keeps the language the app set in the app group, as a device keeps an app's language, once the app
     /// group has a state (nothing is created for it).
     func rememberLanguage() async throws {
-        guard let language = reader.language?.description else { return }
         let store = self.store
+        if reader.followsSystemLanguage {
+            try await BlockingIO.shortCall {
+                guard FileManager.default.fileExists(atPath: store.stateFilePath.string),
+                    try store.loadState().language != nil
+                else { return }
+                try store.update { $0.language = nil }
+            }
+            return
+        }
+        guard let language = reader.language?.description else { return }
         try await BlockingIO.shortCall {
             guard FileManager.default.fileExists(atPath: store.stateFilePath.string),
                 try store.loadState().language != language

@@ -48,6 +48,8 @@ public final class AssetPackReader: Sendable {
         self.view = Mutex((nil, nil, language))
     }
 
+    private let followsSystem = Mutex(false)
+
     /// The language the app set, if any; setting it changes what later reads see (and a manager keeps it in
     /// the app group at its next change there).
     public var language: LanguageTag? {
@@ -58,6 +60,33 @@ public final class AssetPackReader: Sendable {
                 $0.scope = nil
             }
         }
+    }
+
+    /// Goes back to the system's preferred languages (Apple's `resolvedLanguage = nil`): the language set and
+    /// the one the app group remembers are both set aside, and a manager forgets the remembered one at its
+    /// next change there.
+    public func useSystemLanguage() {
+        view.withLock {
+            $0.language = nil
+            $0.scope = nil
+        }
+        followsSystem.withLock { $0 = true }
+    }
+
+    /// Whether the app went back to the system's languages since the app group last remembered one.
+    public var followsSystemLanguage: Bool { followsSystem.withLock { $0 } && language == nil }
+
+    /// The languages of the localized packs this app group knows of: installed, or listed by the manifest last
+    /// fetched into it (what Apple's resolved language is chosen among: "the languages available in the
+    /// app's localized asset packs").
+    public var knownLanguages: [LanguageTag] {
+        var tags = Set((try? currentNamespace())?.localizedLanguages ?? [])
+        if let last = try? store.lastFetchedManifest() {
+            for pack in last.packs {
+                if let tag = pack.language.flatMap({ try? LanguageTag(parsing: $0) }) { tags.insert(tag) }
+            }
+        }
+        return tags.sorted { $0.description < $1.description }
     }
 
     /// The app's primary language: the fallback of the resolved language.
@@ -74,7 +103,7 @@ public final class AssetPackReader: Sendable {
 
     func preferredLanguages(remembered: LanguageTag?) -> [LanguageTag] {
         if let language { return [language] }
-        if let remembered { return [remembered] }
+        if let remembered, !followsSystemLanguage { return [remembered] }
         return environmentLanguages
     }
 
@@ -88,7 +117,7 @@ public final class AssetPackReader: Sendable {
 
     func resolvedLanguage(in view: Namespace, preferring language: LanguageTag?) -> LanguageTag? {
         LanguageTag.bestMatch(
-            preferred: language.map { [$0] } ?? view.rememberedLanguage.map { [$0] } ?? environmentLanguages,
+            preferred: preferredLanguages(remembered: view.rememberedLanguage),
             available: view.localizedLanguages,
             primary: primaryLanguage
         )

@@ -78,7 +78,9 @@ public struct MockAssetPackServerError: Error, Sendable, CustomStringConvertible
 /// `shared` is pointed at the server for the task that calls this and the tasks it starts (a task-local
 /// value), so tests that each call it run side by side.
 /// - Parameters:
-///   - folder: The asset folder: packaging manifests (`*.json`) beside the assets, as `ba-mock serve` takes.
+///   - folder: The asset folder: packaging manifests (`*.json`) beside the assets, as `ba-mock serve` takes; a
+///     relative path starts at the working folder (the package's root under `swift test`). The folder is
+///     copied (through a link, if it is one) and never written to.
 ///   - platform: The platform the device plays; packs for others are invisible. `nil` sees every pack.
 ///   - language: The app's preferred language (a BCP-47 tag); `nil` takes the environment's.
 ///   - primaryLanguage: The app's primary language, the resolved language's fallback.
@@ -127,8 +129,11 @@ private func serve<T: Sendable>(
     _ body: (MockAssetPackServer) async throws -> T
 ) async throws -> T {
     let copy = scratch.root.appending("assets")
+    // The folder itself may be a link (a test's `Assets` linked to the app's): its content is copied, never the
+    // link, so that nothing is built into the folder it leads to.
+    let source = URL(fileURLWithPath: folder.string).resolvingSymlinksInPath().path
     do {
-        try await BlockingIO.longJob { try FileManager.default.copyItem(atPath: folder.string, toPath: copy.string) }
+        try await BlockingIO.longJob { try FileManager.default.copyItem(atPath: source, toPath: copy.string) }
     } catch {
         throw MockAssetPackServerError(
             description: "cannot copy the asset folder \(folder) for the test's server: \(error.localizedDescription)"

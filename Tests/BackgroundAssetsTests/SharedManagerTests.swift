@@ -242,6 +242,37 @@ import Testing
         }
     }
 
+    // A test's asset folder that is a link to the app's: served from a copy of what it leads to, and the
+    // folder it leads to is left as it was (the link itself was copied, and every build went into the source).
+    @Test func anAssetFolderThatIsALinkIsCopiedNotWrittenTo() async throws {
+        let folder = try Fixture.make()
+        let link = FileManager.default.temporaryDirectory.appendingPathComponent("ba-link-\(UUID().uuidString)").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: folder.string)
+        let before = try FileManager.default.subpathsOfDirectory(atPath: folder.string).sorted()
+        let served = try await withAssetPackServer(serving: FilePath(link)) { _ in
+            try await manager.manifest.assetPack(withID: "Levels")
+        }
+        #expect(served != nil)
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: folder.string).sorted() == before)
+    }
+
+    // Apple: setting `resolvedLanguage` to nil "reverts to the system preference", and a language set is the
+    // resolved one among the app's localized packs, installed or not (the new user's report, issue 29).
+    @Test func aLanguageSetIsResolvedAtOnceAndNilGoesBackToTheSystems() async throws {
+        try await withAssetPackServer(serving: try Fixture.make(), language: "de") { _ in
+            _ = try await manager.manifest  // the app's localized packs: de and fr
+            manager.resolvedLanguage = Locale.Language(identifier: "fr")
+            #expect(manager.resolvedLanguage?.minimalIdentifier == "fr")
+            try await manager.reconcilePreferredLanguages()
+            #expect(await manager.locallyAvailableLanguages.map(\.minimalIdentifier) == ["fr"])
+            manager.resolvedLanguage = nil  // back to the device's language: de, as the configuration plays it
+            #expect(manager.resolvedLanguage?.minimalIdentifier == "de")
+            try await manager.reconcilePreferredLanguages()
+            #expect(await manager.locallyAvailableLanguages.map(\.minimalIdentifier) == ["de"])
+            #expect(manager.resolvedLanguage?.minimalIdentifier == "de")
+        }
+    }
+
     @Test func withoutAnAppGroupSharedStopsWithApplesMessage() {
         guard case .failure(let problem) = ManagerConfiguration.fromEnvironment([:]) else {
             Issue.record("an empty environment configured a manager")
