@@ -15,6 +15,8 @@ struct SourceTree {
     let stateReal: [String]
     /// How the state folder is shown in messages.
     private let stateShown: String
+    /// The asset folder's real path: its top-level `*.json` files are the packaging manifests.
+    let assetFolderReal: String
 
     /// - Parameters:
     ///   - root: The folder selector paths are relative to (a manifest's source root).
@@ -22,6 +24,7 @@ struct SourceTree {
     init(root: FilePath, assetFolder: FilePath? = nil) throws {
         rootReal = try Self.realPath(root, orThrow: "asset folder")
         let outer = try assetFolder.map { try Self.realPath($0, orThrow: "asset folder") } ?? rootReal
+        assetFolderReal = outer
         let state = outer + "/" + PackPath.stateFolderName
         stateShown = state
         stateReal = [state] + ((try? Self.realPath(FilePath(state), orThrow: "state")).map { [$0] } ?? [])
@@ -33,6 +36,13 @@ struct SourceTree {
                     + "served. Fix: point sourceRoot at a content folder"
             )
         }
+    }
+
+    /// Whether a file found is a packaging manifest: a `*.json` file at the top of the asset folder, or the
+    /// manifest file `manifestReal` itself wherever it is.
+    func isManifest(_ found: Found, manifestReal: String?) -> Bool {
+        (found.folder.utf8.elementsEqual(assetFolderReal.utf8) && found.name.utf8.count > 5
+            && found.name.hasSuffix(".json")) || manifestReal.map { found.real.utf8.elementsEqual($0.utf8) } == true
     }
 
     /// Whether a real path is the state folder or inside it.
