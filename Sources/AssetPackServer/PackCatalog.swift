@@ -120,6 +120,7 @@ public actor PackCatalog {
     /// it write and delete outside the asset folder.
     /// - Throws: ``AssetPackServerError`` with code `.state`.
     static func checkStateFolder(of folder: AssetFolder) throws {
+        guard folder.separateState == nil else { return }  // a folder of the caller's own, made for one check
         guard let root = try? FileDescriptor.openFolder(folder.root) else { return }  // the scan says why
         defer { try? root.close() }
         let state = PackPath.stateFolderName
