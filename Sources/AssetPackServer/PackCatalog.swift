@@ -61,6 +61,9 @@ public actor PackCatalog {
     var refreshing: Task<CatalogReport, any Error>?
     /// Whether the first refresh ran (it sweeps archives left by an earlier run).
     var started = false
+    /// The scan ``check()`` made before the server listened, taken by the first refresh instead of scanning
+    /// the folder a second time (at 10 000 packs each scan took tens of seconds before a restart said its URL).
+    var checkedScan: AssetFolder.Scan?
     /// Whether opening dropped deltas beyond the depth from the state (saved by the first refresh).
     var trimmed = false
     /// Packs a refresh is about to build that have no published version yet (asked for, they get 503).
@@ -167,11 +170,12 @@ public actor PackCatalog {
     }
 
     func scanAndBuild(settle: Duration?) async throws -> CatalogReport {
-        let (folder, packsFolder, options) = (self.folder, self.packsFolder, self.options)
+        let (folder, packsFolder, options, checked) = (self.folder, self.packsFolder, self.options, checkedScan)
+        checkedScan = nil
         // A scan stats every file of the folder (100 000 of them, for some), and the fingerprints hash what it
         // found: a long job, off the actor.
         let (scan, fingerprints, archives) = try await BlockingIO.longJob {
-            let scan = try folder.scan()
+            let scan = try checked ?? folder.scan()
             let fingerprints = scan.sources.map { $0.fingerprint(options: options) }
             try Self.createFolder(packsFolder)
             let archives = Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [])

@@ -351,15 +351,21 @@ struct Serve: AsyncParsableCommand {
         configuration.settle = .milliseconds(Int64(settle * 1000))
         configuration.dashboard = dashboard
         configuration.controlToken = token
-        let (host, publicName) = (self.host, tlsName.first)
+        let (host, publicName, archiveCount) = (self.host, tlsName.first, archives.count)
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { listening in
             let url = ServerConfiguration.publicURL(listening: listening, host: host, publicName: publicName)
             servedURL.withLock { $0 = url }
-            let pending = catalog.snapshot.building.count
+            let (pending, built) = (catalog.snapshot.building.count, catalog.snapshot.packs.count - archiveCount)
             if pending > 0 {
                 events.writeLine(
                     "listening at \(url); building \(ByteFormat.count(pending, "pack")), each served as soon as it is "
                         + "built (503 with Retry-After until then)"
+                )
+            } else if built > 0 {
+                // A restart: said at once, as a first start says it, while the folder is looked at again.
+                events.writeLine(
+                    "listening at \(url); \(ByteFormat.count(built, "pack")) built before, served while the folder is "
+                        + "checked for changes (the URL comes on stdout once it is)"
                 )
             }
         }
