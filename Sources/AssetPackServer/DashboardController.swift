@@ -96,6 +96,11 @@ struct DashboardFeed: Sendable {
 
     /// The most finished responses one event carries (the newest); `skipped` says how many went by unsent.
     static let finishedPerEvent = 100
+    /// The most responses in flight one event lists (the oldest); `inFlightCount` says how many there are.
+    /// With paths bounded (``DownloadBoard/pathKept``) an event stays under about 300 KB, and a stream holds
+    /// one event at a time: the next is made only once the socket took the last (`writer.write` waits while
+    /// the connection is not writable), so a page that reads slowly holds one event, not a queue of them.
+    static let inFlightPerEvent = 100
 
     /// The events to send now, each `event: NAME\ndata: JSON\n\n`.
     mutating func next() async -> [String] {
@@ -116,7 +121,7 @@ struct DashboardFeed: Sendable {
             let now = ContinuousClock.now
             var rows: [[String: Any]] = []
             var samples: [Int: (bytes: Int, at: ContinuousClock.Instant)] = [:]
-            for request in inFlight {
+            for request in inFlight.prefix(Self.inFlightPerEvent) {
                 var row = Self.object(request)
                 if let sample = self.samples[request.id] {
                     let seconds =
@@ -138,7 +143,10 @@ struct DashboardFeed: Sendable {
             events.append(
                 Self.event(
                     "downloads",
-                    Self.json(["inFlight": rows, "finished": log, "skipped": skipped, "capacity": board.capacity])
+                    Self.json([
+                        "inFlight": rows, "inFlightCount": inFlight.count, "finished": log, "skipped": skipped,
+                        "capacity": board.capacity,
+                    ])
                 )
             )
         }

@@ -257,7 +257,10 @@ enum DashboardPage {
               el("td", { "data-label": "Rate" }, d.rate === undefined ? "…" : bytes(Math.max(0, d.rate)) + "/s"),
               el("td", { "data-label": "Fault" }, d.fault || "–"));
           }));
-          document.getElementById("downloads-empty").hidden = downloads.inFlight.length > 0;
+          const empty = document.getElementById("downloads-empty");
+          const more = (downloads.inFlightCount || 0) - downloads.inFlight.length;  // beyond what one event lists
+          empty.textContent = more > 0 ? "and " + more + " more" : "none";
+          empty.hidden = downloads.inFlight.length > 0 && more <= 0;
           // A stream opened again (the server restarted, the network came back) sends the log from its start.
           const fresh = downloads.finished.filter((r) => r.sequence > state.lastSequence);
           if (downloads.finished.length) state.lastSequence = downloads.finished[downloads.finished.length - 1].sequence;
