@@ -299,7 +299,11 @@ struct Serve: AsyncParsableCommand {
         // Request lines go through a queue drained by a thread of its own: a slow reader of stdout drops
         // lines (and says how many), it never slows serving.
         let requestLines = OutputQueue(.standardOutput, what: "request lines")
-        let requestLog: (@Sendable (String) -> Void)? = quiet ? nil : { @Sendable in requestLines.writeLine($0) }
+        // The first line on stdout is the URL: lines of requests answered before it (packs built before, served
+        // while the folder is checked) wait for it, the first 1 000 of them.
+        let early = EarlyLines()
+        let requestLog: (@Sendable (String) -> Void)? =
+            quiet ? nil : { @Sendable line in if !early.hold(line) { requestLines.writeLine(line) } }
         let servedURL = Mutex("")  // the URL printed first, for the line after the table
         var configuration = ServerConfiguration(
             host: host,
@@ -317,6 +321,7 @@ struct Serve: AsyncParsableCommand {
                 // listened (and served each pack as it was built) before, as stderr said.
                 let url = servedURL.withLock { $0 }
                 Console.out(url)
+                defer { early.release { requestLines.writeLine($0) } }
                 if case .failure(let error) = built {
                     events.writeLine("error: cannot build the packs of \(folder): \(error)")
                 }
