@@ -30,7 +30,9 @@ struct DashboardController {
     }
 
     @Sendable func page(_ request: Request, context: MockRequestContext) async throws -> Response {
-        Self.file(DashboardPage.document, type: "text/html; charset=utf-8")
+        // The first snapshot travels in the page, so its first paint shows the packs, not empty tables.
+        let snapshot = DashboardFeed.json(await DashboardFeed.snapshotObject(catalog: catalog, faults: faults))
+        return Self.file(DashboardPage.document(firstSnapshot: snapshot), type: "text/html; charset=utf-8")
     }
 
     private static func file(_ text: String, type: String) -> Response {
@@ -154,6 +156,11 @@ struct DashboardFeed: Sendable {
     }
 
     private func snapshotObject() async -> [String: Any] {
+        await Self.snapshotObject(catalog: catalog, faults: faults)
+    }
+
+    /// Packs, problems and faults, as the `snapshot` event and the page's first paint carry them.
+    static func snapshotObject(catalog: PackCatalog, faults: FaultPlan) async -> [String: Any] {
         let snapshot = catalog.snapshot
         let states = await catalog.packStates
         let served = Dictionary(snapshot.packs.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
@@ -182,6 +189,8 @@ struct DashboardFeed: Sendable {
                 object["installSize"] = pack.installSize
                 object["files"] = pack.fileCount
                 object["sha256"] = pack.sha256
+                object["format"] = pack.format.rawValue
+                object["compression"] = pack.compression.rawValue
                 object["deltas"] = pack.deltas.map { ["fromVersion": $0.fromVersion, "size": $0.downloadSize] }
             }
             return object
@@ -204,7 +213,7 @@ struct DashboardFeed: Sendable {
         ]
     }
 
-    private static func json(_ object: [String: Any]) -> Data {
+    static func json(_ object: [String: Any]) -> Data {
         (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
     }
 
