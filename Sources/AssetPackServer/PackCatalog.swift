@@ -149,10 +149,13 @@ public actor PackCatalog {
     /// - Parameter settle: When given, nothing is built while anything the packs are made of changed less
     ///   than this long ago (the report says `settling`): a save under way, or the first of two edits close
     ///   together, is not published. A change time in the future (a clock that jumped) does not hold it back.
+    /// - Parameter reusingCheck: Take the scan ``check()`` made instead of scanning again, once (`serve`'s
+    ///   first build, which follows the check by moments: a change in between is seen at the next refresh).
     @discardableResult
-    public func refresh(settle: Duration? = nil) async throws -> CatalogReport {
+    public func refresh(settle: Duration? = nil, reusingCheck: Bool = false) async throws -> CatalogReport {
         // One refresh at a time (the watcher's and a caller's would build the same pack into one file).
         while let running = refreshing { _ = try? await running.value }
+        if !reusingCheck { checkedScan = nil }
         let task = Task { try await self.scanAndBuild(settle: settle) }
         refreshing = task
         // Cancelled (a server shutting down), the build stops after the pack under way, keeping what it built.
