@@ -154,5 +154,7 @@ END {
     print "(update-time) and with --no-delta, vs rsync -a --delete from an rsync daemon && sync, wall seconds;" > md
     print "update-bytes = the delta's size vs rsync's bytes received; update-bytes-vs-goal = the delta vs" > md
     print "2 x the changed files compressed + 64 KiB; update-time-vs-full = the delta's time vs --no-delta's;" > md
-    print "sizeNk and filesN rows show how time grows with size and file count (one round)." > md
+    print "sizeNk and filesN rows show how time grows with size and file count (one round);" > md
+    print "pack-aar = ba-mock package of an Apple Archive (LZFSE, the default) vs of a tar (zstd 3), input MB/s," > md
+    print "and pack-aar-size their sizes in bytes; serve-1-stream-aar = serve-1-stream of the Apple Archive." > md
 }

@@ -136,9 +136,10 @@ manifest() {
 EOF
 }
 
-# serve_mock SET: starts ba-mock on the set; sets mock_url and mock_pid.
+# serve_mock SET [FORMAT]: starts ba-mock on the set (tar packs unless FORMAT says aar, Apple Archive, serve's
+# default); sets mock_url and mock_pid.
 serve_mock() {
-  "$mock" serve "$work/sets/$1" --port 0 --quiet >"$work/mock-$1.out" 2>"$work/mock-$1.err" &
+  "$mock" serve "$work/sets/$1" --port 0 --quiet --format "${2:-tar}" >"$work/mock-$1.out" 2>"$work/mock-$1.err" &
   mock_pid=$!
   pids+=("$mock_pid")
   mock_url=$(first_line "$work/mock-$1.out" "$work/mock-$1.err" "$mock_pid" 600)
@@ -202,10 +203,35 @@ pack_step() {
   rm -f "$work/pack.out"
 }
 
-# export_set SET: the static tree nginx serves, and the pack file's path.
+# pack_aar_step SET: what Apple's format (the default) costs to build: ba-mock package of an Apple Archive
+# (LZFSE, 4 MiB blocks) vs ba-mock package of a tar (zstd 3), every round.
+pack_aar_step() {
+  local set=$1 bytes seconds rss r
+  bytes=$(bytes_of "$work/sets/$set/files")
+  for r in $(seq 1 "$rounds"); do
+    for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
+      rm -f "$work/pack.out"
+      warm "$work/sets/$set/files"
+      if [ "$who" = ours ]; then
+        timed seconds rss "$mock" package "$work/sets/$set/$set.json" --root "$work/sets/$set" --format aar \
+          -o "$work/pack.out"
+      else
+        timed seconds rss "$mock" package "$work/sets/$set/$set.json" --root "$work/sets/$set" --format tar \
+          --compression zstd --level 3 -o "$work/pack.out"
+      fi
+      record "pack-aar" "$set" "$who" "$(mbps "$bytes" "$seconds")" "MB/s" "$rss"
+      record "pack-aar-size" "$set" "$who" "$(stat -c %s "$work/pack.out")" "B"
+    done
+  done
+  rm -f "$work/pack.out"
+}
+
+# export_set SET [FORMAT]: the static tree nginx serves at $work/www/SET (tar packs, which the reference
+# extracts with bsdtar), or at $work/www/SET-aar with FORMAT aar.
 export_set() {
-  "$mock" export "$work/sets/$1" --out "$work/www/$1" --base-url "$nginx_url/$1" >/dev/null 2>"$work/export.err" \
-    || { cat "$work/export.err" >&2; exit 1; }
+  local name=$1${2:+-$2}
+  "$mock" export "$work/sets/$1" --format "${2:-tar}" --out "$work/www/$name" --base-url "$nginx_url/$name" \
+    >/dev/null 2>"$work/export.err" || { cat "$work/export.err" >&2; exit 1; }
 }
 
 # ensure_step SET [LABEL]: ba-sync ensure vs curl | bsdtar -xf - && sync, both from nginx, fresh folders.
@@ -256,6 +282,8 @@ if want pack; then
   for set in big many mixed; do
     log "pack $set"
     pack_step "$set"
+    log "pack $set: Apple Archive (LZFSE) vs tar (zstd 3)"
+    pack_aar_step "$set"
   done
 fi
 
@@ -280,6 +308,21 @@ wait_curls() { for job in $(jobs -p); do [ "$job" = "$mock_pid" ] || [ "$job" = 
 wait_curls
 record "rss-serve-8-clients" "big" "ours" "$(awk '/VmHWM/ { print $2 }' "/proc/$mock_pid/status")" "KiB"
 stop "$mock_pid"
+
+log "serve big as an Apple Archive (serve's default), one stream"
+export_set big aar
+serve_mock big aar
+aar_pack_bytes=$(stat -c %s "$work/www/big-aar/assets/big")
+for r in $(seq 1 "$rounds"); do
+  for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
+    url=$([ "$who" = ours ] && echo "$mock_url/assets/big" || echo "$nginx_url/big-aar/assets/big")
+    curl -fsS -o /dev/null "$url"
+    seconds=$(curl -fsS -o /dev/null -w '%{time_total}' "$url")
+    record "serve-1-stream-aar" "big" "$who" "$(mbps "$aar_pack_bytes" "$seconds")" "MB/s"
+  done
+done
+stop "$mock_pid"
+rm -rf "$work/www/big-aar"
 
 log "serve a $(stat -c %s "$work/www/small/assets/small")-byte pack, 32 connections (wrk)"
 serve_mock small
@@ -326,8 +369,7 @@ fi
 if want aar; then
   for set in big mixed; do
     log "ensure $set: Apple Archive (LZFSE) vs tar.zst"
-    "$mock" export "$work/sets/$set" --format aar --out "$work/www/$set-aar" --base-url "$nginx_url/$set-aar" \
-      >/dev/null 2>"$work/export.err" || { cat "$work/export.err" >&2; exit 1; }
+    export_set "$set" aar
     for r in $(seq 1 "$rounds"); do
       for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
         dir="$work/client-aar-$who-$r"
@@ -418,7 +460,7 @@ update_case() {
   local set=$1 r who dir seconds rss received delta_bytes full_bytes rsync_port rsync_pid
   manifest "$set"
   # Version 1 stays served beside version 2: each of our runs installs it afresh (below).
-  "$mock" export "$work/sets/$set" --out "$work/www/$set-v1" --base-url "$nginx_url/$set-v1" >/dev/null \
+  "$mock" export "$work/sets/$set" --format tar --out "$work/www/$set-v1" --base-url "$nginx_url/$set-v1" >/dev/null \
     2>"$work/export.err" || { cat "$work/export.err" >&2; exit 1; }
   cp -a "$work/sets/$set/files" "$work/update-v1-files"
   sleep 1.1  # a change in the second of the copy would keep the file's time: rsync's quick check would skip it

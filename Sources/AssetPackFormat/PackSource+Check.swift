@@ -249,12 +249,41 @@ extension PackSource {
                     )
                 )
             }
+            checkPatternsLeaveTheManifestsOut(chosen)
             checkFoldersAreNotFiles(chosen)
             let named = chosen.map { ($0.path, collector.keys[$0.selector]) }
             for problem in PackSource.nameProblems(named, of: manifest, file: file) {
                 if problem.severity == .error { errors.append(problem.asError) } else { warnings.append(problem) }
             }
             return chosen.map { PackFile(path: $0.path, found: $0.found) }
+        }
+
+        /// As `{"directory": "."}` is refused (it would pack the manifests: `PackPath.checkSelector`), so is a
+        /// pattern that still reaches a manifest once the exclusions are applied.
+        private mutating func checkPatternsLeaveTheManifestsOut(_ chosen: [Collector.Choice]) {
+            let manifestReal = try? SourceTree.realPath(FilePath(file), orThrow: "manifest")
+            let reached = chosen.filter {
+                collector.keys[$0.selector].hasSuffix(".filePattern")
+                    && tree.isManifest($0.found, manifestReal: manifestReal)
+            }
+            let byKey = Dictionary(grouping: reached) { collector.keys[$0.selector] }
+            for key in byKey.keys.sorted() {
+                let names = (byKey[key] ?? []).map(\.found.relative)
+                errors.append(
+                    .manifest(
+                        file,
+                        key: key,
+                        "matches the packaging manifest\(names.count == 1 ? "" : "s") "
+                            + names.prefix(3).joined(separator: ", ")
+                            + (names.count > 3 ? " and \(names.count - 3) more" : "")
+                            + ", which would pack the manifests too (as {\"directory\": \".\"} would; ba-package "
+                            + "fails the same way)",
+                        fix: "narrow the pattern to content folders (e.g. \"Levels/**\"), add {\"fileExclusion\": "
+                            + "\"*.json\"}, or give the pack a sourceRoot",
+                        code: .unsafePath
+                    )
+                )
+            }
         }
 
         /// A path cannot be a file and a folder at once: no file system could install such a pack.

@@ -15,6 +15,8 @@ struct SourceTree {
     let stateReal: [String]
     /// How the state folder is shown in messages.
     private let stateShown: String
+    /// The asset folder's real path: its top-level `*.json` files are the packaging manifests.
+    let assetFolderReal: String
 
     /// - Parameters:
     ///   - root: The folder selector paths are relative to (a manifest's source root).
@@ -22,6 +24,7 @@ struct SourceTree {
     init(root: FilePath, assetFolder: FilePath? = nil) throws {
         rootReal = try Self.realPath(root, orThrow: "asset folder")
         let outer = try assetFolder.map { try Self.realPath($0, orThrow: "asset folder") } ?? rootReal
+        assetFolderReal = outer
         let state = outer + "/" + PackPath.stateFolderName
         stateShown = state
         stateReal = [state] + ((try? Self.realPath(FilePath(state), orThrow: "state")).map { [$0] } ?? [])
@@ -33,6 +36,13 @@ struct SourceTree {
                     + "served. Fix: point sourceRoot at a content folder"
             )
         }
+    }
+
+    /// Whether a file found is a packaging manifest: a `*.json` file at the top of the asset folder, or the
+    /// manifest file `manifestReal` itself wherever it is.
+    func isManifest(_ found: Found, manifestReal: String?) -> Bool {
+        (found.folder.utf8.elementsEqual(assetFolderReal.utf8) && found.name.utf8.count > 5
+            && found.name.hasSuffix(".json")) || manifestReal.map { found.real.utf8.elementsEqual($0.utf8) } == true
     }
 
     /// Whether a real path is the state folder or inside it.
@@ -67,13 +77,43 @@ struct SourceTree {
                 "\"\(relative)\" does not exist in \(rootReal), the folder selector paths are relative to (the "
                     + "asset folder for `ba-mock serve` and `export`; --root, else the current folder, for "
                     + "`ba-mock package`)",
-                fix: "check spelling and case, or the folder",
+                fix: missingFix(relative, manifest: file),
                 code: .notFound
             )
         }
         let real = try inside(path, file: file, key: key)
         try refuseState(real, shownAs: path, file: file, key: key)
         return (real, try kind(of: real, shownAs: path, file: file, key: key))
+    }
+
+    /// The fix for a selector path that does not exist: the path there beside the manifest (selector paths
+    /// start at --root, else the current folder, when manifests are given as files), or its near miss, each
+    /// missing name replaced by the one its folder holds that it was probably meant to be, as a misspelt key
+    /// gets (`Level` → `Levels`).
+    private func missingFix(_ relative: String, manifest file: String) -> String {
+        let beside = FilePath(file).removingLastComponent()
+        if !beside.isEmpty, let besideReal = try? Self.realPath(beside, orThrow: "folder"),
+            !besideReal.utf8.elementsEqual(rootReal.utf8), Self.lstatInfo(besideReal + "/" + relative) != nil
+        {
+            return "pass --root \(beside) (it is there, beside the manifest)"
+        }
+        var folder = rootReal
+        var fixed: [String] = []
+        for part in Substring(relative).utf8.split(separator: UInt8(ascii: "/")) {
+            var name = String(Substring(part))
+            if Self.lstatInfo(folder + "/" + name) == nil {
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+                guard let near = PackagingManifest.nearMiss(name, in: names.sorted()) else { break }
+                name = near
+            }
+            fixed.append(name)
+            folder += "/" + name
+        }
+        let suggestion = fixed.joined(separator: "/")
+        guard Self.lstatInfo(rootReal + "/" + suggestion) != nil, suggestion != relative,
+            fixed.count == Substring(relative).utf8.split(separator: UInt8(ascii: "/")).count
+        else { return "check spelling and case, or the folder" }
+        return "did you mean \"\(suggestion)\"?"
     }
 
     /// The real path of `path` (every component resolved), which must be inside the asset folder.

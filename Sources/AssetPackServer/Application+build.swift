@@ -176,7 +176,7 @@ struct CatalogWatcher: Service {
                 guard !Task.isCancelled else { return nil }
                 // A shutdown does not wait for the pack being built (a GiB pack outlasts any grace): what was
                 // built is saved, and what a build leaves behind is swept at the next start.
-                return await resultUnlessCancelled(Task { try await catalog.refresh() })
+                return await resultUnlessCancelled(Task { try await catalog.refresh(reusingCheck: true) })
             }
             guard let built else { return }
             firstBuild.report(built)

@@ -29,14 +29,22 @@ public struct AssetFolder: Sendable {
     /// only).
     public var mayBeEmpty = false
 
+    /// A state folder outside the asset folder (a check's temporary copy), or `nil` for `root/.ba-mock`.
+    public private(set) var separateState: FilePath?
+
     /// Creates a handle on a folder (nothing is read yet).
-    public init(root: FilePath, mayBeEmpty: Bool = false) {
+    /// - Parameters:
+    ///   - root: The asset folder.
+    ///   - mayBeEmpty: Whether a folder without manifests is fine.
+    ///   - stateFolder: Where built packs and versions go instead of `root/.ba-mock` (`nil`: there).
+    public init(root: FilePath, mayBeEmpty: Bool = false, stateFolder: FilePath? = nil) {
         self.root = root
         self.mayBeEmpty = mayBeEmpty
+        self.separateState = stateFolder
     }
 
     /// Where `ba-mock` keeps its state: built packs, versions, TLS files.
-    public var stateFolder: FilePath { root.appending(PackPath.stateFolderName) }
+    public var stateFolder: FilePath { separateState ?? root.appending(PackPath.stateFolderName) }
 
     /// Reads and resolves every manifest.
     /// - Returns: Valid packs and the problems of the others; one bad manifest does not hide the rest.

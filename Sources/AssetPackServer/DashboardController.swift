@@ -30,7 +30,9 @@ struct DashboardController {
     }
 
     @Sendable func page(_ request: Request, context: MockRequestContext) async throws -> Response {
-        Self.file(DashboardPage.document, type: "text/html; charset=utf-8")
+        // The first snapshot travels in the page, so its first paint shows the packs, not empty tables.
+        let snapshot = DashboardFeed.json(await DashboardFeed.snapshotObject(catalog: catalog, faults: faults))
+        return Self.file(DashboardPage.document(firstSnapshot: snapshot), type: "text/html; charset=utf-8")
     }
 
     private static func file(_ text: String, type: String) -> Response {
@@ -96,6 +98,11 @@ struct DashboardFeed: Sendable {
 
     /// The most finished responses one event carries (the newest); `skipped` says how many went by unsent.
     static let finishedPerEvent = 100
+    /// The most responses in flight one event lists (the oldest); `inFlightCount` says how many there are.
+    /// With paths bounded (``DownloadBoard/pathKept``) an event stays under about 300 KB, and a stream holds
+    /// one event at a time: the next is made only once the socket took the last (`writer.write` waits while
+    /// the connection is not writable), so a page that reads slowly holds one event, not a queue of them.
+    static let inFlightPerEvent = 100
 
     /// The events to send now, each `event: NAME\ndata: JSON\n\n`.
     mutating func next() async -> [String] {
@@ -116,7 +123,7 @@ struct DashboardFeed: Sendable {
             let now = ContinuousClock.now
             var rows: [[String: Any]] = []
             var samples: [Int: (bytes: Int, at: ContinuousClock.Instant)] = [:]
-            for request in inFlight {
+            for request in inFlight.prefix(Self.inFlightPerEvent) {
                 var row = Self.object(request)
                 if let sample = self.samples[request.id] {
                     let seconds =
@@ -138,7 +145,10 @@ struct DashboardFeed: Sendable {
             events.append(
                 Self.event(
                     "downloads",
-                    Self.json(["inFlight": rows, "finished": log, "skipped": skipped, "capacity": board.capacity])
+                    Self.json([
+                        "inFlight": rows, "inFlightCount": inFlight.count, "finished": log, "skipped": skipped,
+                        "capacity": board.capacity,
+                    ])
                 )
             )
         }
@@ -146,6 +156,11 @@ struct DashboardFeed: Sendable {
     }
 
     private func snapshotObject() async -> [String: Any] {
+        await Self.snapshotObject(catalog: catalog, faults: faults)
+    }
+
+    /// Packs, problems and faults, as the `snapshot` event and the page's first paint carry them.
+    static func snapshotObject(catalog: PackCatalog, faults: FaultPlan) async -> [String: Any] {
         let snapshot = catalog.snapshot
         let states = await catalog.packStates
         let served = Dictionary(snapshot.packs.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
@@ -174,6 +189,8 @@ struct DashboardFeed: Sendable {
                 object["installSize"] = pack.installSize
                 object["files"] = pack.fileCount
                 object["sha256"] = pack.sha256
+                object["format"] = pack.format.rawValue
+                object["compression"] = pack.compression.rawValue
                 object["deltas"] = pack.deltas.map { ["fromVersion": $0.fromVersion, "size": $0.downloadSize] }
             }
             return object
@@ -196,7 +213,7 @@ struct DashboardFeed: Sendable {
         ]
     }
 
-    private static func json(_ object: [String: Any]) -> Data {
+    static func json(_ object: [String: Any]) -> Data {
         (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
     }
 

@@ -7,11 +7,25 @@ import Foundation
 /// The script listens to `/_mock/events` and changes nothing itself: its buttons and forms call the control
 /// API (`/_mock/faults`, `/_mock/packs/...`), so the page can do only what `curl` can.
 enum DashboardPage {
-    /// The whole document, style and script inline.
+    /// The whole document, style and script inline, with no snapshot.
     static let document: String =
         html
         .replacingOccurrences(of: "/*STYLE*/", with: style)
         .replacingOccurrences(of: "/*SCRIPT*/", with: script)
+
+    /// The place of the first snapshot in ``document``.
+    static let snapshotSlot = #"<script id="first-snapshot" type="application/json">null</script>"#
+
+    /// The document with the packs as they are now (`snapshot`, the JSON of a `snapshot` event), drawn by the
+    /// script before the event stream says anything. `<` is escaped so that no text in it (a manifest's
+    /// problem, a pack ID) can end the script element.
+    static func document(firstSnapshot snapshot: Data) -> String {
+        let json = String(decoding: snapshot, as: UTF8.self).replacingOccurrences(of: "<", with: "\\u003c")
+        return document.replacingOccurrences(
+            of: snapshotSlot,
+            with: #"<script id="first-snapshot" type="application/json">"# + json + "</script>"
+        )
+    }
 
     static let html = #"""
         <!doctype html>
@@ -35,7 +49,7 @@ enum DashboardPage {
           <div id="problems"></div>
           <table id="packs">
             <thead><tr>
-              <th>ID</th><th>Build</th><th>Policy</th><th>Platforms</th><th>Language</th><th>Version</th>
+              <th>ID</th><th>Build</th><th>Policy</th><th>Platforms</th><th>Language</th><th>Format</th><th>Version</th>
               <th>Size</th><th>Digest</th><th>Pin</th><th>Obsolete</th><th>Deltas</th><th>Steer</th>
             </tr></thead>
             <tbody></tbody>
@@ -77,7 +91,7 @@ enum DashboardPage {
             <thead><tr><th>Client</th><th>Pack</th><th>Range</th><th>Sent</th><th>Rate</th><th>Fault</th></tr></thead>
             <tbody></tbody>
           </table>
-          <p id="downloads-empty" class="quiet">none</p>
+          <p id="downloads-empty" class="quiet">loading…</p>
         </section>
         <section id="log-section">
           <h2>Request log</h2>
@@ -100,6 +114,7 @@ enum DashboardPage {
           </table>
         </section>
         </main>
+        <script id="first-snapshot" type="application/json">null</script>
         <script>/*SCRIPT*/</script>
         </body>
         </html>
@@ -227,6 +242,7 @@ enum DashboardPage {
             cell("policy", "Policy", pack.policy || "–"),
             cell("platforms", "Platforms", pack.platforms ? pack.platforms.join(", ") : "all"),
             cell("language", "Language", pack.language || "–"),
+            cell("format", "Format", pack.format ? pack.format + " " + pack.compression : "–"),
             cell("version", "Version", version),
             cell("size", "Size", pack.size === undefined ? "–" : bytes(pack.size)),
             cell("digest", "Digest", pack.sha256 ? el("code", { title: pack.sha256 }, pack.sha256.slice(0, 12)) : "–"),
@@ -237,7 +253,7 @@ enum DashboardPage {
             steer);
           if (!pack.problems.length) return [row];
           return [row, el("tr", { "data-problems": pack.id },
-            el("td", { colspan: "12" }, ...pack.problems.map(problemNode),
+            el("td", { colspan: "13" }, ...pack.problems.map(problemNode),
               el("span", { class: "quiet" }, pack.publishedVersion === null ? "not published"
                 : "version " + pack.publishedVersion + " stays published")))];
         }
@@ -257,7 +273,10 @@ enum DashboardPage {
               el("td", { "data-label": "Rate" }, d.rate === undefined ? "…" : bytes(Math.max(0, d.rate)) + "/s"),
               el("td", { "data-label": "Fault" }, d.fault || "–"));
           }));
-          document.getElementById("downloads-empty").hidden = downloads.inFlight.length > 0;
+          const empty = document.getElementById("downloads-empty");
+          const more = (downloads.inFlightCount || 0) - downloads.inFlight.length;  // beyond what one event lists
+          empty.textContent = more > 0 ? "and " + more + " more" : "none";
+          empty.hidden = downloads.inFlight.length > 0 && more <= 0;
           // A stream opened again (the server restarted, the network came back) sends the log from its start.
           const fresh = downloads.finished.filter((r) => r.sequence > state.lastSequence);
           if (downloads.finished.length) state.lastSequence = downloads.finished[downloads.finished.length - 1].sequence;
@@ -325,6 +344,12 @@ enum DashboardPage {
           source.addEventListener("snapshot", (event) => renderPacks(JSON.parse(event.data)));
           source.addEventListener("downloads", (event) => renderDownloads(JSON.parse(event.data)));
         }
+        // The packs as the page was served: drawn before the stream speaks (the log says loading until then).
+        const first = JSON.parse(document.getElementById("first-snapshot").textContent);
+        if (first) renderPacks(first);
+        document.getElementById("log-count").textContent = "loading…";
+        document.body.dataset.firstPaint = state.packs.map((p) => p.id).join(",") + "|"
+          + document.getElementById("downloads-empty").textContent;
         connect();
         """#
 }

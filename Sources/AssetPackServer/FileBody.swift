@@ -20,17 +20,25 @@ enum FileBody {
     static let chunkLength = 256 << 10
     /// Buffers a body reuses in turn (a test holds the count to what this comment and the README say).
     static let slotCount = 4
+    /// Buffers a body reuses under TLS: NIOSSL encrypts a write into a ciphertext buffer of its own when it is
+    /// flushed and drops the plaintext, so the one buffer is free again by the next read. Four held 1 MiB for
+    /// each peer that stopped reading (1.37 MiB with the ciphertext waiting for the socket); one holds 256 KiB.
+    static let tlsSlotCount = 1
 
     /// The body for `range` of the file at `path`, for the connection `channel`: each chunk is read once the
     /// connection takes bytes again, so a peer that stops reading holds one chunk or two, not a queue of them.
-    static func make(path: FilePath, range: ClosedRange<Int>, channel: any Channel) -> ResponseBody {
-        make(path: path, range: range) { try await SendTimeoutHandler.waitUntilWritable(channel) }
+    /// - Parameter slots: Buffers reused in turn: ``slotCount``, or ``tlsSlotCount`` under TLS.
+    static func make(path: FilePath, range: ClosedRange<Int>, channel: any Channel, slots: Int = slotCount)
+        -> ResponseBody
+    {
+        make(path: path, range: range, slots: slots) { try await SendTimeoutHandler.waitUntilWritable(channel) }
     }
 
     /// The body for `range` of the file at `path`, reading each chunk once `waitUntilWritable` returns.
     static func make(
         path: FilePath,
         range: ClosedRange<Int>,
+        slots slotCount: Int = slotCount,
         waitUntilWritable: @escaping @Sendable () async throws -> Void
     ) -> ResponseBody {
         ResponseBody(contentLength: range.count) { writer in
@@ -38,7 +46,7 @@ enum FileBody {
                 try SystemPackage.FileDescriptor.open(path, .readOnly, retryOnInterrupt: true)
             }
             defer { try? fd.close() }
-            let slots = (0..<slotCount).map { _ in Slot() }
+            let slots = (0..<max(1, slotCount)).map { _ in Slot() }
             var offset = range.lowerBound
             var turn = 0
             while offset <= range.upperBound {

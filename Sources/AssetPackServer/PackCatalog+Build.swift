@@ -108,7 +108,8 @@ extension PackCatalog {
                         downloadSize: delta.downloadSize,
                         fileCount: delta.fileCount
                     )
-                }
+                },
+                format: record.archive.hasSuffix(".aar") ? .aar : .tar  // as build(_:) names them
             )
         }
         let asTheyAre = archives.filter { !hidden.contains($0.id) }.map { archive in

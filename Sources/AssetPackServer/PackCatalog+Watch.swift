@@ -46,6 +46,7 @@ extension PackCatalog {
         }
         building = unbuilt
         incomplete = !unbuilt.isEmpty
+        checkedScan = scan
         publish()
         return (scan.warnings, ids.union(archives.map(\.id)))
     }

@@ -61,6 +61,9 @@ public actor PackCatalog {
     var refreshing: Task<CatalogReport, any Error>?
     /// Whether the first refresh ran (it sweeps archives left by an earlier run).
     var started = false
+    /// The scan ``check()`` made before the server listened, taken by the first refresh instead of scanning
+    /// the folder a second time (at 10 000 packs each scan took tens of seconds before a restart said its URL).
+    var checkedScan: AssetFolder.Scan?
     /// Whether opening dropped deltas beyond the depth from the state (saved by the first refresh).
     var trimmed = false
     /// Packs a refresh is about to build that have no published version yet (asked for, they get 503).
@@ -120,6 +123,7 @@ public actor PackCatalog {
     /// it write and delete outside the asset folder.
     /// - Throws: ``AssetPackServerError`` with code `.state`.
     static func checkStateFolder(of folder: AssetFolder) throws {
+        guard folder.separateState == nil else { return }  // a folder of the caller's own, made for one check
         guard let root = try? FileDescriptor.openFolder(folder.root) else { return }  // the scan says why
         defer { try? root.close() }
         let state = PackPath.stateFolderName
@@ -145,10 +149,13 @@ public actor PackCatalog {
     /// - Parameter settle: When given, nothing is built while anything the packs are made of changed less
     ///   than this long ago (the report says `settling`): a save under way, or the first of two edits close
     ///   together, is not published. A change time in the future (a clock that jumped) does not hold it back.
+    /// - Parameter reusingCheck: Take the scan ``check()`` made instead of scanning again, once (`serve`'s
+    ///   first build, which follows the check by moments: a change in between is seen at the next refresh).
     @discardableResult
-    public func refresh(settle: Duration? = nil) async throws -> CatalogReport {
+    public func refresh(settle: Duration? = nil, reusingCheck: Bool = false) async throws -> CatalogReport {
         // One refresh at a time (the watcher's and a caller's would build the same pack into one file).
         while let running = refreshing { _ = try? await running.value }
+        if !reusingCheck { checkedScan = nil }
         let task = Task { try await self.scanAndBuild(settle: settle) }
         refreshing = task
         // Cancelled (a server shutting down), the build stops after the pack under way, keeping what it built.
@@ -166,11 +173,12 @@ public actor PackCatalog {
     }
 
     func scanAndBuild(settle: Duration?) async throws -> CatalogReport {
-        let (folder, packsFolder, options) = (self.folder, self.packsFolder, self.options)
+        let (folder, packsFolder, options, checked) = (self.folder, self.packsFolder, self.options, checkedScan)
+        checkedScan = nil
         // A scan stats every file of the folder (100 000 of them, for some), and the fingerprints hash what it
         // found: a long job, off the actor.
         let (scan, fingerprints, archives) = try await BlockingIO.longJob {
-            let scan = try folder.scan()
+            let scan = try checked ?? folder.scan()
             let fingerprints = scan.sources.map { $0.fingerprint(options: options) }
             try Self.createFolder(packsFolder)
             let archives = Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [])

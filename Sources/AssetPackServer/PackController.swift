@@ -224,7 +224,8 @@ struct PackController {
                 let body = Sendfile.body(path: pack.archive, range: range, channel: context.channel, registry: sendfile)
                 return (body, .sendfile)
             }
-            return (FileBody.make(path: pack.archive, range: range, channel: context.connection), .stream)
+            let slots = scheme == "https" ? FileBody.tlsSlotCount : FileBody.slotCount
+            return (FileBody.make(path: pack.archive, range: range, channel: context.connection, slots: slots), .stream)
         }
         let bytes = try await smallPacks.bytes(of: pack)
         return (Self.memoryBody(bytes.getSlice(at: range.lowerBound, length: range.count) ?? ByteBuffer()), .memory)

@@ -30,6 +30,8 @@ public struct ServedPack: Sendable, Hashable {
     public var userInfo: JSONValue? = nil
     /// Delta archives from earlier versions to this one.
     public var deltas: [Delta] = []
+    /// Its container: Apple Archive or ba-mock's tar.
+    public var format: PackFormat = .tar
 
     /// A delta archive from a base version to the published one (see ``PackDelta``).
     public struct Delta: Sendable, Hashable {
@@ -176,7 +178,8 @@ extension ServedPack {
             lastModified: Date(timeIntervalSince1970: (modified ?? Date()).timeIntervalSince1970.rounded(.down)),
             platforms: index.platforms.isEmpty ? nil : index.platforms,
             language: index.language,
-            userInfo: listing.manifest?.userInfo
+            userInfo: listing.manifest?.userInfo,
+            format: listing.format
         )
         return (pack, fallback?.warning)
     }

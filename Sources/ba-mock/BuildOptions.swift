@@ -10,7 +10,7 @@ extension PackFormat: ExpressibleByArgument {}
 struct BuildOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Archive format: tar (pax tar with an Index.json, ba-mock's own) or aar (Apple Archive, what ba-package writes and App Store Connect takes). (default: tar, or aar for an output name ending in .aar)",
+            "Archive format: aar (Apple Archive, what ba-package writes and App Store Connect takes, the format a device downloads) or tar (pax tar with an Index.json, ba-mock's own). (default: aar; tar when --compression is zstd, gzip or xz)",
             valueName: "tar|aar"
         )
     )
@@ -18,7 +18,7 @@ struct BuildOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Compression: zstd, gzip, xz, lz4 or none for tar (default zstd); lzfse, lzma, zlib, lz4 or none for aar (default lzfse).",
+            "Compression: lzfse, lzma, zlib, lz4 or none for aar (default lzfse); zstd, gzip, xz, lz4 or none for tar (default zstd).",
             valueName: "name"
         )
     )
@@ -35,8 +35,14 @@ struct BuildOptions: ParsableArguments {
     )
     var threads: Int?
 
+    /// The format when --format is not given: Apple Archive, as a device downloads, unless the compression is
+    /// one only ba-mock's tar has (`--compression zstd` alone keeps meaning a tar, as it did).
+    var impliedFormat: PackFormat {
+        compression.map { !PackFormat.aar.compressions.contains($0) } == true ? .tar : .aar
+    }
+
     var packOptions: PackBuildOptions {
-        let format = self.format ?? .tar
+        let format = self.format ?? impliedFormat
         return PackBuildOptions(
             format: format,
             compression: compression ?? format.defaultCompression,
@@ -73,8 +79,8 @@ struct BuildOptions: ParsableArguments {
     }
 
     func validate() throws {
-        // With no --format a compression may yet go with the format an output name picks: checked there.
-        guard format != nil || compression.map(PackFormat.tar.compressions.contains) != false else { return }
+        // With no --format the compression picks the format, and an output name may pick another: checked there.
+        guard format != nil else { return }
         do {
             try packOptions.validate()
         } catch let error as AssetPackFormatError {

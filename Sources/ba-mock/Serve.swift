@@ -299,7 +299,11 @@ struct Serve: AsyncParsableCommand {
         // Request lines go through a queue drained by a thread of its own: a slow reader of stdout drops
         // lines (and says how many), it never slows serving.
         let requestLines = OutputQueue(.standardOutput, what: "request lines")
-        let requestLog: (@Sendable (String) -> Void)? = quiet ? nil : { @Sendable in requestLines.writeLine($0) }
+        // The first line on stdout is the URL: lines of requests answered before it (packs built before, served
+        // while the folder is checked) wait for it, the first 1 000 of them.
+        let early = EarlyLines()
+        let requestLog: (@Sendable (String) -> Void)? =
+            quiet ? nil : { @Sendable line in if !early.hold(line) { requestLines.writeLine(line) } }
         let servedURL = Mutex("")  // the URL printed first, for the line after the table
         var configuration = ServerConfiguration(
             host: host,
@@ -317,6 +321,7 @@ struct Serve: AsyncParsableCommand {
                 // listened (and served each pack as it was built) before, as stderr said.
                 let url = servedURL.withLock { $0 }
                 Console.out(url)
+                defer { early.release { requestLines.writeLine($0) } }
                 if case .failure(let error) = built {
                     events.writeLine("error: cannot build the packs of \(folder): \(error)")
                 }
@@ -351,15 +356,21 @@ struct Serve: AsyncParsableCommand {
         configuration.settle = .milliseconds(Int64(settle * 1000))
         configuration.dashboard = dashboard
         configuration.controlToken = token
-        let (host, publicName) = (self.host, tlsName.first)
+        let (host, publicName, archiveCount) = (self.host, tlsName.first, archives.count)
         let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { listening in
             let url = ServerConfiguration.publicURL(listening: listening, host: host, publicName: publicName)
             servedURL.withLock { $0 = url }
-            let pending = catalog.snapshot.building.count
+            let (pending, built) = (catalog.snapshot.building.count, catalog.snapshot.packs.count - archiveCount)
             if pending > 0 {
                 events.writeLine(
                     "listening at \(url); building \(ByteFormat.count(pending, "pack")), each served as soon as it is "
                         + "built (503 with Retry-After until then)"
+                )
+            } else if built > 0 {
+                // A restart: said at once, as a first start says it, while the folder is looked at again.
+                events.writeLine(
+                    "listening at \(url); \(ByteFormat.count(built, "pack")) built before, served while the folder is "
+                        + "checked for changes (the URL comes on stdout once it is)"
                 )
             }
         }

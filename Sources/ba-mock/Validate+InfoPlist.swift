@@ -9,7 +9,7 @@ import SystemPackage
 struct InfoPlistOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "An app's Info.plist (XML or binary): checks its Background Assets keys (Apple-hosted or self-hosted), then the packs a first install downloads against its limits (BAEssentialMaxInstallSize, BAMaxInstallSize, the allowances and the domain allow list of BAInitialDownloadRestrictions). The packs are built from FOLDER as `export` builds them (the same --format, --compression and --delta-depth give the same sizes and manifest; the state goes to FOLDER/.ba-mock), unless --download-manifest is given.",
+            "An app's Info.plist (XML or binary): checks its Background Assets keys (Apple-hosted or self-hosted), then the packs a first install downloads against its limits (BAEssentialMaxInstallSize, BAMaxInstallSize, the allowances and the domain allow list of BAInitialDownloadRestrictions). The packs are built from FOLDER as `export` builds them (the same --format, --compression and --delta-depth give the same sizes and manifest; built in a temporary folder from a copy of FOLDER/.ba-mock, so the folder is left as it was), unless --download-manifest is given.",
             valueName: "file"
         )
     )
@@ -54,12 +54,20 @@ struct InfoPlistOptions: ParsableArguments {
             guard let folder else { return problems }
             do {
                 let (options, depth) = (build.packOptions, deltas.deltaDepth)
-                let catalog = try await BlockingIO.shortCall {  // reads the state file
-                    try PackCatalog(folder: AssetFolder(root: folder), options: options, deltaDepth: depth)
+                // A check changes nothing of what it checks: the packs are built beside a copy of the state.
+                let aside = try await BlockingIO.longJob { try AssetFolder(root: folder).withStateAside() }
+                do {
+                    let catalog = try await BlockingIO.shortCall {  // reads the state file
+                        try PackCatalog(folder: aside, options: options, deltaDepth: depth)
+                    }
+                    _ = try await catalog.load()  // its warnings are the manifests' own, listed already
+                    manifest = catalog.snapshot.manifest(baseURL: "")
+                    size = Int64(try manifest.encoded().count)
+                    try await BlockingIO.longJob { aside.removeStateAside() }
+                } catch {
+                    try await BlockingIO.longJob { aside.removeStateAside() }
+                    throw error
                 }
-                _ = try await catalog.load()  // its warnings are the manifests' own, listed already
-                manifest = catalog.snapshot.manifest(baseURL: "")
-                size = Int64(try manifest.encoded().count)
             } catch {
                 // Invalid manifests are listed above already; another failure (a pack that does not build) is said.
                 let invalid = (error as? AssetPackServerError)?.code == .invalidAssetFolder

@@ -37,12 +37,17 @@ struct Validate: AsyncParsableCommand {
         let targets = paths.isEmpty ? [FilePath("Assets")] : paths
         var problems: [ManifestProblem] = []
         var manifests: [ManifestSet.Member] = []
+        var checked = (manifests: 0, packs: 0, files: 0)
         for target in targets {
             var isFolder: ObjCBool = false
             if FileManager.default.fileExists(atPath: target.string, isDirectory: &isFolder), isFolder.boolValue {
                 let folder = AssetFolder(root: target)
                 do {
-                    problems += try await BlockingIO.shortCall { try folder.scan().manifestProblems }
+                    let scan = try await BlockingIO.shortCall { try folder.scan() }
+                    problems += scan.manifestProblems
+                    checked.manifests += scan.manifestFiles.count
+                    checked.packs += scan.sources.count
+                    checked.files += scan.sources.reduce(0) { $0 + $1.files.count }
                 } catch let error as AssetPackServerError where error.code == .noAssetFolder {
                     // Said as a problem of the folder, so that --json still prints one document.
                     var (message, fix) = Self.split(error.message)
@@ -63,7 +68,11 @@ struct Validate: AsyncParsableCommand {
         }
         if !manifests.isEmpty {
             let members = manifests
-            problems += try await BlockingIO.shortCall { ManifestSet.check(members).problems }
+            let result = try await BlockingIO.shortCall { ManifestSet.check(members) }
+            problems += result.problems
+            checked.manifests += members.count
+            checked.packs += result.sources.count
+            checked.files += result.sources.reduce(0) { $0 + $1.files.count }
         }
         problems += try await plist.problems(in: targets)
         let errors = problems.filter { $0.severity == .error }.count
@@ -80,7 +89,13 @@ struct Validate: AsyncParsableCommand {
         } else {
             for problem in problems { Console.out("\(problem.severity.rawValue): \(problem)") }
             let warnings = problems.count - errors
-            Console.out(errors == 0 ? "ok (\(warnings) warning(s))" : "\(errors) error(s), \(warnings) warning(s)")
+            // What was looked at, so that a CI log shows the gate saw the packs (valid ones counted).
+            let what =
+                "checked \(ByteFormat.count(checked.manifests, "manifest")), \(ByteFormat.count(checked.packs, "pack")), "
+                + ByteFormat.count(checked.files, "file") + (plist.infoPlist.map { " and \($0)" } ?? "")
+            Console.out(
+                errors == 0 ? "ok (\(warnings) warning(s)): \(what)" : "\(errors) error(s), \(warnings) warning(s)"
+            )
         }
         if errors > 0 { throw ExitCode.failure }
     }

@@ -160,7 +160,11 @@ struct StateFolderSelectionTests {
             try FileManager.default.removeItem(atPath: scratch.root.appending("d/key.pem").string)
             try FileManager.default.removeItem(atPath: scratch.root.appending("state-link").string)
             for root in [nil, ".", "./", "d/.."] {
-                let source = try resolve(scratch, sourceRoot: root, selector: #"{"filePattern": "**"}"#)
+                let source = try resolve(
+                    scratch,
+                    sourceRoot: root,
+                    selector: #"{"filePattern": "**"}, {"fileExclusion": "*.json"}"#
+                )
                 #expect(!source.files.contains { $0.source.string.contains(".ba-mock") }, "\(root ?? "-")")
                 #expect(source.files.contains { $0.path == "d/keep.txt" })
             }

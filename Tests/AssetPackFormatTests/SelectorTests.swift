@@ -57,6 +57,37 @@ struct SelectorTests {
         #expect(nothing.warnings.contains { $0.contains("\"**/*.psd\" matches no file") })
     }
 
+    /// `{"directory": "."}` is refused because it would pack the manifests; a pattern that reaches them is
+    /// the same mistake and gets the same refusal, while one that reaches no manifest is fine.
+    @Test(arguments: ["**", "*.json", "**/*.json", "*"])
+    func aPatternThatSelectsTheManifestsIsRefusedAsTheWholeFolderIs(_ pattern: String) throws {
+        let scratch = try Scratch()
+        try makeTree(scratch)
+        try scratch.write("Assets/Other.json", "{}")
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try resolve(scratch, #"{"filePattern": "\#(pattern)"}"#)
+        }
+        #expect(error?.code == .unsafePath)
+        let message = error?.message ?? ""
+        #expect(message.contains("fileSelectors[0].filePattern"), "\(message)")
+        #expect(message.contains("which would pack the manifests too"), "\(message)")
+        #expect(message.contains("Other.json") && message.contains("Pack.json"), "\(message)")
+        #expect(message.contains("Fix:"), "\(message)")
+        // The same pattern under a source root that holds no manifest selects what it matches.
+        let rooted = try resolve(
+            scratch,
+            #"{"filePattern": "\#(pattern)"}"#,
+            extra: #""sourceRoot": "Levels","#,
+            boundary: "Assets"
+        )
+        #expect(rooted.files.map(\.path).contains("a.json"))
+        // A narrower pattern beside the manifests is fine, and so is one whose manifests are excluded.
+        #expect(try resolve(scratch, #"{"filePattern": "Levels/**"}"#).files.count == 5)
+        guard pattern.hasPrefix("**") else { return }
+        let excluded = try resolve(scratch, #"{"filePattern": "\#(pattern)"}, {"fileExclusion": "*.json"}"#)
+        #expect(!excluded.files.contains { $0.path.hasSuffix("Pack.json") || $0.path.hasSuffix("Other.json") })
+    }
+
     @Test func mappingsPlaceFilesAndFoldersElsewhereInThePack() throws {
         let scratch = try Scratch()
         try makeTree(scratch)

@@ -185,6 +185,46 @@ struct DashboardTests {
         #expect(DownloadBoard.pack(inPath: "/manifest") == nil)
     }
 
+    /// The first `downloads` event of a new stream, as sent: its bytes.
+    func firstDownloadsEvent(_ server: LiveServer) async throws -> String {
+        let response = try await HTTPClient.shared.execute(
+            HTTPClientRequest(url: server.url + "/_mock/events"),
+            timeout: .seconds(60)
+        )
+        var text = ""
+        for try await chunk in response.body {
+            text += String(buffer: chunk)
+            let blocks = text.components(separatedBy: "\n\n").dropLast()
+            if let block = blocks.first(where: { $0.hasPrefix("event: downloads") }) { return block }
+        }
+        throw CancellationError()
+    }
+
+    /// What one stream holds is one event, awaited until the socket takes it; that event is bounded whatever
+    /// the requests were: paths of 60 KB (each 404) are kept shortened, and at most 100 finished rows travel
+    /// in one event, so 200 slow pages cannot hold 200 copies of megabytes.
+    @Test func anEventIsBoundedWhateverThePathsRequested() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+            let long = "/assets/" + String(repeating: "x", count: 60_000)
+            for _ in 0...DashboardFeed.finishedPerEvent {  // one more than an event carries
+                let connection = try RawConnection(port: port, receiveBuffer: 1 << 20)
+                connection.send("GET \(long) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                _ = connection.readAll(timeout: 10)
+            }
+            let event = try await firstDownloadsEvent(server)
+            let data = Data(try #require(event.split(separator: "\n").last?.dropFirst("data: ".count)).utf8)
+            let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            let finished = try #require(object["finished"] as? [[String: Any]])
+            #expect(finished.count == 100)
+            let paths = finished.compactMap { $0["path"] as? String }
+            #expect(paths.allSatisfy { $0.utf8.count <= 1100 && $0.contains("60008 bytes") }, "\(paths.first ?? "")")
+            #expect(event.utf8.count < 300_000, "one event: \(event.utf8.count) bytes")
+        }
+    }
+
     /// A page left open does not hold a shutdown: its event stream ends, whole, when the server stops (with
     /// no grace period set here, a stream that went on would hang this test until its time limit).
     @Test(.timeLimit(.minutes(1))) func anOpenStreamEndsWhenTheServerShutsDown() async throws {

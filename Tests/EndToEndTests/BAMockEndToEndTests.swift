@@ -67,6 +67,64 @@ struct BAMockEndToEndTests {
         #expect(FileManager.default.fileExists(atPath: folder.appending(".ba-mock/state.json").string))
     }
 
+    /// Apple Archive (LZFSE) is what serve, export and package write unless told otherwise, since it is what a
+    /// device downloads; the start-up table says each pack's format and language. tar+zstd stays a choice.
+    @Test func appleArchiveIsTheDefaultFormatAndTheTableSaysSo() async throws {
+        let scratch = try Scratch()
+        let folder = try sampleFolder(scratch)
+        try scratch.write("Assets/Voice/fr/intro.txt", "bonjour")
+        try scratch.write(
+            "Assets/VoiceFR.json",
+            """
+            {"assetPackID": "VoiceFR", "downloadPolicy": {"onDemand": {}}, "language": "fr",
+             "fileSelectors": [{"directory": "Voice/fr"}], "platforms": ["iOS"]}
+            """
+        )
+        let server = try RunningTool(tool, ["serve", folder.string, "--port", "0"])
+        let url = try #require(server.waitForFirstLine(), "no URL on stdout; stderr: \(server.stderr)")
+        let manifest = try DownloadManifest.decode(try await fetch(url + "/manifest").body, source: url)
+        #expect(manifest.assetPacks.map(\.compression) == Array(repeating: .lzfse, count: 4))
+        let pack = try await fetch(url + "/assets/Levels").body
+        #expect(pack.prefix(4) == Data("pbze".utf8))
+        let table = server.stdout.split(separator: "\n").map(String.init)
+        let header = try #require(table.first { $0.hasPrefix("PACK") })
+        #expect(header.contains("LANGUAGE") && header.contains("FORMAT"), "\(header)")
+        let voice = try #require(table.first { $0.hasPrefix("VoiceFR") }, "\(table)")
+        #expect(voice.contains(" fr ") && voice.contains("aar lzfse"), "\(voice)")
+        let levels = try #require(table.first { $0.hasPrefix("Levels") })
+        #expect(levels.contains(" - ") && levels.contains("aar lzfse"), "\(levels)")
+        #expect(server.interrupt() == 0, "\(server.stderr)")
+
+        // --format tar keeps ba-mock's own.
+        let tar = try RunningTool(tool, ["serve", folder.string, "--port", "0", "--format", "tar"])
+        let tarURL = try #require(tar.waitForFirstLine(), "stderr: \(tar.stderr)")
+        let tarManifest = try DownloadManifest.decode(try await fetch(tarURL + "/manifest").body, source: tarURL)
+        #expect(tarManifest.assetPacks.map(\.compression) == Array(repeating: .zstd, count: 4))
+        #expect(tar.stdout.contains("tar zstd"), "\(tar.stdout)")
+        #expect(tar.interrupt() == 0)
+
+        // export and package, with no option, write Apple Archives.
+        let out = scratch.root.appending("out")
+        let exported = try runTool(tool, ["export", folder.string, "--out", out.string])
+        #expect(exported.status == 0, "\(exported.stderr)")
+        #expect(try scratch.read(out.appending("assets/Levels")).prefix(4) == Data("pbze".utf8))
+        let packaged = try runTool(
+            tool,
+            ["package", "Levels.json", "-o", scratch.root.appending("Levels.pack").string],
+            directory: folder.string
+        )
+        #expect(packaged.status == 0, "\(packaged.stderr)")
+        #expect(try scratch.read(scratch.root.appending("Levels.pack")).prefix(4) == Data("pbze".utf8))
+        // A compression only tar has still means a tar, as it did.
+        let zstd = try runTool(
+            tool,
+            ["package", "Levels.json", "-o", scratch.root.appending("Levels.tar.zst").string, "--compression", "zstd"],
+            directory: folder.string
+        )
+        #expect(zstd.status == 0, "\(zstd.stderr)")
+        #expect(try scratch.read(scratch.root.appending("Levels.tar.zst")).prefix(4) == Data([0x28, 0xB5, 0x2F, 0xFD]))
+    }
+
     @Test func aStdoutNobodyReadsDoesNotSlowServing() async throws {
         let scratch = try Scratch()
         let folder = try sampleFolder(scratch)

@@ -76,6 +76,19 @@ struct DashboardBrowserTests {
         }
     }
 
+    /// The first paint already shows the packs (the page carries the first snapshot) and says "loading" where
+    /// the stream has not spoken yet, instead of empty tables beside "live"; each pack shows its format.
+    @Test func theFirstPaintShowsThePacksAndTheirFormat() async throws {
+        try await withDashboard { browser, _, _ in
+            // What the script had drawn before it opened the event stream, kept by the page for this check.
+            let first = try await browser.run("return document.body.dataset.firstPaint || null")
+            #expect(first as? String == "HighResTextures,Levels,Tutorial|loading…", "\(String(describing: first))")
+            try await browser.wait(for: Self.cell("Levels", "format")) { $0 as? String == "aar lzfse" }
+            #expect(try await browser.run(Self.cell("Levels", "language")) as? String == "–")
+            try await browser.wait(for: "return document.getElementById('downloads-empty').textContent === 'none'")
+        }
+    }
+
     /// A manifest broken on disk shows its problem (message, file, fix) while the last good version stays.
     @Test func aBrokenManifestShowsItsProblem() async throws {
         try await withDashboard { browser, _, scratch in

@@ -9,6 +9,7 @@ import Testing
 #endif
 
 /// Deltas inside files, from a static server: `export` writes everything an update needs as plain files.
+/// Exported as tar packs (`--format tar`): the hostile deltas below are tars written by hand, as a tar pack's are.
 @Suite("Deltas from a static server")
 struct DeltaEndToEndTests {
     let mock = builtProduct("ba-mock")
@@ -33,7 +34,7 @@ struct DeltaEndToEndTests {
         for (path, text) in extra { try scratch.write("assets/big/" + path, text) }
         let folder = scratch.root.appending("assets")
         let site = scratch.root.appending("site")
-        #expect(try runTool(mock, ["export", folder.string, "--out", site.string]).status == 0)
+        #expect(try runTool(mock, ["export", folder.string, "--out", site.string, "--format", "tar"]).status == 0)
         let (server, base) = try pythonStaticServer(site)
         let appGroup = scratch.root.appending("AppGroup")
         let common = ["--server", base, "--app-group", appGroup.string]
@@ -51,7 +52,7 @@ struct DeltaEndToEndTests {
 
         content.replaceSubrange(500_000..<520_000, with: Scratch.noise(20_000, seed: 6))
         try scratch.write("assets/big/level.db", content)
-        #expect(try runTool(mock, ["export", folder.string, "--out", site.string]).status == 0)
+        #expect(try runTool(mock, ["export", folder.string, "--out", site.string, "--format", "tar"]).status == 0)
         let updated = try runTool(sync, ["ensure", "--latest", "--delta", "Big", "--json"] + common)
         #expect(updated.status == 0, "\(updated.stderr)")
         let delta = try #require(jsonLines(updated.stdout).first { $0["event"] as? String == "delta" })
@@ -78,7 +79,7 @@ struct DeltaEndToEndTests {
         let (folder, site, appGroup, common) = (served.folder, served.site, served.appGroup, served.common)
         content.replaceSubrange(100_000..<110_000, with: Scratch.noise(10_000, seed: 8))
         try scratch.write("assets/big/level.db", content)
-        #expect(try runTool(mock, ["export", folder.string, "--out", site.string]).status == 0)
+        #expect(try runTool(mock, ["export", folder.string, "--out", site.string, "--format", "tar"]).status == 0)
 
         // The hostile delta, bound to the right versions, with the new version's index.
         var manifest = try #require(

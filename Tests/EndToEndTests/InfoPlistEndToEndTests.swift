@@ -109,7 +109,7 @@ struct InfoPlistEndToEndTests {
         )
         let fine = try runTool(mock, ["validate", "--info-plist", roomy.string, folder.string])
         #expect(fine.status == 0, "\(fine.stdout)\(fine.stderr)")
-        #expect(fine.stdout == "ok (0 warning(s))\n")
+        #expect(fine.stdout == "ok (0 warning(s)): checked 3 manifests, 3 packs, 47 files and \(roomy)\n")
 
         // The published manifest, whose relative URLs resolve against BAManifestURL, outside the allow list.
         let elsewhere = try writeInfoPlist(
@@ -140,6 +140,51 @@ struct InfoPlistEndToEndTests {
                 ]
             ]
         )
+    }
+
+    /// Every file and folder below `root`: its relative path, and its bytes (a link's target, a folder's "").
+    static func tree(_ root: FilePath) throws -> [String: Data] {
+        var found: [String: Data] = [:]
+        let enumerator = FileManager.default.enumerator(atPath: root.string)
+        while let relative = enumerator?.nextObject() as? String {
+            let path = root.appending(relative).string
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            switch attributes[.type] as? FileAttributeType {
+            case .typeDirectory: found[relative + "/"] = Data()
+            case .typeSymbolicLink:
+                found[relative + "@"] = Data(try FileManager.default.destinationOfSymbolicLink(atPath: path).utf8)
+            default: found[relative] = try Data(contentsOf: URL(fileURLWithPath: path))
+            }
+            found[relative + " mode"] = Data("\(attributes[.posixPermissions] ?? 0)".utf8)
+        }
+        return found
+    }
+
+    /// A check must not change what it checks: the packs are built in a temporary folder, so the asset folder
+    /// is byte for byte what it was, a `.ba-mock` made by an earlier export included, and none is created.
+    @Test func validateWithAnInfoPlistLeavesTheFolderAsItWas() throws {
+        let scratch = try Scratch()
+        let folder = try scratch.copySampleAssets()
+        let plist = try writeInfoPlist(
+            Self.selfHosted(manifestURL: "https://cdn.example.com/manifest", allow: ["cdn.example.com"]),
+            format: .xml,
+            to: scratch.root.appending("Info.plist")
+        )
+        let before = try Self.tree(folder)
+        #expect(!before.keys.contains { $0.hasPrefix(".ba-mock") })
+        let fresh = try runTool(mock, ["validate", "--info-plist", plist.string, folder.string])
+        #expect(fresh.status == 0, "\(fresh.stdout)\(fresh.stderr)")
+        #expect(try Self.tree(folder) == before, "validate wrote into \(folder)")
+
+        // A folder an export built once: its state is read, not written.
+        let exported = try runTool(mock, ["export", folder.string, "--out", scratch.root.appending("out").string])
+        #expect(exported.status == 0, "\(exported.stderr)")
+        try scratch.write("Assets/Levels/World1/changed.txt", "a change validate must not build into the state")
+        let built = try Self.tree(folder)
+        #expect(built.keys.contains(".ba-mock/state.json"))
+        let again = try runTool(mock, ["validate", "--info-plist", plist.string, folder.string])
+        #expect(again.status == 0, "\(again.stdout)\(again.stderr)")
+        #expect(try Self.tree(folder) == built, "validate changed \(folder)/.ba-mock")
     }
 
     @Test func aFolderThatDoesNotBuildSaysTheLimitsWereNotChecked() throws {

@@ -255,7 +255,7 @@ struct TortureTests {
             let folder = try scratch.copySampleAssets()
             let appGroup = scratch.root.appending("AppGroup")
             var sources = [try snapshot(folder)]
-            let format = (kill / 2) % 2 == 1 ? ["--format", "aar"] : []
+            let format = (kill / 2) % 2 == 1 ? [] : ["--format", "tar"]  // Apple Archive by default
             let server = try RunningTool(
                 mock,
                 ["serve", folder.string, "--port", "0", "--watch-interval", "0.2"] + format

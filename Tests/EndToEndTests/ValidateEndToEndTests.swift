@@ -222,6 +222,66 @@ struct ValidateEndToEndTests {
         #expect(emptyReport.problems.first?.message.contains("Voice.jsonc not read") == true, "\(emptyReport.problems)")
     }
 
+    /// Manifest files given from another folder: their selector paths start at --root (the current folder),
+    /// as ba-package's do; a path that is there beside the manifest says to pass --root with that folder.
+    @Test func aManifestCheckedFromAnotherFolderSaysToPassRoot() throws {
+        let scratch = try Scratch()
+        _ = try scratch.copySampleAssets()
+        let run = try runTool(tool, ["validate", "Assets/Tutorial.json"], directory: scratch.root.string)
+        #expect(run.status == 1)
+        #expect(run.stdout.contains("\"Tutorial\" does not exist"), "\(run.stdout)")
+        #expect(
+            run.stdout.contains("Fix: pass --root Assets (it is there, beside the manifest)"),
+            "\(run.stdout)"
+        )
+        let rooted = try runTool(
+            tool,
+            ["validate", "Assets/Tutorial.json", "--root", "Assets"],
+            directory: scratch.root.string
+        )
+        #expect(rooted.status == 0, "\(rooted.stdout)")
+    }
+
+    /// A selector path that does not exist gets the near miss in its folder, as a misspelt key does.
+    @Test func aMissingSelectorPathGetsItsNearMiss() throws {
+        let scratch = try Scratch()
+        let folder = try scratch.copySampleAssets()
+        try scratch.write(
+            "Assets/Typo.json",
+            """
+            {"assetPackID": "Typo", "downloadPolicy": {"onDemand": {}}, "platforms": ["iOS"],
+             "fileSelectors": [{"directory": "Level"}, {"file": "Levels/World1/wrld.json"}, {"file": "Nothing/x"}]}
+            """
+        )
+        let run = try runTool(tool, ["validate", folder.string, "--json"])
+        #expect(run.status == 1)
+        let report = try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8))
+        let fixes = Dictionary(
+            report.problems.filter { $0.file.hasSuffix("Typo.json") }.map { ($0.key, $0.fix ?? "") },
+            uniquingKeysWith: { first, _ in first }
+        )
+        #expect(fixes["fileSelectors[0].directory"] == "did you mean \"Levels\"?", "\(report.problems)")
+        #expect(fixes["fileSelectors[1].file"] == "did you mean \"Levels/World1/world.json\"?", "\(report.problems)")
+        #expect(fixes["fileSelectors[2].file"] == "check spelling and case, or the folder", "\(report.problems)")
+    }
+
+    /// `ok` says what was checked, so that a CI log shows the gate looked at something.
+    @Test func okSaysWhatWasChecked() throws {
+        let scratch = try Scratch()
+        let folder = try scratch.copySampleAssets()
+        var files = 0
+        for path in try FileManager.default.subpathsOfDirectory(atPath: folder.string)
+        where !path.hasPrefix(".") && path.contains("/") {
+            let type = try FileManager.default.attributesOfItem(atPath: folder.appending(path).string)[.type]
+            if type as? FileAttributeType == .typeRegular { files += 1 }
+        }
+        let run = try runTool(tool, ["validate", folder.string])
+        #expect(run.status == 0, "\(run.stdout)")
+        #expect(run.stdout == "ok (0 warning(s)): checked 3 manifests, 3 packs, \(files) files\n")
+        let one = try runTool(tool, ["validate", "Tutorial.json"], directory: folder.string)
+        #expect(one.stdout.hasPrefix("ok (0 warning(s)): checked 1 manifest, 1 pack, "), "\(one.stdout)")
+    }
+
     @Test func evaluateIsValidateUnderApplesName() throws {
         let scratch = try Scratch()
         let folder = try brokenFolder(scratch)

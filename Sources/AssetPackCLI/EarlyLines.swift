@@ -1,0 +1,31 @@
+import Synchronization
+
+/// Request lines that come before the URL is printed, held until it is (at most `limit`; the rest are
+/// counted and said).
+public final class EarlyLines: Sendable {
+    private let state = Mutex((open: false, lines: [String](), dropped: 0))
+    private let limit = 1000
+
+    /// Creates an empty holder, closed.
+    public init() {}
+
+    /// Keeps `line` while the URL is not printed yet; `false` once it is (write it then).
+    public func hold(_ line: String) -> Bool {
+        state.withLock { state in
+            guard !state.open else { return false }
+            if state.lines.count < limit { state.lines.append(line) } else { state.dropped += 1 }
+            return true
+        }
+    }
+
+    /// Hands the lines held to `write`, in order, and lets every later line through.
+    public func release(_ write: (String) -> Void) {
+        let (lines, dropped) = state.withLock { state in
+            state.open = true
+            defer { state.lines = [] }
+            return (state.lines, state.dropped)
+        }
+        for line in lines { write(line) }
+        if dropped > 0 { write("(\(dropped) more request lines before the URL were dropped)") }
+    }
+}
