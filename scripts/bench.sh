@@ -139,10 +139,13 @@ EOF
 # serve_mock SET [FORMAT]: starts ba-mock on the set (tar packs unless FORMAT says aar, Apple Archive, serve's
 # default); sets mock_url and mock_pid.
 serve_mock() {
-  "$mock" serve "$work/sets/$1" --port 0 --quiet --format "${2:-tar}" >"$work/mock-$1.out" 2>"$work/mock-$1.err" &
+  # One output file per server started: a second server of the same set must not be taken for the first,
+  # whose URL is still in a file of the same name until the new process truncates it.
+  local out="$work/mock-$1-${2:-tar}-$RANDOM"
+  "$mock" serve "$work/sets/$1" --port 0 --quiet --format "${2:-tar}" >"$out.out" 2>"$out.err" &
   mock_pid=$!
   pids+=("$mock_pid")
-  mock_url=$(first_line "$work/mock-$1.out" "$work/mock-$1.err" "$mock_pid" 600)
+  mock_url=$(first_line "$out.out" "$out.err" "$mock_pid" 600)
 }
 
 stop() { kill -INT "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
