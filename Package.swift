@@ -72,6 +72,9 @@ let package = Package(
             name: "AssetPackServer",
             dependencies: [
                 "AssetPackFormat",
+                // Links System wherever Hummingbird's file system module is linked, should a build dir have
+                // compiled that module after System (an incremental rebuild of swift-nio): see System above.
+                "System",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -105,10 +108,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Apple's System module on Linux: swift-system under the name Apple's SDK gives it.
+        // Apple's System module on Linux: swift-system's types under the name Apple's SDK gives them, and a
+        // FilePath of its own. swift-nio's file system modules `#if canImport(System)`: built after our System
+        // they would call into it, and every binary that links them would then have to link System too (ba-mock
+        // did not: undefined references at link time in a fresh clone). Depending on them builds them first, so
+        // they never see it.
         .target(
             name: "System",
-            dependencies: [.product(name: "SystemPackage", package: "swift-system")],
+            dependencies: [
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
