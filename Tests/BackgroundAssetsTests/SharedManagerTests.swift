@@ -273,6 +273,26 @@ import Testing
         }
     }
 
+    // A link planted at .ba-sync/views (where merged folders are made): refused, and nothing is written where
+    // it leads.
+    @Test func aLinkPlantedWhereMergedFoldersAreMadeIsNotFollowed() async throws {
+        try await withAssetPackServer(serving: try Fixture.make()) { server in
+            try await manager.ensureLocalAvailability(
+                of: Set(try await manager.manifest.assetPacks.filter { $0.language == nil })
+            )
+            let outside = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "ba-outside-\(UUID().uuidString)"
+            )
+            try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+            try FileManager.default.createSymbolicLink(
+                atPath: server.appGroup.appending(".ba-sync/views").string,
+                withDestinationPath: outside.path
+            )
+            #expect(throws: (any Error).self) { try manager.url(for: "Shared") }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
+        }
+    }
+
     @Test func withoutAnAppGroupSharedStopsWithApplesMessage() {
         guard case .failure(let problem) = ManagerConfiguration.fromEnvironment([:]) else {
             Issue.record("an empty environment configured a manager")
