@@ -185,48 +185,41 @@ EOF
   nginx_url="http://127.0.0.1:$nginx_port"
 }
 
-# pack_step SET: ba-mock package vs bsdtar --zstd, same level (3), every round.
-pack_step() {
-  local set=$1 bytes seconds rss r
+# pack_rounds ROW SET [sizes]: times the commands in the arrays ours_cmd and ref_cmd, which both write
+# $work/pack.out, in turns (ours first in odd rounds), every round, from a warm cache; with "sizes" it also
+# records each archive's size as ROW-size.
+pack_rounds() {
+  local row=$1 set=$2 sizes=${3:-} bytes seconds rss r who
   bytes=$(bytes_of "$work/sets/$set/files")
   for r in $(seq 1 "$rounds"); do
     for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
       rm -f "$work/pack.out"
       warm "$work/sets/$set/files"
-      if [ "$who" = ours ]; then
-        timed seconds rss "$mock" package "$work/sets/$set/$set.json" --root "$work/sets/$set" \
-          --compression zstd --level 3 -o "$work/pack.out"
-      else
-        timed seconds rss bsdtar --zstd --options zstd:compression-level=3 -cf "$work/pack.out" \
-          -C "$work/sets/$set" files
-      fi
-      record "pack" "$set" "$who" "$(mbps "$bytes" "$seconds")" "MB/s" "$rss"
+      if [ "$who" = ours ]; then timed seconds rss "${ours_cmd[@]}"; else timed seconds rss "${ref_cmd[@]}"; fi
+      record "$row" "$set" "$who" "$(mbps "$bytes" "$seconds")" "MB/s" "$rss"
+      if [ -n "$sizes" ]; then record "$row-size" "$set" "$who" "$(stat -c %s "$work/pack.out")" "B"; fi
     done
   done
   rm -f "$work/pack.out"
 }
 
+# pack_step SET: ba-mock package vs bsdtar --zstd, same level (3), every round.
+pack_step() {
+  local set=$1
+  ours_cmd=("$mock" package "$work/sets/$set/$set.json" --root "$work/sets/$set" --compression zstd --level 3
+    -o "$work/pack.out")
+  ref_cmd=(bsdtar --zstd --options zstd:compression-level=3 -cf "$work/pack.out" -C "$work/sets/$set" files)
+  pack_rounds pack "$set"
+}
+
 # pack_aar_step SET: what Apple's format (the default) costs to build: ba-mock package of an Apple Archive
 # (LZFSE, 4 MiB blocks) vs ba-mock package of a tar (zstd 3), every round.
 pack_aar_step() {
-  local set=$1 bytes seconds rss r
-  bytes=$(bytes_of "$work/sets/$set/files")
-  for r in $(seq 1 "$rounds"); do
-    for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
-      rm -f "$work/pack.out"
-      warm "$work/sets/$set/files"
-      if [ "$who" = ours ]; then
-        timed seconds rss "$mock" package "$work/sets/$set/$set.json" --root "$work/sets/$set" --format aar \
-          -o "$work/pack.out"
-      else
-        timed seconds rss "$mock" package "$work/sets/$set/$set.json" --root "$work/sets/$set" --format tar \
-          --compression zstd --level 3 -o "$work/pack.out"
-      fi
-      record "pack-aar" "$set" "$who" "$(mbps "$bytes" "$seconds")" "MB/s" "$rss"
-      record "pack-aar-size" "$set" "$who" "$(stat -c %s "$work/pack.out")" "B"
-    done
-  done
-  rm -f "$work/pack.out"
+  local set=$1
+  ours_cmd=("$mock" package "$work/sets/$set/$set.json" --root "$work/sets/$set" --format aar -o "$work/pack.out")
+  ref_cmd=("$mock" package "$work/sets/$set/$set.json" --root "$work/sets/$set" --format tar --compression zstd
+    --level 3 -o "$work/pack.out")
+  pack_rounds pack-aar "$set" sizes
 }
 
 # export_set SET [FORMAT]: the static tree nginx serves at $work/www/SET (tar packs, which the reference
