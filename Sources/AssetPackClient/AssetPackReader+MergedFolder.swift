@@ -21,7 +21,8 @@ extension AssetPackReader {
             defer { try? target.close() }
             for path in view.files(below: relative) {
                 guard let (_, file) = try view.locate(path, in: nil, as: scope) else { continue }
-                let below = FilePath(String(path.dropFirst(relative.utf8.count + 1)))
+                // Cut as bytes: a name's characters are not its bytes (`Ü`, `🎮`, a combining mark).
+                let below = FilePath(String(Substring(path.utf8.dropFirst(relative.utf8.count + 1))))
                 let folder = below.removingLastComponent()
                 let into = folder.isEmpty ? target : try target.openFolder(folder.string, creating: true)
                 defer { if !folder.isEmpty { try? into.close() } }

@@ -293,6 +293,32 @@ import Testing
         }
     }
 
+    // A folder split across packs whose name is not ASCII merges byte for byte.
+    @Test func aFolderWithAUnicodeNameSplitAcrossPacksIsMerged() async throws {
+        let folder = try Fixture.make()
+        for (id, name) in [("U1", "a 🎮.txt"), ("U2", "b é.txt")] {
+            let root = URL(fileURLWithPath: folder.string)
+            let file = root.appendingPathComponent("Über/日本語 🎮/\(name)")
+            try FileManager.default.createDirectory(
+                at: file.deletingLastPathComponent(),
+                withIntermediateDirectories: true
+            )
+            try Data(id.utf8).write(to: file)
+            try Data(
+                #"{"assetPackID": "\#(id)", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"file": "Über/日本語 🎮/\#(name)"}], "platforms": ["iOS"]}"#
+                    .utf8
+            ).write(to: root.appendingPathComponent("\(id).json"))
+        }
+        try await withAssetPackServer(serving: folder) { _ in
+            let manifest = try await manager.manifest
+            try await manager.ensureLocalAvailability(of: Set(manifest.assetPacks.filter { $0.id.hasPrefix("U") }))
+            let merged = try manager.url(for: "Über/日本語 🎮")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: merged.path).sorted() == ["a 🎮.txt", "b é.txt"]
+            )
+        }
+    }
+
     @Test func withoutAnAppGroupSharedStopsWithApplesMessage() {
         guard case .failure(let problem) = ManagerConfiguration.fromEnvironment([:]) else {
             Issue.record("an empty environment configured a manager")
