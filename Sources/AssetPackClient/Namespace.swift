@@ -126,7 +126,8 @@ final class Namespace: Sendable {
     /// The namespace paths of the files below folder `path`, in byte order.
     func files(below path: String) -> [String] {
         let prefix = path + "/"
-        return files.keys.filter { $0.path.hasPrefix(prefix) }.sorted().map(\.path)
+        // As bytes: String's hasPrefix compares canonically, and would take `Cafe\u{301}/` for `Caf\u{E9}/`.
+        return files.keys.filter { $0.path.utf8.starts(with: prefix.utf8) }.sorted().map(\.path)
     }
 
     /// Whether a read sees any of these holders of a path.
