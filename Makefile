@@ -68,9 +68,18 @@ build: deps
 # run side by side starved each other into timeouts.
 # The example app package (Examples/AssetStoreApp) builds against this tree as an app would and runs its own
 # tests against ba-mock first; then every test of this package.
+# CI shows only the end of a run, so a failing run ends by naming its failures again (the whole log stays
+# in .build/test.log).
 test: deps
 	cd Examples/AssetStoreApp && $(SWIFT) test
-	$(SWIFT) test --no-parallel
+	@mkdir -p .build
+	@{ $(SWIFT) test --no-parallel 2>&1; echo $$? > .build/test.rc; } | tee .build/test.log; \
+	rc=$$(cat .build/test.rc); \
+	if [ "$$rc" != 0 ]; then \
+	  echo "--- the failures of this run (whole log: .build/test.log) ---"; \
+	  grep -E '✘|error:|Fatal error|fatalError|Signal|signal [0-9]' .build/test.log | grep -v ' passed after ' | tail -60; \
+	fi; \
+	exit $$rc
 
 # The torture run includes the attack-run cases (issue 18): planted symlinks, stalled and surplus peers, a
 # server killed while it builds.
