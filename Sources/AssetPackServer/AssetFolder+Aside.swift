@@ -6,10 +6,77 @@ import SystemPackage
     import Glibc
 #endif
 
-/// A check that builds the packs (`validate --info-plist`) must not change the folder it checks: its state goes
-/// to a temporary folder, seeded from `.ba-mock` so that versions and deltas come out as the next `export`
-/// would write them.
+/// One process at a time writes a folder's `.ba-mock`: two that did (`export` while `serve` watches) each swept
+/// what the other had just built. The first claims it; a second (another server, an export) and a check that
+/// builds the packs (`validate --info-plist`) work on a temporary folder seeded from `.ba-mock`, so that
+/// versions and deltas come out as the owner's would, and leave the owner's state as it was.
+public final class StateClaim: Sendable {
+    /// The open `.ba-mock/lock`, flocked: the kernel releases it when the process ends, however it ends.
+    let descriptor: FileDescriptor
+
+    init(descriptor: FileDescriptor) { self.descriptor = descriptor }
+
+    deinit { try? descriptor.close() }
+}
+
+/// Where a command keeps its state: the folder's own `.ba-mock` (claimed), or a copy aside.
+public struct ClaimedState: Sendable {
+    /// The asset folder, with the state folder to use.
+    public let folder: AssetFolder
+    /// Held for as long as the folder's own state is written; `nil` when the state is aside (or not lockable).
+    public let claim: StateClaim?
+    /// The process that holds the folder's state when this one works aside (`0` when it is not known).
+    public let heldBy: Int32?
+
+    /// What to tell the user when the state is aside, naming the process that holds it.
+    public var note: String? {
+        guard let heldBy else { return nil }
+        let who = heldBy > 0 ? "another ba-mock (process \(heldBy))" : "another ba-mock"
+        return "note: \(who) keeps \(folder.root.appending(PackPath.stateFolderName)) (it serves or exports that "
+            + "folder); this one builds in a copy of it, and leaves it as it is"
+    }
+}
+
 extension AssetFolder {
+    /// Claims the folder's `.ba-mock` for this process, or, when another process holds it, sets up a copy
+    /// aside (``withStateAside()``): a second ba-mock never writes the state another one serves from.
+    ///
+    /// The claim is an advisory `flock` on `.ba-mock/lock` (opened without following a link), which holds the
+    /// owner's process ID for messages. A state folder that cannot be made or locked (a read-only folder) is
+    /// used as before, unclaimed: the build says what it cannot write.
+    /// - Throws: ``AssetPackServerError`` with code `.state` when `.ba-mock` is a link, or the copy aside
+    ///   cannot be made.
+    public func claimState() throws -> ClaimedState {
+        BlockingIO.checkOffPool("AssetFolder.claimState")
+        guard separateState == nil else { return ClaimedState(folder: self, claim: nil, heldBy: nil) }
+        try PackCatalog.checkStateFolder(of: self)
+        guard let folder = try? FileDescriptor.openFolder(root) else {  // the scan says why
+            return ClaimedState(folder: self, claim: nil, heldBy: nil)
+        }
+        defer { try? folder.close() }
+        guard let state = try? folder.openFolder(PackPath.stateFolderName, creating: true) else {
+            return ClaimedState(folder: self, claim: nil, heldBy: nil)
+        }
+        defer { try? state.close() }
+        let raw = openat(state.rawValue, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o644)
+        guard raw >= 0 else { return ClaimedState(folder: self, claim: nil, heldBy: nil) }
+        let lock = FileDescriptor(rawValue: raw)
+        if flock(raw, LOCK_EX | LOCK_NB) == 0 {
+            let line = Array("\(getpid())\n".utf8)
+            _ = ftruncate(raw, 0)
+            _ = line.withUnsafeBytes { pwrite(raw, $0.baseAddress, $0.count, 0) }
+            return ClaimedState(folder: self, claim: StateClaim(descriptor: lock), heldBy: nil)
+        }
+        let failure = errno
+        var bytes = [UInt8](repeating: 0, count: 32)
+        let count = bytes.withUnsafeMutableBytes { pread(raw, $0.baseAddress, $0.count, 0) }
+        try? lock.close()
+        guard failure == EWOULDBLOCK else { return ClaimedState(folder: self, claim: nil, heldBy: nil) }
+        let written = String(decoding: bytes.prefix(max(0, count)), as: UTF8.self)
+        let owner = Int32(written.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        return ClaimedState(folder: try withStateAside(), claim: nil, heldBy: owner)
+    }
+
     /// The same asset folder with its state in a new temporary folder holding what `.ba-mock` holds: the state
     /// file, the indexes and chunk lists, the deltas and the archives, each as a hard link where the file
     /// system allows (ba-mock never writes into a file it keeps: it writes a new one and renames it, so a
@@ -58,8 +125,9 @@ extension AssetFolder {
             defer { try? inner.close() }
             let target = try to.openFolder(folder, creating: true)
             defer { try? target.close() }
-            for name in try inner.entryNames() where inner.entryKind(name) == .regular {
+            for name in try inner.entryNames() where inner.entryKind(name) == .regular && name != "lock" {
                 if linkat(inner.rawValue, name, target.rawValue, name, 0) == 0 { continue }
+                if errno == ENOENT { continue }  // swept by the process that owns the state since it was listed
                 try copy(name, from: inner, to: target, shownAs: source.appending(folder).appending(name))
             }
         }
@@ -74,7 +142,10 @@ extension AssetFolder {
             )
         }
         let input = openat(from.rawValue, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard input >= 0 else { throw failed("read") }
+        guard input >= 0 else {
+            if errno == ENOENT { return }  // swept since it was listed: what the state names and lacks is rebuilt
+            throw failed("read")
+        }
         let reader = FileDescriptor(rawValue: input)
         defer { try? reader.close() }
         // Listed as a regular file; one swapped for a FIFO since is not waited on (O_NONBLOCK): its read fails.

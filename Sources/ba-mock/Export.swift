@@ -58,21 +58,33 @@ struct Export: AsyncParsableCommand {
         let (folder, options, pins, depth) = (
             self.folder, build.packOptions, try PackVersionPins.parse(packVersions), deltas.deltaDepth
         )
-        let catalog = try await BlockingIO.shortCall {  // reads the state file
-            try PackCatalog(
-                folder: AssetFolder(root: folder),
-                options: options,
-                pinnedVersions: pins,
-                deltaDepth: depth,
-                log: { Console.err($0) }
-            )
+        // The folder's .ba-mock is written only while claimed: a folder being served is exported from a copy.
+        let claimed = try await BlockingIO.longJob { try AssetFolder(root: folder).claimState() }
+        if let note = claimed.note { Console.err(note) }
+        let catalog: PackCatalog
+        let result: Exporter.Result
+        do {
+            catalog = try await BlockingIO.shortCall {  // reads the state file
+                try PackCatalog(
+                    folder: claimed.folder,
+                    options: options,
+                    pinnedVersions: pins,
+                    deltaDepth: depth,
+                    log: { Console.err($0) }
+                )
+            }
+            for warning in try await catalog.load() { Console.err("warning: \(warning)") }
+            let (snapshot, out, baseURL) = (catalog.snapshot, self.out, self.baseURL)
+            let platforms = self.platforms.compactMap(DownloadManifest.platform(named:))
+            result = try await BlockingIO.longJob {  // copies every archive
+                try Exporter.export(snapshot, to: out, baseURL: baseURL, platforms: platforms)
+            }
+            try await BlockingIO.longJob { claimed.folder.removeStateAside() }
+        } catch {
+            try await BlockingIO.longJob { claimed.folder.removeStateAside() }
+            throw error
         }
-        for warning in try await catalog.load() { Console.err("warning: \(warning)") }
-        let (snapshot, out, baseURL) = (catalog.snapshot, self.out, self.baseURL)
-        let platforms = self.platforms.compactMap(DownloadManifest.platform(named:))
-        let result = try await BlockingIO.longJob {  // copies every archive
-            try Exporter.export(snapshot, to: out, baseURL: baseURL, platforms: platforms)
-        }
+        withExtendedLifetime(claimed.claim) {}
         for warning in result.warnings { Console.err("warning: \(warning)") }
         if json {
             Console.out(String(decoding: try result.manifest.encoded(), as: UTF8.self))

@@ -228,9 +228,29 @@ struct Serve: AsyncParsableCommand {
         let scratchFolder = given == nil ? try Self.makeEmptyFolder() : nil
         defer { if let scratchFolder { try? FileManager.default.removeItem(atPath: scratchFolder.string) } }
         let folder = given ?? scratchFolder ?? "Assets"
-        let assetFolder = AssetFolder(root: folder, mayBeEmpty: given == nil)
+        // The folder's .ba-mock is written only while claimed: a folder another ba-mock serves is served from a
+        // copy of its state, removed at the end.
+        let claimed = try await BlockingIO.longJob {
+            try AssetFolder(root: folder, mayBeEmpty: given == nil).claimState()
+        }
+        do {
+            try await serve(claimed.folder, given: given, archivePaths: archivePaths, note: claimed.note)
+            try await BlockingIO.longJob { claimed.folder.removeStateAside() }
+        } catch {
+            try await BlockingIO.longJob { claimed.folder.removeStateAside() }
+            throw error
+        }
+        withExtendedLifetime(claimed.claim) {}
+    }
+
+    /// Serves `assetFolder` (its state claimed or aside) and the archives at `archivePaths` until a signal.
+    private func serve(_ assetFolder: AssetFolder, given: FilePath?, archivePaths: [FilePath], note: String?)
+        async throws
+    {
+        let folder = assetFolder.root
         let events = OutputQueue(.standardError, what: "messages")
         defer { events.flush() }  // what was queued is written before an error (or the end) is printed
+        if let note { events.writeLine(note) }
         let versions = assetPackVersions
         let archives = try await BlockingIO.longJob {
             try archivePaths.enumerated().map { number, path in
