@@ -25,13 +25,35 @@ public enum BlockingIO {
     }
 
     /// Runs work that blocks for long, or waits on other tasks, on a thread of its own and awaits it.
+    ///
+    /// Cancelling the awaiting task is passed on to the thread: ``checkCancellation()`` throws
+    /// `CancellationError` there from then on, so a loop that calls it between chunks (a pack build reading
+    /// its files) stops at the next one and cleans up as after any error. Work that does not check runs to
+    /// its end, and is awaited: nothing of a job outlives its caller.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     public static func longJob<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            startLongJob { continuation.resume(with: Result { try body() }) }
+        let job = JobCancellation()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                startLongJob { continuation.resume(with: Result { try $currentJob.withValue(job) { try body() } }) }
+            }
+        } onCancel: {
+            job.cancel()
         }
     }
+
+    /// Whether the task awaiting the long job this runs in was cancelled (`false` outside a long job).
+    public static var isCancelled: Bool { currentJob?.isCancelled ?? false }
+
+    /// Throws `CancellationError` when the task awaiting the long job this runs in was cancelled: called
+    /// between the chunks of long loops.
+    public static func checkCancellation() throws {
+        if isCancelled { throw CancellationError() }
+    }
+
+    /// The cancellation of the long job on this thread, bound for the duration of its body.
+    @TaskLocal private static var currentJob: JobCancellation?
 
     /// Starts `body` on a new thread (1 MiB of stack) and returns at once: for a stage of a pipeline that
     /// hands its work over through a queue of its own.
@@ -91,4 +113,13 @@ public enum BlockingIO {
         FileHandle.standardError.write(Data(message.utf8))
         fatalError(message)
     }
+}
+
+/// Set once the task awaiting a long job is cancelled; read by the job's thread.
+private final class JobCancellation: Sendable {
+    private let cancelled = Atomic(false)
+
+    var isCancelled: Bool { cancelled.load(ordering: .relaxed) }
+
+    func cancel() { cancelled.store(true, ordering: .relaxed) }
 }

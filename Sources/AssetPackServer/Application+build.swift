@@ -6,7 +6,6 @@ import HummingbirdTLS
 import Logging
 import NIOCore
 import ServiceLifecycle
-import Synchronization
 import UnixSignals
 
 #if canImport(Glibc)
@@ -174,9 +173,15 @@ struct CatalogWatcher: Service {
             let built: Result<CatalogReport, any Error>? = await cancelWhenGracefulShutdown {
                 for await _ in firstBuild.listening {}
                 guard !Task.isCancelled else { return nil }
-                // A shutdown does not wait for the pack being built (a GiB pack outlasts any grace): what was
-                // built is saved, and what a build leaves behind is swept at the next start.
-                return await resultUnlessCancelled(Task { try await catalog.refresh(reusingCheck: true) })
+                // A shutdown stops the pack being built within a buffer (a GiB pack outlasts any grace): what
+                // was built before is saved.
+                let built: Result<CatalogReport, any Error>
+                do {
+                    built = .success(try await catalog.refresh(reusingCheck: true))
+                } catch {
+                    built = .failure(error)
+                }
+                return Task.isCancelled ? nil : built
             }
             guard let built else { return }
             firstBuild.report(built)
@@ -204,62 +209,6 @@ struct CatalogWatcher: Service {
                 for warning in report.warnings { log("warning: \(warning)") }
             }
         }
-    }
-}
-
-/// The result of `task`, or `nil` as soon as the caller is cancelled (the task is cancelled too, and goes on
-/// without being waited for).
-func resultUnlessCancelled<T: Sendable>(_ task: Task<T, any Error>) async -> Result<T, any Error>? {
-    let waiter = OneShot<Result<T, any Error>?>()
-    return await withTaskCancellationHandler {
-        await withCheckedContinuation { continuation in
-            waiter.wait(continuation)
-            Task { waiter.resume(await task.result) }
-            if Task.isCancelled { waiter.resume(nil) }
-        }
-    } onCancel: {
-        task.cancel()
-        waiter.resume(nil)
-    }
-}
-
-/// A continuation resumed once, by whichever comes first; a value that comes before the wait is kept for it.
-private final class OneShot<T: Sendable>: Sendable {
-    private enum State {
-        case idle
-        case waiting(CheckedContinuation<T, Never>)
-        case early(T)
-        case done
-    }
-
-    private let state = Mutex(State.idle)
-
-    func wait(_ continuation: CheckedContinuation<T, Never>) {
-        let early: T? = state.withLock { state in
-            guard case .early(let value) = state else {
-                state = .waiting(continuation)
-                return nil
-            }
-            state = .done
-            return value
-        }
-        if let early { continuation.resume(returning: early) }
-    }
-
-    func resume(_ value: T) {
-        let waiting: CheckedContinuation<T, Never>? = state.withLock { state in
-            switch state {
-            case .waiting(let continuation):
-                state = .done
-                return continuation
-            case .idle:
-                state = .early(value)
-                return nil
-            case .early, .done:
-                return nil
-            }
-        }
-        waiting?.resume(returning: value)
     }
 }
 

@@ -250,6 +250,8 @@ public actor PackCatalog {
                     report.changes.append(.init(id: id, from: fromVersion, to: self.published(record, id: id)))
                 }
                 if number + 1 < toBuild.count { try await publishAndSaveIfDue(clock) }
+            } catch is CancellationError {
+                break  // the pack under way stopped within a buffer; what was built before is saved below
             } catch let error as AssetPackFormatError {
                 report.problems.append(error)
                 var problem = ManifestProblem(error, file: source.manifestFile, key: "(build)")

@@ -194,6 +194,34 @@ struct CatalogTests {
         }
     }
 
+    /// Cancelling a refresh (a server shutting down) stops the pack under way within a buffer and leaves
+    /// nothing of it. The build ran to its end first, whatever its size; the server stopped waiting for it
+    /// (a 60-line workaround) and left its thread writing.
+    @Test func aCancelledRefreshStopsThePackUnderWayAndLeavesNothingOfIt() async throws {
+        let scratch = try Scratch()
+        let huge = try scratch.write("Assets/Huge/huge.bin", Data())
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: huge.string))
+        try handle.truncate(atOffset: 4 << 30)  // sparse: reading and packing it takes seconds, storing it nothing
+        try handle.close()
+        try scratch.write(
+            "Assets/Huge.json",
+            #"{"assetPackID": "Huge", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "Huge"}], "platforms": ["iOS"]}"#
+        )
+        let folder = scratch.root.appending("Assets")
+        let catalog = try PackCatalog(folder: AssetFolder(root: folder))
+        let refresh = Task { try await catalog.refresh() }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !catalog.snapshot.building.contains("Huge") && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        refresh.cancel()
+        let report = try await refresh.value
+        #expect(report.changes.isEmpty, "the build ran to its end: \(report.changes)")
+        #expect(catalog.snapshot.pack(withID: "Huge") == nil)
+        let left = try FileManager.default.contentsOfDirectory(atPath: folder.appending(".ba-mock/packs").string)
+        #expect(left.isEmpty, "\(left)")
+    }
+
     @Test func watcherPicksUpChangesWithoutARestart() async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()

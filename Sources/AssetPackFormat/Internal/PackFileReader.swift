@@ -55,6 +55,7 @@ final class PackFileReader: @unchecked Sendable {
     func read(_ index: Int, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> SHA256.Digest {
         while true {
             if batch == nil {
+                try BlockingIO.checkCancellation()  // a build whose caller gave up stops within a buffer
                 guard let (buffer, received) = full.receive() else {
                     throw AssetPackFormatError(code: .io, message: "the file reader stopped early")
                 }
