@@ -107,11 +107,18 @@ extension PackCatalog {
         }
     }
 
-    /// Whether a change time (nanoseconds since 1970) is less than `interval` ago, and not in the future.
-    static func isRecent(_ change: Int64, within interval: Duration) -> Bool {
-        let now = Int64(Date().timeIntervalSince1970 * 1e9)
+    /// Whether a change time (nanoseconds since 1970) is less than `interval` before `now`, and not in the
+    /// future.
+    static func isRecent(_ change: Int64, within interval: Duration, now: Int64) -> Bool {
         let (seconds, attoseconds) = interval.components
         let span = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
         return change > now - span && change <= now + 1_000_000_000
     }
+
+    /// The wall clock in nanoseconds since 1970, as file change times are kept.
+    static func wallClock() -> Int64 { Int64(Date().timeIntervalSince1970 * 1e9) }
+
+    /// Sets the clock the settle time is measured on (tests: a change a given time ago, whatever the machine's
+    /// pace).
+    func useClock(_ clock: @escaping @Sendable () -> Int64) { self.clock = clock }
 }

@@ -72,6 +72,8 @@ public actor PackCatalog {
     var incomplete = false
     /// The warnings of the last scan, which a watch starts from (said once) without scanning again.
     var lastWarnings: [String]?
+    /// What the settle time is measured on: the wall clock (file change times are wall-clock times).
+    var clock: @Sendable () -> Int64 = PackCatalog.wallClock
     /// When the snapshot was last published and the state last saved during a refresh: a refresh of
     /// thousands of packs publishes and persists what it built as it goes, at most twice a second.
     var lastPublished: ContinuousClock.Instant?
@@ -194,7 +196,7 @@ public actor PackCatalog {
                 _ = try? await BlockingIO.longJob { for path in leftovers { _ = unlink(path.string) } }
             }
         }
-        if let settle, Self.isRecent(scan.lastChange, within: settle) {
+        if let settle, Self.isRecent(scan.lastChange, within: settle, now: clock()) {
             return CatalogReport(settling: true)
         }
         lastWarnings = scan.warnings

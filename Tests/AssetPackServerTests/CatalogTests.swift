@@ -247,16 +247,22 @@ struct CatalogTests {
 
     /// Two edits close together (a save, then another a moment later) publish one version, built once the
     /// folder has been quiet for the settle time: not a version for the half-finished state between them.
+    /// Measured on the catalog's clock, set relative to the files' own change times: the test slept and then
+    /// asserted on the wall clock, which a loaded machine moves at its own pace.
     @Test func editsCloseTogetherPublishOneVersionOnceTheFolderIsQuiet() async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
-        let catalog = try PackCatalog(folder: AssetFolder(root: scratch.root), archivesKept: 1)
+        let folder = AssetFolder(root: scratch.root)
+        let catalog = try PackCatalog(folder: folder, archivesKept: 1)
         try await catalog.refresh()
-        let (reports, continuation) = AsyncStream<CatalogReport>.makeStream()
-        let watcher = Task {
-            await catalog.watch(every: .milliseconds(50), settle: .milliseconds(700)) { continuation.yield($0) }
+        let settle = Duration.milliseconds(700)
+        /// A refresh as the watcher makes it, `after` the folder's last change.
+        func refresh(_ after: Duration) async throws -> CatalogReport {
+            let last = try folder.scan().lastChange
+            let (seconds, attoseconds) = after.components
+            await catalog.useClock { last + seconds * 1_000_000_000 + attoseconds / 1_000_000_000 }
+            return try await catalog.refresh(settle: settle)
         }
-        defer { watcher.cancel() }
         // A file dated an hour ahead (a clock that jumped, `touch -d`) neither holds builds back nor hides the
         // edits that follow: it made every edit publish at once.
         let future = scratch.root.appending("Videos/Intro.m4v").string
@@ -264,24 +270,16 @@ struct CatalogTests {
             timespec(tv_sec: time(nil) + 3600, tv_nsec: 0), timespec(tv_sec: time(nil) + 3600, tv_nsec: 0),
         ]
         #expect(utimensat(AT_FDCWD, future, &times, 0) == 0)
-        let clock = ContinuousClock()
         try scratch.write("Textures/new.ktx2", Scratch.noise(1000, seed: 5))
-        try await Task.sleep(for: .milliseconds(400))
+        let between = try await refresh(.milliseconds(400))  // the first save, the second not yet made
+        #expect(between.settling && between.changes.isEmpty, "\(between.changes)")
         try scratch.write("Textures/new2.ktx2", Scratch.noise(1000, seed: 6))
-        let lastEdit = clock.now
-        var seen: [CatalogReport.Change] = []
-        let deadline = clock.now + .seconds(20)
-        for await report in reports {
-            seen += report.changes
-            if !seen.isEmpty || clock.now > deadline { break }
-        }
-        #expect(clock.now - lastEdit >= .milliseconds(650), "built before the folder was quiet")
-        #expect(seen == [.init(id: "Textures", from: 1, to: 2)])
-        // Nothing is left to build: once the watcher has stopped, a scan of the folder as it stands (with the
-        // same settle) finds no change, where a 900 ms sleep used to stand in for "no second build came".
-        watcher.cancel()
-        await watcher.value
-        let again = try await catalog.refresh(settle: .milliseconds(700))
+        let early = try await refresh(.milliseconds(699))
+        #expect(early.settling && early.changes.isEmpty, "built before the folder was quiet: \(early.changes)")
+        #expect(catalog.snapshot.pack(withID: "Textures")?.version == 1)
+        let quiet = try await refresh(settle)
+        #expect(!quiet.settling && quiet.changes == [.init(id: "Textures", from: 1, to: 2)], "\(quiet.changes)")
+        let again = try await refresh(.seconds(5))
         #expect(!again.settling && again.changes.isEmpty, "\(again.changes)")
         #expect(catalog.snapshot.pack(withID: "Textures")?.fileCount == 3)
         #expect(catalog.snapshot.pack(withID: "Textures")?.version == 2)
