@@ -14,8 +14,9 @@ import Synchronization
 ///   starves neither pool.
 ///
 /// The blocking primitives (file I/O, hashing, archive work, locks) call ``checkOffPool(_:)``: with
-/// `BA_CHECK_BLOCKING=1` in the environment, one of them reached on the cooperative pool stops the process
-/// with the call's name, which is how the end-to-end tests prove that no blocking call runs there.
+/// `BA_CHECK_BLOCKING=1` in the environment, one of them reached on the cooperative pool or on a NIO event
+/// loop stops the process with the call's name, which is how the end-to-end tests prove that no blocking
+/// call runs there.
 public enum BlockingIO {
     /// Runs a short blocking call (file I/O, `fsync`, `unlink`, hashing a small file) on NIO's thread pool.
     /// - Returns: What `body` returns.
@@ -85,6 +86,11 @@ public enum BlockingIO {
         !Thread.isMainThread && withUnsafeCurrentTask { $0 != nil }
     }
 
+    /// Whether the calling code runs on one of NIO's event loops (the server's connections, the HTTP client's
+    /// downloads): blocking there stalls every connection of that loop. NIO's thread pool (``shortCall(_:)``)
+    /// is not one.
+    public static var isOnEventLoop: Bool { MultiThreadedEventLoopGroup.currentEventLoop != nil }
+
     /// What ``checkOffPool(_:)`` does, from `BA_CHECK_BLOCKING`: `1` stops the process at the first blocking
     /// call on the pool; `report` prints each one's call stack once (raw symbols: pipe through
     /// `swift demangle`) and goes on, to find them all in one run.
@@ -100,10 +106,19 @@ public enum BlockingIO {
     private static let reported = Mutex(Set<[String]>())
 
     /// Called by the blocking primitives: when checking, stops the process if `call` runs on the cooperative
-    /// pool, naming it (or reports it), so that a test run shows where blocking work escaped this layer.
+    /// pool or on a NIO event loop, naming it and the thread (or reports it), so that a test run shows where
+    /// blocking work escaped this layer.
     public static func checkOffPool(_ call: @autoclosure () -> String) {
-        guard checkMode != .off, isOnCooperativePool else { return }
-        let message = "BA_CHECK_BLOCKING: blocking call \(call()) ran on Swift's cooperative pool\n"
+        guard checkMode != .off else { return }
+        let place: String
+        if isOnCooperativePool {
+            place = "Swift's cooperative pool"
+        } else if isOnEventLoop {
+            place = "a NIO event loop"
+        } else {
+            return
+        }
+        let message = "BA_CHECK_BLOCKING: blocking call \(call()) ran on \(place)\n"
         if checkMode == .report {
             let stack = Array(Thread.callStackSymbols.dropFirst(2).prefix(12))
             guard reported.withLock({ $0.insert(stack).inserted }) else { return }

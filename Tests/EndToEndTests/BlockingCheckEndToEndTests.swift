@@ -1,12 +1,14 @@
 import AssetPackFormat
 import Foundation
+import NIOCore
+import NIOPosix
 import SystemPackage
 import TestSupport
 import Testing
 
 /// Both tools, run with `BA_CHECK_BLOCKING=1`: a blocking primitive (file I/O, hashing, the app group's lock,
-/// state files, a folder scan, TLS key generation) reached on Swift's cooperative pool stops the process with
-/// its name. Every command a user runs, and a server that builds, rebuilds, serves over TLS and deltas, must
+/// state files, a folder scan, TLS key generation) reached on Swift's cooperative pool or a NIO event loop
+/// stops the process with its name. Every command a user runs, and a server that builds, rebuilds, serves over TLS and deltas, must
 /// get through without one.
 @Suite("No blocking call on the cooperative pool", .serialized)
 struct BlockingCheckEndToEndTests {
@@ -18,6 +20,11 @@ struct BlockingCheckEndToEndTests {
         #expect(BlockingIO.isOnCooperativePool)
         #expect(try await BlockingIO.shortCall { BlockingIO.isOnCooperativePool } == false)
         #expect(try await BlockingIO.longJob { BlockingIO.isOnCooperativePool } == false)
+        // NIO's event loops (the server's connections, the HTTP client's downloads) are the other threads
+        // that must never block; its thread pool is where short blocking calls go.
+        #expect(try await MultiThreadedEventLoopGroup.singleton.next().submit { BlockingIO.isOnEventLoop }.get())
+        #expect(try await BlockingIO.shortCall { BlockingIO.isOnEventLoop } == false)
+        #expect(BlockingIO.isOnEventLoop == false)
     }
 
     @Test func everyCommandRunsItsBlockingWorkOffThePool() throws {
