@@ -4,14 +4,18 @@ import NIOCore
 import Synchronization
 import SystemPackage
 
-/// The thread end of a download: takes the bytes the network hands over through a ``ByteFeed``, hashes them
+/// The thread end of a download: takes the bytes the network hands over through a queue, hashes them
 /// in order and passes them to its work (an extraction, or a partial file), on a thread of its own, so that
 /// neither the hashing nor the file writes run on Swift's cooperative pool.
+///
+/// At most 8 MiB wait in the queue: a full queue suspends the network side (its reads slow down, TCP pushes
+/// back) until the consumer has taken half. If the consumer gives up (a corrupt archive, a full disk), the
+/// next push fails at once: nothing is read from the network for a consumer that is gone.
 ///
 /// One consumer lives for one clean attempt at a pack: resumed requests keep feeding it (from ``pushed``);
 /// a download that starts over makes a new one.
 final class TransferConsumer<Product: Sendable>: Sendable {
-    private let feed: ByteFeed
+    private let feed: BlockingQueue<ByteBuffer>
     private let task: Task<Outcome, any Error>
     private let pushedCount: Atomic<Int64>
     /// What the consumer writes to (a staging folder, a partial file), for whoever disposes of it.
@@ -41,7 +45,7 @@ final class TransferConsumer<Product: Sendable>: Sendable {
         trailingLimit: Int64 = 1 << 20,
         work: @escaping @Sendable (HashingReader) throws -> Product
     ) {
-        let feed = ByteFeed()
+        let feed = BlockingQueue<ByteBuffer>(capacity: 8 << 20, cost: { $0.readableBytes })
         self.feed = feed
         self.destination = destination
         self.pushedCount = Atomic(startOffset)
@@ -83,7 +87,12 @@ final class TransferConsumer<Product: Sendable>: Sendable {
     ///   `CancellationError`.
     func push(_ chunk: ByteBuffer) async throws {
         let count = Int64(chunk.readableBytes)
-        try await feed.push(chunk)
+        guard count > 0 else { return }  // an empty block would read as the end
+        do {
+            try await feed.send(chunk)
+        } catch is QueueStopped {
+            throw ConsumerStopped()
+        }
         pushedCount.add(count, ordering: .relaxed)
     }
 
@@ -114,11 +123,16 @@ final class TransferConsumer<Product: Sendable>: Sendable {
 /// The consumer thread's view of the feed: every block it reads is hashed and counted first.
 final class HashingReader: @unchecked Sendable {
     // Only the consumer thread touches these.
-    private let feed: ByteFeed
+    private let feed: BlockingQueue<ByteBuffer>
     private var hasher = SHA256()
     private(set) var count: Int64 = 0
+    /// The storage of the block handed out last, retained until the next call (NIO's way to keep a buffer's
+    /// bytes valid beyond a closure).
+    private var current: Unmanaged<AnyObject>?
 
-    init(_ feed: ByteFeed) { self.feed = feed }
+    init(_ feed: BlockingQueue<ByteBuffer>) { self.feed = feed }
+
+    deinit { current?.release() }
 
     /// Starts from bytes the destination already holds, already hashed.
     func resume(hasher: SHA256, count: Int64) {
@@ -129,7 +143,13 @@ final class HashingReader: @unchecked Sendable {
     /// The next block, valid until the next call; empty at the end. Blocks while the feed is empty.
     /// - Throws: The producer's error.
     func next() throws -> UnsafeRawBufferPointer {
-        let block = try feed.next()
+        current?.release()
+        current = nil
+        guard let chunk = try feed.receive() else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        let block = chunk.withUnsafeReadableBytesWithStorageManagement { bytes, storage in
+            current = storage.retain()
+            return bytes
+        }
         hasher.update(bufferPointer: block)
         count += Int64(block.count)
         return block
@@ -138,3 +158,7 @@ final class HashingReader: @unchecked Sendable {
     /// The SHA-256 of the bytes read so far.
     var digest: String { hasher.finalize().hexString }
 }
+
+/// Thrown into a download's producer when the consumer of its bytes gave up; the consumer's own error says
+/// why.
+struct ConsumerStopped: Error, Sendable {}

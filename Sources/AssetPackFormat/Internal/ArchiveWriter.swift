@@ -13,7 +13,6 @@ import SystemPackage
 /// copied into fresh page cache and flushed again by the `fsync` that ends the build. (1 GiB: the writes
 /// took 1.8 s of the build's 2 s through the page cache; the whole build now takes about 1.1 s.)
 final class ArchiveSink: @unchecked Sendable {
-    private typealias Buffer = UnsafeMutableRawBufferPointer
     private static let bufferSize = 1 << 20
     private static let directAlignment = 4096
     // Glibc's O_DIRECT needs _GNU_SOURCE, which Swift's import does not define.
@@ -24,15 +23,17 @@ final class ArchiveSink: @unchecked Sendable {
     #endif
 
     private let buffers = AlignedBuffers(count: 4, size: bufferSize)
-    private let free: Handoff<Buffer>
-    private let toHash = Handoff<(Buffer, Int)>()
-    private let toWrite = Handoff<(Buffer, Int)>()
+    /// Buffers go round by their number in `buffers`: free, then filled (with a count) to be hashed, then
+    /// hashed to be written, then free again.
+    private let free: BlockingQueue<Int>
+    private let toHash = BlockingQueue<(buffer: Int, count: Int)>()
+    private let toWrite = BlockingQueue<(buffer: Int, count: Int)>()
     private let stages = DispatchGroup()
     private let lock = NSLock()
     private var writeFailure: Errno?  // guarded by `lock`
 
     // Only the producer (libarchive's callback) touches these.
-    private var current: Buffer?
+    private var current: Int?
     private var filled = 0
 
     // Only the hashing thread, and only the writing thread, touches each until `stages` is done.
@@ -42,7 +43,7 @@ final class ArchiveSink: @unchecked Sendable {
 
     init(fd: FileDescriptor) {
         self.fd = fd
-        free = Handoff(buffers.all)
+        free = BlockingQueue(holding: Array(buffers.all.indices))
         stages.enter()
         stages.enter()
         BlockingIO.startLongJob { [self] in hashStage() }
@@ -57,11 +58,12 @@ final class ArchiveSink: @unchecked Sendable {
         var offset = 0
         while offset < bytes.count {
             if current == nil {
-                guard let buffer = free.receive() else { return -1 }
-                current = buffer
+                guard let number = try? free.receive() else { return -1 }
+                current = number
                 filled = 0
             }
-            guard let buffer = current else { return -1 }
+            guard let number = current else { return -1 }
+            let buffer = buffers.all[number]
             let count = min(bytes.count - offset, buffer.count - filled)
             UnsafeMutableRawBufferPointer(rebasing: buffer[filled..<filled + count])
                 .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))
@@ -74,15 +76,15 @@ final class ArchiveSink: @unchecked Sendable {
 
     /// Sends the buffer being filled on.
     private func handOver() {
-        guard let buffer = current else { return }
+        guard let number = current else { return }
         current = nil
-        toHash.send((buffer, filled))
+        toHash.offer((number, filled))
     }
 
     /// Flushes what is left and waits for the stages: the archive's SHA-256 and size, or the write error.
     func finish() -> Swift.Result<(sha256: String, size: Int64), Errno> {
         handOver()
-        toHash.end()
+        toHash.finish()
         stages.wait()
         if let failure { return .failure(failure) }
         return .success((hasher.finalize().hexString, written))
@@ -103,12 +105,12 @@ final class ArchiveSink: @unchecked Sendable {
     /// The hashing thread: hashes full buffers in order and passes them to the writer.
     private func hashStage() {
         defer {
-            toWrite.end()
+            toWrite.finish()
             stages.leave()
         }
-        while let (buffer, count) = toHash.receive() {
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            toWrite.send((buffer, count))
+        while let (number, count) = try? toHash.receive() {
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffers.all[number][0..<count]))
+            toWrite.offer((number, count))
         }
     }
 
@@ -116,7 +118,8 @@ final class ArchiveSink: @unchecked Sendable {
     private func writeStage() {
         defer { stages.leave() }
         var direct = Self.setDirect(fd, true)
-        while let (buffer, count) = toWrite.receive() {
+        while let (number, count) = try? toWrite.receive() {
+            let buffer = buffers.all[number]
             if direct && count % Self.directAlignment != 0 { direct = !Self.setDirect(fd, false) }
             var offset = 0
             while offset < count {
@@ -132,7 +135,7 @@ final class ArchiveSink: @unchecked Sendable {
                 }
             }
             written += Int64(count)
-            free.send(buffer)
+            free.offer(number)
         }
     }
 

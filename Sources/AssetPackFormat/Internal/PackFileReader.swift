@@ -33,18 +33,19 @@ final class PackFileReader: @unchecked Sendable {
 
     private let files: [PackFile]
     private let buffers = AlignedBuffers(count: 4, size: bufferSize)
-    private let free: Handoff<UnsafeMutableRawBufferPointer>
-    private let full = Handoff<(UnsafeMutableRawBufferPointer, Batch)>()
+    /// Buffers go round by their number in `buffers`: free, then full of runs for the consumer.
+    private let free: BlockingQueue<Int>
+    private let full = BlockingQueue<(buffer: Int, batch: Batch)>()
     private let done = DispatchSemaphore(value: 0)
 
     // Only the consumer touches these.
-    private var batch: (buffer: UnsafeMutableRawBufferPointer, runs: [Run], failure: (any Error)?, next: Int)?
+    private var batch: (buffer: Int, runs: [Run], failure: (any Error)?, next: Int)?
     private var stopped = false
 
     /// Starts reading `files` ahead on a thread of its own.
     init(_ files: [PackFile]) {
         self.files = files
-        free = Handoff(buffers.all)
+        free = BlockingQueue(holding: Array(buffers.all.indices))
         BlockingIO.startLongJob { [self] in produce() }
     }
 
@@ -56,14 +57,14 @@ final class PackFileReader: @unchecked Sendable {
         while true {
             if batch == nil {
                 try BlockingIO.checkCancellation()  // a build whose caller gave up stops within a buffer
-                guard let (buffer, received) = full.receive() else {
+                guard let (buffer, received) = try full.receive() else {
                     throw AssetPackFormatError(code: .io, message: "the file reader stopped early")
                 }
                 batch = (buffer, received.runs, received.failure, 0)
             }
             guard var current = batch else { continue }
             if current.next == current.runs.count {
-                free.send(current.buffer)
+                free.offer(current.buffer)
                 batch = nil
                 if let failure = current.failure { throw failure }
                 continue
@@ -72,7 +73,7 @@ final class PackFileReader: @unchecked Sendable {
             precondition(run.file == index, "files must be read in the listed order")
             current.next += 1
             batch = current
-            if !run.range.isEmpty { try body(UnsafeRawBufferPointer(rebasing: current.buffer[run.range])) }
+            if !run.range.isEmpty { try body(UnsafeRawBufferPointer(rebasing: buffers.all[current.buffer][run.range])) }
             if let digest = run.digest { return digest }
         }
     }
@@ -81,7 +82,7 @@ final class PackFileReader: @unchecked Sendable {
     func stop() {
         guard !stopped else { return }
         stopped = true
-        if let current = batch { free.send(current.buffer) }
+        if let current = batch { free.offer(current.buffer) }
         batch = nil
         free.cancel()
         full.cancel()
@@ -96,7 +97,8 @@ final class PackFileReader: @unchecked Sendable {
         var hasher = SHA256()
         defer { try? open?.close() }
         while index < files.count {
-            guard let buffer = free.receive() else { return }
+            guard let number = try? free.receive() else { return }
+            let buffer = buffers.all[number]
             var used = 0
             var runs: [Run] = []
             var failure: (any Error)?
@@ -138,10 +140,10 @@ final class PackFileReader: @unchecked Sendable {
                     break
                 }
             }
-            full.send((buffer, Batch(runs: runs, failure: failure)))
+            full.offer((number, Batch(runs: runs, failure: failure)))
             if failure != nil { break }
         }
-        full.end()
+        full.finish()
     }
 
     /// Opens a listed file for packing and makes sure it is the file that was listed, where it was listed:
