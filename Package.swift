@@ -56,11 +56,14 @@ let package = Package(
             name: "CAppleCompression",
             linkerSettings: [.linkedLibrary("lz4"), .linkedLibrary("lzma"), .linkedLibrary("z")]
         ),
+        // The Linux calls that are not POSIX (syncfs, mallopt, posix_fadvise's advice, O_DIRECT), in one place.
+        .target(name: "CLinux"),
         .target(
             name: "AssetPackFormat",
             dependencies: [
                 "CAppleCompression",
                 "CLibArchive",
+                "CLinux",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -105,7 +105,7 @@ struct RoundPlan: Sendable {
                 }
                 if dropsEachBlock {  // no read-ahead: a neighbour brought in would make the next block warm
                     if benchCase.method != .contents {
-                        _ = posix_fadvise(handles.descriptors.last!.rawValue, 0, 0, Int32(POSIX_FADV_RANDOM))
+                        handles.descriptors.last!.advise(.random)
                     }
                     handles.mappings.last?.withUnsafeBytes { bytes in
                         if let base = bytes.baseAddress {
@@ -283,7 +283,7 @@ struct RoundPlan: Sendable {
                 _ = madvise(UnsafeMutableRawPointer(mutating: base + start), offset + block - start, MADV_DONTNEED)
             }
         }
-        _ = posix_fadvise(handles.descriptors[index].rawValue, off_t(offset), off_t(block), Int32(POSIX_FADV_DONTNEED))
+        handles.descriptors[index].advise(.dontNeed, offset: Int64(offset), length: Int64(block))
     }
 
     /// Reads a random block. - Returns: The bytes read, and which file and offset.

@@ -377,7 +377,7 @@ public struct ReadBenchmark: Sendable {
     private func dropPages() throws {
         for target in targets {
             let fd = try openFile(target.file)
-            _ = posix_fadvise(fd.rawValue, 0, 0, Int32(POSIX_FADV_DONTNEED))
+            fd.advise(.dontNeed)
             try? fd.close()
         }
     }

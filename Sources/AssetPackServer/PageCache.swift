@@ -37,7 +37,7 @@ enum PageCache {
         // under us ends a read early, where touching a page past its end would kill the process).
         let readStart = start + first * pageSize
         let readEnd = min(offset + length, start + (last + 1) * pageSize)
-        _ = posix_fadvise(fd.rawValue, off_t(readStart), off_t(readEnd - readStart), POSIX_FADV_WILLNEED)
+        fd.advise(.willNeed, offset: Int64(readStart), length: Int64(readEnd - readStart))
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: readLength, alignment: pageSize)
         defer { scratch.deallocate() }
         var position = readStart

@@ -10,10 +10,4 @@ static const unsigned int BA_AE_IFREG = AE_IFREG;
 static const unsigned int BA_AE_IFDIR = AE_IFDIR;
 static const unsigned int BA_AE_IFLNK = AE_IFLNK;
 
-#ifdef __linux__
-#include <malloc.h>
-/* syncfs(2): unistd.h declares it only under _GNU_SOURCE, which the Glibc module is not built with. */
-int syncfs(int fd);
-#endif
-
 #endif

@@ -15,12 +15,7 @@ import SystemPackage
 final class ArchiveSink: @unchecked Sendable {
     private static let bufferSize = 1 << 20
     private static let directAlignment = 4096
-    // Glibc's O_DIRECT needs _GNU_SOURCE, which Swift's import does not define.
-    #if arch(arm64)
-        private static let oDirect: Int32 = 0o200000
-    #else
-        private static let oDirect: Int32 = 0o40000
-    #endif
+    private static let oDirect = FileDescriptor.directFlag
 
     private let buffers = AlignedBuffers(count: 4, size: bufferSize)
     /// Buffers go round by their number in `buffers`: free, then filled (with a count) to be hashed, then
@@ -143,7 +138,7 @@ final class ArchiveSink: @unchecked Sendable {
     /// buffered there).
     private static func setDirect(_ fd: FileDescriptor, _ on: Bool) -> Bool {
         let flags = fcntl(fd.rawValue, F_GETFL)
-        guard flags >= 0 else { return false }
+        guard flags >= 0, oDirect != 0 else { return false }
         return fcntl(fd.rawValue, F_SETFL, on ? flags | oDirect : flags & ~oDirect) == 0
     }
 }

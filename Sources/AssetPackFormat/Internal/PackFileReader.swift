@@ -112,11 +112,7 @@ final class PackFileReader: @unchecked Sendable {
                         fd = try Self.openListed(file)
                         open = fd
                         hasher = SHA256()
-                        #if canImport(Glibc)
-                            if file.size > Self.bufferSize {
-                                _ = posix_fadvise(fd.rawValue, 0, 0, POSIX_FADV_SEQUENTIAL)
-                            }
-                        #endif
+                        if file.size > Self.bufferSize { fd.advise(.sequential) }
                     }
                     let room = UnsafeMutableRawBufferPointer(rebasing: buffer[used...])
                     let count: Int

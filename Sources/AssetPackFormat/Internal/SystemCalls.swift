@@ -1,4 +1,4 @@
-import CLibArchive
+import CLinux
 import SystemPackage
 
 #if canImport(Glibc)
@@ -19,7 +19,7 @@ extension AtomicFile {
             throw AssetPackFormatError.io("open", path, errno)
         }
         defer { try? fd.close() }
-        if syncfs(fd.rawValue) != 0 {
+        if c_linux_syncfs(fd.rawValue) != 0 {
             throw AssetPackFormatError.io("flush the file system holding", path, Errno(rawValue: errno))
         }
     }
@@ -33,6 +33,36 @@ public enum ProcessTuning {
     /// fixed trim threshold (which also fixes the mmap threshold) it peaks at about 60 MiB, at the same speed
     /// (`make bench`, rss-serve-8-clients).
     public static func limitAllocatorRetention() {
-        _ = mallopt(M_TRIM_THRESHOLD, 4 << 20)
+        _ = c_linux_set_trim_threshold(4 << 20)
     }
+}
+
+/// How a file will be read, for the kernel's read-ahead and page cache (`posix_fadvise`).
+package enum FileAdvice {
+    /// Read from start to end: read further ahead.
+    case sequential
+    /// Read in no order: no read-ahead.
+    case random
+    /// Read soon: start reading it in.
+    case willNeed
+    /// Not read again soon: drop its pages from the cache (no root needed; pages another process maps stay).
+    case dontNeed
+}
+
+extension FileDescriptor {
+    /// Advises the kernel how `length` bytes from `offset` (0 bytes: to the end) will be read. Only a hint:
+    /// a file system that ignores it changes nothing.
+    package func advise(_ advice: FileAdvice, offset: Int64 = 0, length: Int64 = 0) {
+        let value: CLinuxAdvice =
+            switch advice {
+            case .sequential: CLinuxAdviceSequential
+            case .random: CLinuxAdviceRandom
+            case .willNeed: CLinuxAdviceWillNeed
+            case .dontNeed: CLinuxAdviceDontNeed
+            }
+        _ = c_linux_fadvise(rawValue, off_t(offset), off_t(length), value)
+    }
+
+    /// The `O_DIRECT` open flag (0 where the system has none).
+    package static var directFlag: Int32 { c_linux_o_direct() }
 }

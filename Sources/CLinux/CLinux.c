@@ -1,0 +1,29 @@
+#define _GNU_SOURCE
+#include "CLinux.h"
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <unistd.h>
+
+int c_linux_syncfs(int fd) { return syncfs(fd); }
+
+int c_linux_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes); }
+
+int c_linux_fadvise(int fd, off_t offset, off_t length, CLinuxAdvice advice) {
+    int value = POSIX_FADV_NORMAL;
+    switch (advice) {
+    case CLinuxAdviceSequential: value = POSIX_FADV_SEQUENTIAL; break;
+    case CLinuxAdviceRandom: value = POSIX_FADV_RANDOM; break;
+    case CLinuxAdviceWillNeed: value = POSIX_FADV_WILLNEED; break;
+    case CLinuxAdviceDontNeed: value = POSIX_FADV_DONTNEED; break;
+    }
+    return posix_fadvise(fd, offset, length, value);
+}
+
+int c_linux_o_direct(void) {
+#ifdef O_DIRECT
+    return O_DIRECT;
+#else
+    return 0;
+#endif
+}

@@ -1,0 +1,31 @@
+// The Linux calls this package makes that are not POSIX (syncfs, mallopt, posix_fadvise's advice, O_DIRECT),
+// in one place, as swift-nio's CNIOLinux: compiled with _GNU_SOURCE, which Swift's Glibc import does not
+// define (O_DIRECT was a number per architecture in Swift before), and the one file a port to another
+// system replaces.
+#ifndef C_LINUX_H
+#define C_LINUX_H
+
+#include <sys/types.h>
+
+/// How a file will be read, for the kernel's read-ahead and page cache (posix_fadvise).
+typedef enum {
+    CLinuxAdviceSequential,
+    CLinuxAdviceRandom,
+    CLinuxAdviceWillNeed,
+    CLinuxAdviceDontNeed,
+} CLinuxAdvice;
+
+/// Flushes every buffer of the file system that holds `fd` (syncfs); 0, or -1 with errno set.
+int c_linux_syncfs(int fd);
+
+/// Fixes glibc's trim threshold (which also fixes its mmap threshold) at `bytes`; 1 on success.
+int c_linux_set_trim_threshold(int bytes);
+
+/// Advises the kernel how `length` bytes of `fd` from `offset` will be read (0 bytes: to the end); 0, or an
+/// error number.
+int c_linux_fadvise(int fd, off_t offset, off_t length, CLinuxAdvice advice);
+
+/// The O_DIRECT open flag (0 where the system has none).
+int c_linux_o_direct(void);
+
+#endif
