@@ -93,7 +93,7 @@ public actor AssetPackManager {
         client: HTTPClient = .shared,
         maxConcurrentDownloads: Int = 3,
         retryPolicy: RetryPolicy = RetryPolicy(),
-        timeout: TimeAmount = .minutes(30),
+        timeout: Duration = .seconds(30 * 60),
         manifestTimeout: Duration = .seconds(30),
         stallTimeout: Duration = .seconds(30),
         resumableDownloads: Bool = false,
@@ -167,17 +167,17 @@ public actor AssetPackManager {
     /// and resumed.
     public static func makeHTTPClient(
         trusting caFile: String? = nil,
-        connectTimeout: TimeAmount = .seconds(5),
-        readTimeout: TimeAmount = .seconds(30)
+        connectTimeout: Duration = .seconds(5),
+        readTimeout: Duration = .seconds(30)
     ) -> HTTPClient {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.trustRoots = .file(caFile) }
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
-        configuration.timeout.connect = connectTimeout
+        configuration.timeout.connect = TimeAmount(connectTimeout)
         // A refused connection fails at once: the manager's own retry policy decides what to retry, and AHC's
         // retries of connection attempts would hold a refused one until the connect timeout.
         configuration.connectionPool.retryConnectionEstablishment = false
-        configuration.timeout.read = readTimeout
+        configuration.timeout.read = TimeAmount(readTimeout)
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 

@@ -11,7 +11,7 @@ import Synchronization
 struct PackTransfer: Sendable {
     let client: HTTPClient
     /// The deadline of one request, body included.
-    let timeout: TimeAmount
+    let timeout: Duration
     /// How long a download may go without a byte, or below ``minimumRate``, before it counts as stalled.
     let stallTimeout: Duration
     /// The slowest a download may be over a whole ``stallTimeout`` before it counts as stalled: a server
@@ -70,7 +70,7 @@ struct PackTransfer: Sendable {
         }
         let response: HTTPClientResponse
         do {
-            response = try await client.execute(request, timeout: timeout)
+            response = try await client.execute(request, timeout: TimeAmount(timeout))
         } catch {
             let connect = AssetPackClientError.isConnectFailure(error)
             var failure = AssetPackClientError.network(

@@ -36,9 +36,9 @@ public struct ServerConfiguration: Sendable {
     /// The faults to inject; empty by default.
     public var faults: FaultPlan
     /// How long a connection may take to send a complete request head.
-    public var requestHeadTimeout: TimeAmount
+    public var requestHeadTimeout: Duration
     /// How long a connection may accept no bytes while a response waits to be sent before it is closed.
-    public var sendTimeout: TimeAmount
+    public var sendTimeout: Duration
     /// The most connections open at once; one more is closed as soon as it is accepted (and the event log
     /// says so, once a second at most).
     public var maxConnections: Int
@@ -48,7 +48,7 @@ public struct ServerConfiguration: Sendable {
     public var onFirstBuild: (@Sendable (Result<CatalogReport, any Error>) -> Void)?
     /// How long a control request (`POST /_mock/faults`) may take to send its body: a slower one is answered
     /// 408 and its connection closed.
-    public var controlBodyTimeout: TimeAmount
+    public var controlBodyTimeout: Duration
     /// Serve the live dashboard at `/_mock/` (with its event stream); on by default. Off, responses are
     /// counted only for the request log.
     public var dashboard = true
@@ -69,11 +69,11 @@ public struct ServerConfiguration: Sendable {
         requestLog: (@Sendable (String) -> Void)? = nil,
         eventLog: @escaping @Sendable (String) -> Void = { _ in },
         faults: FaultPlan = FaultPlan(seed: 0),
-        requestHeadTimeout: TimeAmount = .seconds(10),
-        sendTimeout: TimeAmount = .seconds(60),
+        requestHeadTimeout: Duration = .seconds(10),
+        sendTimeout: Duration = .seconds(60),
         maxConnections: Int = ServerConfiguration.defaultMaxConnections,
         onFirstBuild: (@Sendable (Result<CatalogReport, any Error>) -> Void)? = nil,
-        controlBodyTimeout: TimeAmount = .seconds(10)
+        controlBodyTimeout: Duration = .seconds(10)
     ) {
         self.onFirstBuild = onFirstBuild
         self.sendTimeout = sendTimeout
