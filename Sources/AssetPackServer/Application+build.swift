@@ -84,7 +84,9 @@ public func buildApplication(
     // A connection idle for 30 s between requests is closed, so is one whose request head takes longer
     // than requestHeadTimeout, and one that accepts no bytes of a response for sendTimeout (slow or stuck
     // clients do not pile up); request heads are bounded by NIO's decoder (80 KiB of headers, 1000 fields).
-    let (headTimeout, sendTimeout) = (TimeAmount(configuration.requestHeadTimeout), TimeAmount(configuration.sendTimeout))
+    let (headTimeout, sendTimeout) = (
+        TimeAmount(configuration.requestHeadTimeout), TimeAmount(configuration.sendTimeout)
+    )
     let eventLog = configuration.eventLog
     let tracker = ConnectionTracker(limit: configuration.maxConnections) { [limit = configuration.maxConnections] in
         eventLog("refused \($0) connection(s): \(limit) are open, the --max-connections cap")
