@@ -37,7 +37,7 @@ def build(asan, small_rebase=False):
     if small_rebase:
         # Move the LZFSE match finder's position base every 1 MiB instead of every 1 GiB.
         flags.append('-DLZFSE_ENC_REBASE_AT=((size_t)1<<20)')
-    subprocess.check_call(['gcc', *flags, '-Wall', '-Wextra', '-I', os.path.join(SRC, 'include'), *srcs,
+    subprocess.check_call([os.environ.get('CC', 'gcc'), *flags, '-Wall', '-Wextra', '-I', os.path.join(SRC, 'include'), *srcs,
                            os.path.join(HERE, 'test_encode.c'), '-o', exe, '-llz4', '-llzma', '-lz'])
     return exe
 
