@@ -281,6 +281,12 @@ struct TortureTests {
             }
             // 2 MB/s for each response: the delta takes about 0.15 s.
             try addFault("throttle=2000000", at: url)
+            // The first kill of each kind lands where the test counts it, not where chance puts it: every body
+            // stalls halfway, once, so the kill comes before any pack is installed (kill 0) or inside the delta
+            // before its commit (kill 1). The others land at random.
+            if kill < 2 {
+                try addFault(throughDelta ? "stall=60,pack=HighResTextures,times=1" : "stall=60,times=3", at: url)
+            }
             let before = (try? installed(appGroup)) ?? [:]
             // The three packs download side by side, each throttled: a whole install takes about half a second.
             let latest = throughDelta ? 0.04 : kill == 0 ? 0.02 : 0.4
@@ -330,7 +336,7 @@ struct TortureTests {
             #expect(debris(appGroup).isEmpty, "after SIGKILL: \(debris(appGroup))")
         }
         // What was hit: at least one kill in the middle of a delta update whose rerun went through the delta
-        // again, and at least one kill before any pack was installed.
+        // again, and at least one kill before any pack was installed (kills 0 and 1 are made to land there).
         #expect(deltaReruns >= 1, "no kill landed inside a delta update before its commit")
         #expect(beforeAnyInstall >= 1, "no kill landed before the first pack was installed")
         tally.add(
