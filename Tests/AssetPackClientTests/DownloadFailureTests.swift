@@ -78,7 +78,7 @@ struct DownloadFailureTests {
         let (bytes, installSize) = try makePack(scratch)
         let appGroup = scratch.root.appending("AppGroup")
         // A previous run left 300 000 bytes of this very archive.
-        let store = try AppGroupStore(root: appGroup)
+        let store = AppGroupStore(root: appGroup)
         _ = store
         try scratch.write("AppGroup/.ba-sync/downloads/Blobs.partial", bytes.prefix(300_000))
         let info = #"{"sha256":"\#(FileDigest.sha256(of: bytes))","downloadSize":\#(bytes.count),"url":"x"}"#
@@ -100,7 +100,7 @@ struct DownloadFailureTests {
         let scratch = try Scratch()
         let (bytes, installSize) = try makePack(scratch)
         let appGroup = scratch.root.appending("AppGroup")
-        _ = try AppGroupStore(root: appGroup)
+        _ = AppGroupStore(root: appGroup)
         try scratch.write("AppGroup/.ba-sync/downloads/Blobs.partial", Scratch.noise(300_000, seed: 99))
         try scratch.write(
             "AppGroup/.ba-sync/downloads/Blobs.partial.json",
@@ -321,7 +321,7 @@ struct RecoveryTests {
     @Test func leftoversOfAKilledRunAreRemovedWhenTheLockIsTaken() async throws {
         let scratch = try Scratch()
         let appGroup = scratch.root.appending("AppGroup")
-        _ = try AppGroupStore(root: appGroup)
+        _ = AppGroupStore(root: appGroup)
         try scratch.write("AppGroup/.ba-sync/.state.json.tmp-99-1", "{")
         try scratch.write("AppGroup/.ba-sync/downloads/.Blobs.partial.json.tmp-99-2", "{")
         try scratch.write("AppGroup/.ba-sync/staging/Blobs-1234/Blobs/a.bin", "half")

@@ -133,7 +133,7 @@ struct PlantedSymlinkTests {
             try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 30}"#)
             try await server.catalog.refresh()
             let again = try self.manager(server, appGroup)
-            try? await again.checkForUpdatesAndWait()
+            _ = try? await again.checkForUpdatesAndWait()
             try await again.ensureLocalAvailability(of: try await again.assetPack(withID: "Levels"))
 
             #expect(try listing(outside) == before)  // nothing written, linked or deleted there
@@ -163,7 +163,7 @@ struct PlantedSymlinkTests {
                 retryPolicy: RetryPolicy(retries: 0),
                 deltaUpdates: true
             )
-            try? await again.checkForUpdatesAndWait()
+            _ = try? await again.checkForUpdatesAndWait()
             try await again.ensureLocalAvailability(of: try await again.assetPack(withID: "Levels"))
 
             #expect(try listing(outside) == before)  // nothing written, read as a record, or deleted there

@@ -23,7 +23,7 @@ struct RealContentTests {
         var names: [[UInt8]] = []
         while let name = enumerator?.nextObject() as? String {
             var isFolder: ObjCBool = false
-            FileManager.default.fileExists(atPath: root.appending(name).string, isDirectory: &isFolder)
+            _ = FileManager.default.fileExists(atPath: root.appending(name).string, isDirectory: &isFolder)
             if !isFolder.boolValue { names.append(Array(name.utf8)) }
         }
         return names.sorted { $0.lexicographicallyPrecedes($1) }
@@ -173,7 +173,7 @@ struct RealContentTests {
         ])
         let good = scratch.root.appending("good")
         try FileManager.default.createDirectory(atPath: good.string, withIntermediateDirectories: true)
-        try PackReader.extract(try scratch.write("agree.tar", agreeing), into: good, limit: 1000)
+        _ = try PackReader.extract(try scratch.write("agree.tar", agreeing), into: good, limit: 1000)
         #expect(try namesOnDisk(good) == [Array("caf\(entry).txt".utf8)])
     }
 
