@@ -12,6 +12,11 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
+// The sources build without warnings, held so: a warning there is an error. SwiftPM suppresses the warnings
+// of a dependency fetched by URL, so an app that depends on this package is not held to it. Not the tests:
+// Swift Testing's own macro expansions warn on this toolchain ("'@const' value should be initialized with a
+// compile-time value").
+let sourceSettings = swiftSettings + [.treatAllWarnings(as: .error)]
 
 let package = Package(
     name: "ba-mock",
@@ -69,7 +74,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: sourceSettings
         ),
         .target(
             name: "AssetPackServer",
@@ -95,7 +100,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: sourceSettings
         ),
         .target(
             name: "AssetPackClient",
@@ -109,7 +114,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: sourceSettings
         ),
         // Apple's System module on Linux: swift-system's types under the name Apple's SDK gives them, and a
         // FilePath of its own. swift-nio's file system modules `#if canImport(System)`: built after our System
@@ -122,7 +127,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: sourceSettings
         ),
         .target(
             name: "BackgroundAssets",
@@ -133,7 +138,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: sourceSettings
         ),
         .target(
             name: "BackgroundAssetsTesting",
@@ -148,7 +153,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: sourceSettings
         ),
         .target(
             name: "AssetPackBench",
@@ -158,7 +163,7 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: sourceSettings
         ),
         .target(
             name: "AssetPackCLI",
@@ -168,7 +173,7 @@ let package = Package(
                 "AssetPackFormat",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: sourceSettings
         ),
         .executableTarget(
             name: "ba-sync",
@@ -182,7 +187,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: sourceSettings
         ),
         .executableTarget(
             name: "ba-mock",
@@ -194,7 +199,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: sourceSettings
         ),
         .target(
             name: "TestSupport",
@@ -211,7 +216,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Tests/TestSupport",
-            swiftSettings: swiftSettings
+            swiftSettings: sourceSettings
         ),
         .testTarget(
             name: "AssetPackFormatTests",
