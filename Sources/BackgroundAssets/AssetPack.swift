@@ -42,20 +42,22 @@ public struct AssetPack: Hashable, Identifiable, Sendable {
         public init(rawValue: Int) { self.rawValue = rawValue }
 
         /// The asset pack is available to download.
-        public static let downloadAvailable = Status(rawValue: 1 << 0)
+        public static let downloadAvailable = Status(.downloadAvailable)
         /// An update is available to download.
-        public static let updateAvailable = Status(rawValue: 1 << 1)
+        public static let updateAvailable = Status(.updateAvailable)
         /// The downloaded asset pack is up to date.
-        public static let upToDate = Status(rawValue: 1 << 2)
+        public static let upToDate = Status(.upToDate)
         /// The downloaded asset pack is out of date (an update may not be downloadable on this network).
-        public static let outOfDate = Status(rawValue: 1 << 3)
+        public static let outOfDate = Status(.outOfDate)
         /// The asset pack is no longer available: it can't be updated, or downloaded again once removed.
-        public static let obsolete = Status(rawValue: 1 << 4)
+        public static let obsolete = Status(.obsolete)
         /// The asset pack is downloading.
-        public static let downloading = Status(rawValue: 1 << 5)
+        public static let downloading = Status(.downloading)
         /// The asset pack is downloaded.
-        public static let downloaded = Status(rawValue: 1 << 6)
+        public static let downloaded = Status(.downloaded)
 
+        /// The engine's status, whose bits are Apple's (each constant above is taken from it, so the two never
+        /// disagree).
         package init(_ engine: AssetPackClient.AssetPack.Status) { self.init(rawValue: Int(engine.rawValue)) }
     }
 }
