@@ -25,6 +25,18 @@ public struct ManifestProblem: Sendable, Hashable, Codable, CustomStringConverti
         case file, key, severity, message, fix, pack
     }
 
+    /// Every key, `fix` and `pack` as `null` when absent: one shape wherever a problem is listed (`validate
+    /// --json`, the control API, the dashboard).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(file, forKey: .file)
+        try container.encode(key, forKey: .key)
+        try container.encode(severity, forKey: .severity)
+        try container.encode(message, forKey: .message)
+        try container.encode(fix, forKey: .fix)
+        try container.encode(pack, forKey: .pack)
+    }
+
     /// Creates a problem.
     public init(file: String, key: String, severity: Severity, message: String, fix: String?) {
         self.file = file

@@ -1,3 +1,4 @@
+import AssetPackFormat
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -43,10 +44,13 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         message: String,
         headers: HTTPFields = [:]
     ) -> Response {
-        let payload = ["error": ["code": code, "message": message]]
-        let data =
-            (try? JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys, .withoutEscapingSlashes]))
-            ?? Data()
+        let data: Data
+        do {
+            data = try JSONOutput.data(ErrorAnswer(error: .init(code: code, message: message)))
+        } catch {
+            // Two strings always encode; this keeps the body a JSON error should that ever change.
+            data = Data(#"{"error":{"code":"internal","message":"the error could not be encoded"}}"#.utf8)
+        }
         var headers = headers
         headers[.contentType] = "application/json"
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
@@ -127,19 +131,19 @@ struct RequestLogMiddleware: RouterMiddleware {
                 + Double(elapsed.components.attoseconds) / 1e15
             let ms = (milliseconds * 10).rounded() / 10
             if json {
-                var object: [String: Any] = [
-                    "time": ISO8601DateFormatter().string(from: Date()),
-                    "method": method, "path": path, "status": status, "bytes": bytes, "ms": ms,
-                ]
-                if let range { object["range"] = range }
-                if let fault { object["fault"] = fault }
-                if aborted { object["aborted"] = true }
-                let data =
-                    (try? JSONSerialization.data(
-                        withJSONObject: object,
-                        options: [.sortedKeys, .withoutEscapingSlashes]
-                    )) ?? Data()
-                return String(decoding: data, as: UTF8.self)
+                let line = RequestLogLine(
+                    time: ISO8601DateFormatter().string(from: Date()),
+                    method: method,
+                    path: path,
+                    range: range,
+                    status: status,
+                    bytes: bytes,
+                    ms: ms,
+                    fault: fault,
+                    aborted: aborted ? true : nil
+                )
+                // Strings, whole numbers and a finite `ms` always encode; were one not to, the line says so.
+                do { return try JSONOutput.line(line) } catch { return "request log line not encodable: \(error)" }
             }
             var text = "\(method) \(path) \(range ?? "-") \(status) \(bytes)B \(ms)ms"
             if let fault { text += " fault=\(fault)" }
@@ -147,4 +151,26 @@ struct RequestLogMiddleware: RouterMiddleware {
             return text
         }
     }
+}
+
+/// An error answer of the server, any route: `{"error": {"code": CODE, "message": MESSAGE}}`.
+struct ErrorAnswer: Encodable, Equatable {
+    struct Body: Encodable, Equatable {
+        var code: String
+        var message: String
+    }
+    var error: Body
+}
+
+/// One line of `--json-log`: `range`, `fault` and `aborted` only when they apply.
+struct RequestLogLine: Encodable, Equatable {
+    var time: String
+    var method: String
+    var path: String
+    var range: String?
+    var status: Int
+    var bytes: Int
+    var ms: Double
+    var fault: String?
+    var aborted: Bool?
 }

@@ -65,7 +65,7 @@ struct ControlController {
     }
 
     @Sendable func listFaults(_ request: Request, context: MockRequestContext) async throws -> Response {
-        json(["faults": faults.rules.map(\.description), "seed": faults.seed])
+        try json(ControlAnswer.Faults(faults: faults.rules.map(\.description), seed: faults.seed))
     }
 
     @Sendable func addFault(_ request: Request, context: MockRequestContext) async throws -> Response {
@@ -88,7 +88,10 @@ struct ControlController {
             )
         }
         faults.add(rule)
-        return json(["added": rule.description, "faults": faults.rules.map(\.description)], status: .created)
+        return try json(
+            ControlAnswer.FaultAdded(added: rule.description, faults: faults.rules.map(\.description)),
+            status: .created
+        )
     }
 
     /// The whole body, or `nil` when it did not arrive within `timeout`.
@@ -107,7 +110,7 @@ struct ControlController {
 
     @Sendable func clearFaults(_ request: Request, context: MockRequestContext) async throws -> Response {
         faults.clear()
-        return json(["faults": [String]()])
+        return try json(ControlAnswer.Faults(faults: []))
     }
 
     @Sendable func removeFault(_ request: Request, context: MockRequestContext) async throws -> Response {
@@ -120,7 +123,9 @@ struct ControlController {
                     + "give an index from 0 to \(rules.count - 1) of GET /_mock/faults (\(rules.count) rule(s))"
             )
         }
-        return json(["removed": removed.description, "faults": faults.rules.map(\.description)])
+        return try json(
+            ControlAnswer.FaultRemoved(removed: removed.description, faults: faults.rules.map(\.description))
+        )
     }
 
     @Sendable func setVersion(_ request: Request, context: MockRequestContext) async throws -> Response {
@@ -132,44 +137,31 @@ struct ControlController {
             )
         }
         try await catalog.setVersion(version, forPackWithID: id)
-        return json(["id": id, "version": version])
+        return try json(ControlAnswer.Version(id: id, version: version, pinned: true))
     }
 
     @Sendable func clearVersion(_ request: Request, context: MockRequestContext) async throws -> Response {
         let id = context.parameters.get("id") ?? ""
         try await catalog.clearVersion(forPackWithID: id)
         let published = await catalog.packStates.first { $0.id == id }?.publishedVersion
-        return json(["id": id, "version": published as Any? ?? NSNull(), "pinned": false])
+        return try json(ControlAnswer.Version(id: id, version: published, pinned: false))
     }
 
     @Sendable func listPacks(_ request: Request, context: MockRequestContext) async throws -> Response {
-        let packs = await catalog.packStates.map { pack -> [String: Any] in
-            [
-                "id": pack.id, "contentVersion": pack.contentVersion, "publishedVersion": pack.publishedVersion,
-                "pinnedBy": pack.pinnedBy as Any? ?? NSNull(), "obsolete": pack.obsolete, "removed": pack.removed,
-                "problems": pack.problems.map(Self.object),
-            ]
-        }
-        return json(["packs": packs, "problems": catalog.snapshot.problems.map(Self.object)])
+        let packs = await catalog.packStates.map(ControlAnswer.Pack.init)
+        return try json(ControlAnswer.Packs(packs: packs, problems: catalog.snapshot.problems))
     }
 
     private func setObsolete(_ context: MockRequestContext, _ obsolete: Bool) async throws -> Response {
         let id = context.parameters.get("id") ?? ""
         try await catalog.setObsolete(obsolete, packWithID: id)
-        return json(["id": id, "obsolete": obsolete])
+        return try json(ControlAnswer.Obsolete(id: id, obsolete: obsolete))
     }
 
-    /// A problem as the control endpoint lists it: file, key, severity, message, fix and pack.
-    static func object(_ problem: ManifestProblem) -> [String: Any] {
-        [
-            "file": problem.file, "key": problem.key, "severity": problem.severity.rawValue,
-            "message": problem.message, "fix": problem.fix as Any? ?? NSNull(),
-            "pack": problem.pack as Any? ?? NSNull(),
-        ]
-    }
-
-    private func json(_ object: [String: Any], status: HTTPResponse.Status = .ok) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+    /// `answer` as a JSON response.
+    /// - Throws: `EncodingError` when it cannot be written (the request then fails with a 500 that says so).
+    private func json(_ answer: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let data = try JSONOutput.data(answer)
         return Response(
             status: status,
             headers: [.contentType: "application/json"],

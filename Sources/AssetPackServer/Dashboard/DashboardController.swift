@@ -31,7 +31,7 @@ struct DashboardController {
 
     @Sendable func page(_ request: Request, context: MockRequestContext) async throws -> Response {
         // The first snapshot travels in the page, so its first paint shows the packs, not empty tables.
-        let snapshot = DashboardFeed.json(await DashboardFeed.snapshotObject(catalog: catalog, faults: faults))
+        let snapshot = try JSONOutput.data(await DashboardFeed.snapshot(catalog: catalog, faults: faults))
         return Self.file(DashboardPage.document(firstSnapshot: snapshot), type: "text/html; charset=utf-8")
     }
 
@@ -58,7 +58,7 @@ struct DashboardController {
                     var quiet = ContinuousClock.now
                     try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
                     while !stopping.isSet, !Task.isCancelled {
-                        let events = await feed.next()
+                        let events = try await feed.next()
                         if events.isEmpty, ContinuousClock.now - quiet > .seconds(15) {
                             try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
                             quiet = .now
@@ -105,9 +105,10 @@ struct DashboardFeed: Sendable {
     static let inFlightPerEvent = 100
 
     /// The events to send now, each `event: NAME\ndata: JSON\n\n`.
-    mutating func next() async -> [String] {
+    /// - Throws: `EncodingError` when an event cannot be written as JSON (the stream then ends).
+    mutating func next() async throws -> [String] {
         var events: [String] = []
-        let snapshot = Self.json(await snapshotObject())
+        let snapshot = try JSONOutput.data(await Self.snapshot(catalog: catalog, faults: faults))
         if snapshot != lastSnapshot {
             lastSnapshot = snapshot
             events.append(Self.event("snapshot", snapshot))
@@ -121,100 +122,63 @@ struct DashboardFeed: Sendable {
             let skipped = (finished.first?.sequence ?? lastSequence + 1) - lastSequence - 1
             lastSequence = finished.last?.sequence ?? lastSequence
             let now = ContinuousClock.now
-            var rows: [[String: Any]] = []
+            var rows: [DashboardEvent.Response] = []
             var samples: [Int: (bytes: Int, at: ContinuousClock.Instant)] = [:]
             for request in inFlight.prefix(Self.inFlightPerEvent) {
-                var row = Self.object(request)
+                var row = DashboardEvent.Response(request)
                 if let sample = self.samples[request.id] {
-                    let seconds =
-                        Double((now - sample.at).components.attoseconds) / 1e18
-                        + Double((now - sample.at).components.seconds)
-                    if seconds > 0 { row["rate"] = Double(request.sent - sample.bytes) / seconds }
+                    let elapsed = (now - sample.at).components
+                    let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+                    if seconds > 0 { row.rate = Double(request.sent - sample.bytes) / seconds }
                 }
                 samples[request.id] = (request.sent, now)
                 rows.append(row)
             }
             self.samples = samples
-            let log = finished.map { item -> [String: Any] in
-                var row = Self.object(item.request)
-                row["sequence"] = item.sequence
-                row["ms"] = (item.milliseconds * 10).rounded() / 10
-                row["aborted"] = item.aborted
-                return row
-            }
-            events.append(
-                Self.event(
-                    "downloads",
-                    Self.json([
-                        "inFlight": rows, "inFlightCount": inFlight.count, "finished": log, "skipped": skipped,
-                        "capacity": board.capacity,
-                    ])
-                )
+            let downloads = DashboardEvent.Downloads(
+                inFlight: rows,
+                inFlightCount: inFlight.count,
+                finished: finished.map(DashboardEvent.Response.init),
+                skipped: skipped,
+                capacity: board.capacity
             )
+            events.append(Self.event("downloads", try JSONOutput.data(downloads)))
         }
         return events
     }
 
-    private func snapshotObject() async -> [String: Any] {
-        await Self.snapshotObject(catalog: catalog, faults: faults)
-    }
-
     /// Packs, problems and faults, as the `snapshot` event and the page's first paint carry them.
-    static func snapshotObject(catalog: PackCatalog, faults: FaultPlan) async -> [String: Any] {
+    static func snapshot(catalog: PackCatalog, faults: FaultPlan) async -> DashboardEvent.Snapshot {
         let snapshot = catalog.snapshot
         let states = await catalog.packStates
         let served = Dictionary(snapshot.packs.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let byID = Dictionary(states.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let ids = Set(byID.keys).union(served.keys).union(snapshot.building).sorted()
-        let packs = ids.map { id -> [String: Any] in
+        let packs = ids.map { id in
             let state = byID[id]
             let pack = served[id]
             let problems = state?.problems ?? snapshot.problems.filter { $0.pack == id }
             let build =
                 !problems.isEmpty ? "broken" : pack == nil && snapshot.building.contains(id) ? "building" : "published"
-            var object: [String: Any] = [
-                "id": id, "build": build, "building": snapshot.building.contains(id),
-                "problems": problems.map(ControlController.object),
-                "obsolete": state?.obsolete ?? false, "removed": state?.removed ?? false,
-                "pinnedBy": state?.pinnedBy as Any? ?? NSNull(),
-                "contentVersion": state?.contentVersion as Any? ?? NSNull(),
-                "publishedVersion": (state?.publishedVersion ?? pack?.version).map { $0 as Any } ?? NSNull(),
-            ]
-            if let pack {
-                object["policy"] = pack.downloadPolicy.name
-                object["platforms"] = pack.platforms as Any? ?? NSNull()
-                object["language"] = pack.language as Any? ?? NSNull()
-                object["version"] = pack.version
-                object["size"] = pack.downloadSize
-                object["installSize"] = pack.installSize
-                object["files"] = pack.fileCount
-                object["sha256"] = pack.sha256
-                object["format"] = pack.format.rawValue
-                object["compression"] = pack.compression.rawValue
-                object["deltas"] = pack.deltas.map { ["fromVersion": $0.fromVersion, "size": $0.downloadSize] }
-            }
-            return object
+            return DashboardEvent.Pack(
+                id: id,
+                build: build,
+                building: snapshot.building.contains(id),
+                problems: problems,
+                obsolete: state?.obsolete ?? false,
+                removed: state?.removed ?? false,
+                pinnedBy: state?.pinnedBy,
+                contentVersion: state?.contentVersion,
+                publishedVersion: state?.publishedVersion ?? pack?.version,
+                served: pack.map(DashboardEvent.Served.init)
+            )
         }
-        return [
-            "packs": packs,
-            "problems": snapshot.problems.map(ControlController.object),
-            "faults": faults.rules.map(\.description),
-            "seed": String(faults.seed),
-        ]
-    }
-
-    private static func object(_ request: DownloadBoard.InFlight) -> [String: Any] {
-        [
-            "id": request.id, "client": request.client, "method": request.method, "path": request.path,
-            "pack": request.pack as Any? ?? NSNull(), "range": request.range as Any? ?? NSNull(),
-            "status": request.status, "total": request.total as Any? ?? NSNull(),
-            "fault": request.fault as Any? ?? NSNull(), "sent": request.sent,
-            "started": request.started.timeIntervalSince1970,
-        ]
-    }
-
-    static func json(_ object: [String: Any]) -> Data {
-        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return DashboardEvent.Snapshot(
+            packs: packs,
+            problems: snapshot.problems,
+            faults: faults.rules.map(\.description),
+            seed: String(faults.seed)
+        )
     }
 
     private static func event(_ name: String, _ data: Data) -> String {

@@ -1,0 +1,41 @@
+import Foundation
+
+/// The one encoder of the JSON that users and scripts read: `ba-sync --json` lines, `ba-mock`'s control API
+/// and request log, and the dashboard's events. Each shape is an `Encodable` type; keys are sorted and
+/// slashes unescaped, so one value always gives the same bytes. A value JSON cannot hold (a NaN or an
+/// infinite `Double`) is an error that names its key, never an empty or partial document.
+public enum JSONOutput {
+    /// The version of the JSON shapes (the README's "JSON output" section). Within one version keys are only
+    /// added; a key removed or renamed, or a value of another type, makes the next version.
+    public static let contractVersion = 1
+
+    /// `value` as one JSON document.
+    /// - Throws: `EncodingError` when a value cannot be written as JSON.
+    public static func data(_ value: some Encodable) throws -> Data {
+        try JSONEncoder.sorted.encode(value)
+    }
+
+    /// `value` as one line of JSON (no newline: JSON output never holds one outside a string).
+    /// - Throws: `EncodingError` when a value cannot be written as JSON.
+    public static func line(_ value: some Encodable) throws -> String {
+        String(decoding: try data(value), as: UTF8.self)
+    }
+}
+
+/// An optional property that is written as `null` when absent, where a synthesized `Encodable` would leave
+/// the key out: a shape whose reader expects every key (`"installSize": null`) keeps it.
+@propertyWrapper
+public struct Nullable<Wrapped: Encodable & Sendable>: Encodable, Sendable {
+    public var wrappedValue: Wrapped?
+
+    public init(wrappedValue: Wrapped?) {
+        self.wrappedValue = wrappedValue
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if let wrappedValue { try container.encode(wrappedValue) } else { try container.encodeNil() }
+    }
+}
+
+extension Nullable: Equatable where Wrapped: Equatable {}
