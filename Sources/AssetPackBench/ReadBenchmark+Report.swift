@@ -67,9 +67,7 @@ extension ReadBenchmark {
 
         /// One JSON document (sorted keys).
         public func json() throws -> String {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            return String(decoding: try encoder.encode(self), as: UTF8.self)
+            try JSONOutput.line(self)
         }
 
         /// A header row and a row per case, as a terminal table shows them.

@@ -1,4 +1,5 @@
 import AssetPackClient
+import AssetPackFormat
 import Foundation
 import SystemPackage
 
@@ -24,40 +25,19 @@ public enum Console {
     /// Whether standard error is a terminal (progress is drawn only there).
     public static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) != 0 }
 
-    /// A JSON object as one line (sorted keys, slashes unescaped).
-    public static func jsonLine(_ object: Any) -> String? {
-        guard
-            let data = try? JSONSerialization.data(
-                withJSONObject: object,
-                options: [.sortedKeys, .withoutEscapingSlashes]
-            )
-        else { return nil }
-        return String(decoding: data, as: UTF8.self)
+    /// Writes a value as one line of JSON to standard output (``JSONOutput``: sorted keys, slashes unescaped).
+    /// - Throws: `EncodingError` when it cannot be written as JSON (nothing is written then).
+    public static func json(_ value: some Encodable) throws {
+        out(try JSONOutput.line(value))
     }
 
-    /// Writes a JSON object as one line to standard output.
-    public static func json(_ object: Any) {
-        if let line = jsonLine(object) { out(line) }
-    }
-
-    /// An error as one JSON line on stdout (`{"event": "error", "code", "message", "pack"}`), for scripts
-    /// that read `--json` output only.
+    /// An error as one JSON line on stdout (``SyncOutput/Error``), for scripts that read `--json` output only.
     public static func jsonError(_ error: any Error) {
-        var object: [String: Any] = ["event": "error", "message": "\(error)"]
-        if let error = error as? AssetPackClientError {
-            object["code"] = error.code.rawValue
-            if let id = error.assetPackID { object["pack"] = id }
+        do {
+            try json(SyncOutput.Error(error))
+        } catch {
+            err("error: the error could not be written as JSON: \(error)")
         }
-        // Apple's shape, as the manager's methods with Apple's names throw it: the same codes as ours.
-        switch error as? ManagedBackgroundAssetsError {
-        case .assetPackNotFound(let id):
-            object["code"] = AssetPackClientError.Code.assetPackNotFound.rawValue
-            object["pack"] = id
-        case .fileNotFound:
-            object["code"] = AssetPackClientError.Code.fileNotFound.rawValue
-        case nil: break
-        }
-        json(object)
     }
 
     /// Rewrites one status line on a terminal's stderr; `nil` clears it.

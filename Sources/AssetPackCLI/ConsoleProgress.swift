@@ -52,10 +52,12 @@ public final class ConsoleProgress: Sendable {
                 pack.id,
                 event: "retrying",
                 text: "\(pack.id): \(notice.reason), attempt \(notice.attempt) of \(notice.of), \(delay)",
-                extra: [
-                    "reason": notice.reason, "attempt": notice.attempt, "of": notice.of,
-                    "delaySeconds": Double(seconds(notice.delay)) ?? 0,
-                ]
+                details: ProgressDetails.Retrying(
+                    reason: notice.reason,
+                    attempt: notice.attempt,
+                    of: notice.of,
+                    delaySeconds: Double(seconds(notice.delay)) ?? 0
+                )
             )
         case .resuming(let pack, let offset):
             let size = deltas.withLock { $0[pack.id] }?.downloadSize ?? pack.downloadSize
@@ -63,7 +65,7 @@ public final class ConsoleProgress: Sendable {
                 pack.id,
                 event: "resuming",
                 text: "\(pack.id): resuming at byte \(offset) of \(size)",
-                extra: ["from": offset, "of": size]
+                details: ProgressDetails.Resuming(from: offset, of: size)
             )
         case .delta(let pack, let notice):
             deltas.withLock { $0[pack.id] = notice }
@@ -74,10 +76,12 @@ public final class ConsoleProgress: Sendable {
                 text:
                     "\(pack.id): delta from v\(notice.fromVersion): \(files)\(ByteFormat.string(notice.downloadSize)) "
                     + "instead of \(ByteFormat.string(notice.fullSize))",
-                extra: [
-                    "fromVersion": notice.fromVersion, "fileCount": notice.fileCount ?? NSNull(),
-                    "downloadSize": notice.downloadSize, "fullSize": notice.fullSize,
-                ]
+                details: ProgressDetails.Delta(
+                    fromVersion: notice.fromVersion,
+                    fileCount: notice.fileCount,
+                    downloadSize: notice.downloadSize,
+                    fullSize: notice.fullSize
+                )
             )
         case .deltaFailed(let pack, let reason):
             deltas.withLock { $0[pack.id] = nil }
@@ -87,7 +91,7 @@ public final class ConsoleProgress: Sendable {
                 pack.id,
                 event: "deltaFailed",
                 text: "\(pack.id): the delta failed (\(reason)); downloading the whole pack",
-                extra: ["reason": reason]
+                details: ProgressDetails.DeltaFailed(reason: reason)
             )
         case .unverifiedFiles(let pack, let carried, let total, let archiveDigestChecked):
             emit(
@@ -100,15 +104,17 @@ public final class ConsoleProgress: Sendable {
                         ? "they were checked only through the whole archive's digest"
                         : "with no archive digest in the manifest either, their bytes were checked against nothing")
                     + " (`ba-sync status` keeps this in its FILE DIGESTS column)",
-                extra: ["carried": carried, "fileCount": total, "archiveDigestChecked": archiveDigestChecked]
+                details: ProgressDetails.Note(
+                    carried: carried,
+                    fileCount: total,
+                    archiveDigestChecked: archiveDigestChecked
+                )
             )
         case .waitingForLock(let holder):
             let who = holder.map { "ba-sync (pid \($0))" } ?? "another ba-sync"
             let text = "waiting for \(who), which holds \(appGroup)/.ba-sync/lock"
             if json {
-                var object: [String: Any] = ["event": "waiting", "lock": "\(appGroup)/.ba-sync/lock"]
-                if let holder { object["holderPID"] = Int(holder) }
-                if let line = Console.jsonLine(object) { output.writeLine(line) }
+                writeJSON(WaitingLine(lock: "\(appGroup)/.ba-sync/lock", holderPID: holder.map(Int.init)))
             } else {
                 output.writeLine(text)
             }
@@ -146,7 +152,7 @@ public final class ConsoleProgress: Sendable {
                 pack.id,
                 event: "finished",
                 text: "\(pack.id): installed version \(pack.version)",
-                extra: ["deltaFrom": delta.map { $0.fromVersion } ?? NSNull()]
+                details: ProgressDetails.Finished(deltaFrom: delta?.fromVersion)
             )
         case .failed(_, let error):
             lines.withLock { $0[pack.id] = nil }
@@ -156,7 +162,7 @@ public final class ConsoleProgress: Sendable {
                 pack.id,
                 event: "failed",
                 text: "\(pack.id): failed: \(error)",
-                extra: ["code": error.code.rawValue, "message": error.description]
+                details: ProgressDetails.Failed(code: error.code.rawValue, message: error.description)
             )
         }
     }
@@ -181,7 +187,7 @@ public final class ConsoleProgress: Sendable {
                 pack.id,
                 event: "progress",
                 text: "",
-                extra: ["completed": progress.completed, "total": progress.total]
+                details: ProgressDetails.Progress(completed: progress.completed, total: progress.total)
             )
         } else if terminal {
             let width = 24
@@ -197,14 +203,27 @@ public final class ConsoleProgress: Sendable {
         }
     }
 
-    private func emit(_ id: String, event: String, text: String, extra: [String: Any] = [:]) {
+    private func emit(
+        _ id: String,
+        event: String,
+        text: String,
+        details: some Encodable & Sendable = ProgressDetails.None()
+    ) {
         if json {
-            var object: [String: Any] = ["event": event, "pack": id]
-            for (key, value) in extra { object[key] = value }
-            if let line = Console.jsonLine(object) { output.writeLine(line) }
+            writeJSON(ProgressLine(event: event, pack: id, details: details))
         } else {
             if terminal && lines.withLock({ $0[id] != nil }) { err("\r\u{1B}[K") }
             err(text + "\n")
+        }
+    }
+
+    /// A line of JSON; one that cannot be written says so on stderr (the values here are strings and whole
+    /// numbers, so it should never happen), never an empty line.
+    private func writeJSON(_ line: some Encodable) {
+        do {
+            output.writeLine(try JSONOutput.line(line))
+        } catch {
+            err("error: a progress line could not be written as JSON: \(error)\n")
         }
     }
 

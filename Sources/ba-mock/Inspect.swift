@@ -42,16 +42,9 @@ struct Inspect: ParsableCommand {
                 language: nil
             )
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
             var shown = listing
             shown.manifest = summary
-            Console.out(
-                String(
-                    decoding: try encoder.encode(AppleArchiveReport(listing: shown, verified: verify)),
-                    as: UTF8.self
-                )
-            )
+            Console.out(try JSONOutput.text(AppleArchiveReport(listing: shown, verified: verify), pretty: true))
             return
         }
         let files = listing.entries.filter { $0.type == "file" && $0.path.hasPrefix(PackPath.contentsPrefix) }
@@ -84,9 +77,7 @@ struct Inspect: ParsableCommand {
     private func showTar() throws {
         let index = verify ? try PackReader.verify(at: archive) : try PackReader.readIndex(at: archive)
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-            Console.out(String(decoding: try encoder.encode(index), as: UTF8.self))
+            Console.out(try JSONOutput.text(index, pretty: true))
             return
         }
         Console.out(

@@ -55,9 +55,7 @@ struct PackageCommand: ParsableCommand {
         }
         if showProgress { Console.statusLine(nil) }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            Console.out(String(decoding: try encoder.encode(built), as: UTF8.self))
+            try Console.json(built)
         } else {
             Console.out(
                 "\(output): \(built.assetPackID), \(ByteFormat.count(built.fileCount, "file")), \(ByteFormat.string(built.installSize)) "

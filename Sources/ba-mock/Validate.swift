@@ -77,15 +77,7 @@ struct Validate: AsyncParsableCommand {
         problems += try await plist.problems(in: targets)
         let errors = problems.filter { $0.severity == .error }.count
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-            struct Report: Encodable {
-                var ok: Bool
-                var problems: [ManifestProblem]
-            }
-            Console.out(
-                String(decoding: try encoder.encode(Report(ok: errors == 0, problems: problems)), as: UTF8.self)
-            )
+            Console.out(try JSONOutput.text(MockOutput.Validation(problems: problems), pretty: true))
         } else {
             for problem in problems { Console.out("\(problem.severity.rawValue): \(problem)") }
             let warnings = problems.count - errors

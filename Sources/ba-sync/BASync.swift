@@ -49,7 +49,11 @@ struct BASync: AsyncParsableCommand {
                 error is ValidationError
                     || !(error is ExitCode || error is CleanExit) && exitCode(for: error) == .validationFailure
             {
-                Console.json(["event": "error", "code": "usage", "message": message(for: error)])
+                do {
+                    try Console.json(SyncOutput.Error(code: "usage", message: message(for: error)))
+                } catch {
+                    Console.err("error: the usage error could not be written as JSON: \(error)")
+                }
             }
             exit(withError: error)
         }

@@ -22,7 +22,7 @@ struct CheckUpdates: AsyncParsableCommand {
         let ((updated, removed), _) = try await Session(app: app, server: server, downloads: downloads, lock: lock)
             .run { manager in try await manager.checkForUpdatesAndWait() }
         if app.json {
-            Console.json(["event": "result", "updatingIDs": updated.sorted(), "removedIDs": removed.sorted()])
+            try Console.json(SyncOutput.CheckUpdates(updating: Set(updated), removed: Set(removed)))
         } else {
             Console.out("updated: \(updated.isEmpty ? "none" : updated.sorted().joined(separator: ", "))")
             Console.out("removed: \(removed.isEmpty ? "none" : removed.sorted().joined(separator: ", "))")

@@ -79,10 +79,10 @@ struct AppGroupOptions: ParsableArguments {
     /// Says which seed a random shuffle drew, so that the run can be replayed: a JSON line (the seed as a
     /// string: it does not fit a double) or, when stdout carries a file's bytes or without --json, a line
     /// on stderr.
-    func announce(_ rule: CollisionRule, bytesOnStdout: Bool) {
+    func announce(_ rule: CollisionRule, bytesOnStdout: Bool) throws {
         guard case .shuffle(let seed) = rule, !collisions.contains("=") else { return }
         if json && !bytesOnStdout {
-            Console.json(["event": "collisions", "rule": "shuffle", "seed": String(seed)])
+            try Console.json(SyncOutput.Collisions(seed: seed))
         } else {
             Console.err("collisions: shuffle with seed \(seed) (replay with --collisions shuffle=\(seed))")
         }
@@ -108,7 +108,7 @@ struct AppGroupOptions: ParsableArguments {
             primaryLanguage: primary,
             collisions: rule
         )
-        announce(rule, bytesOnStdout: bytesOnStdout)
+        try announce(rule, bytesOnStdout: bytesOnStdout)
         do {
             try body(reader)
         } catch {
@@ -311,11 +311,6 @@ struct Session {
     var lock: LockOptions?
     /// Whether the command cannot work without the server.
     var needsServer = true
-
-    /// A failure as JSON: its code and message.
-    static func failure(_ error: AssetPackClientError) -> [String: Any] {
-        ["code": error.code.rawValue, "message": error.description]
-    }
 
     /// Runs `body` with a manager made from the options (see ``ManagerSession``).
     /// - Returns: What `body` returns, and the packs whose failure the progress already showed.

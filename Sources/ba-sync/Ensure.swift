@@ -43,10 +43,7 @@ struct Ensure: AsyncParsableCommand {
         }
         let failed = Set(failures.keys.map(\.id))
         if app.json {
-            Console.json([
-                "event": "result", "ok": ids.filter { !failed.contains($0) }.sorted(),
-                "failures": Dictionary(uniqueKeysWithValues: failures.map { ($0.key.id, Session.failure($0.value)) }),
-            ])
+            try Console.json(SyncOutput.Ensure(ids: ids, failures: failures))
         } else {
             let ok = ids.filter { !failed.contains($0) }
             if !ok.isEmpty { Console.out("local: \(ok.joined(separator: ", "))") }

@@ -23,24 +23,7 @@ struct List: AsyncParsableCommand {
         }
         let platform = server.playedPlatform
         if app.json {
-            Console.json([
-                "event": "result", "resolvedLanguage": manifest.resolvedLanguage?.description ?? NSNull(),
-                "language": (manifest.preferredLanguages.first ?? manifest.primaryLanguage).description,
-                "primaryLanguage": manifest.primaryLanguage.description, "platform": platform ?? "any",
-                "availableLanguages": Set(entries.compactMap(\.pack?.language)).sorted(),
-                "packs": entries.compactMap { entry -> [String: Any]? in
-                    guard let pack = entry.pack else { return nil }
-                    return [
-                        "id": pack.id, "version": pack.version, "downloadPolicy": pack.downloadPolicy.name,
-                        "downloadSize": pack.downloadSize, "installSize": pack.installSize ?? NSNull(),
-                        "fileCount": pack.fileCount ?? NSNull(), "sha256": pack.sha256 ?? NSNull(),
-                        "language": pack.language ?? NSNull(), "platforms": pack.platforms ?? NSNull(),
-                        "forResolvedLanguage": manifest.isForResolvedLanguage(pack),
-                        "installedVersion": entry.installed.map { $0.version as Any } ?? NSNull(),
-                        "status": entry.status.names, "statusRawValue": entry.status.rawValue,
-                    ]
-                },
-            ])
+            try Console.json(SyncOutput.List(entries: entries, manifest: manifest, platform: platform))
             return
         }
         Console.table(

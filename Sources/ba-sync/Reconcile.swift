@@ -42,10 +42,7 @@ struct Reconcile: AsyncParsableCommand {
         switch outcome {
         case .success(let result):
             if app.json {
-                Console.json([
-                    "event": "result", "language": language, "downloaded": result.downloaded,
-                    "removed": result.removed, "locallyAvailableLanguages": result.locallyAvailableLanguages,
-                ])
+                try Console.json(SyncOutput.Reconcile(language: language, result))
             } else {
                 Console.out("language: \(language)")
                 Console.out(
@@ -57,12 +54,7 @@ struct Reconcile: AsyncParsableCommand {
             }
         case .failure(let error):
             if app.json {
-                Console.json([
-                    "event": "result", "language": language, "downloaded": [String](), "removed": [String](),
-                    "failures": Dictionary(
-                        uniqueKeysWithValues: error.failures.map { ($0.key.id, Session.failure($0.value)) }
-                    ),
-                ])
+                try Console.json(SyncOutput.Reconcile(language: language, failures: error.failures))
             } else {
                 for (pack, failure) in error.failures.sorted(by: { $0.key.id < $1.key.id }) {
                     Console.err(

@@ -22,6 +22,6 @@ struct Remove: AsyncParsableCommand {
                 throw AssetPackClientError.notInstalled(id, in: manager.store.root)
             }
         }
-        if app.json { Console.json(["event": "result", "removed": id]) } else { Console.out("removed \(id)") }
+        if app.json { try Console.json(SyncOutput.Remove(removed: id)) } else { Console.out("removed \(id)") }
     }
 }

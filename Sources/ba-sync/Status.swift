@@ -34,46 +34,15 @@ struct Status: AsyncParsableCommand {
         }
         if let id, let entry = report.entries.first, entry.installed == nil, entry.status.isEmpty {
             let message = "pack \(id) is not installed and not known here"
-            if app.json { Console.json(["event": "error", "code": "assetPackNotFound", "message": message]) }
+            if app.json { try Console.json(SyncOutput.Error(code: "assetPackNotFound", message: message)) }
             Console.err(message)
             throw ExitCode.failure
         }
-        let offline = report.offlineReason.map { "offline: \($0.message); flags are what the app group knows" }
         if app.json {
-            var result: [String: Any] = [
-                "event": "result", "online": report.offlineReason == nil,
-                "packs": report.entries.map { entry in
-                    var row: [String: Any] = [
-                        "id": entry.id, "status": entry.status.names, "statusRawValue": Int(entry.status.rawValue),
-                    ]
-                    if let installed = entry.installed {
-                        row["version"] = installed.version
-                        row["installSize"] = installed.installSize
-                        row["fileCount"] = installed.fileCount
-                        row["downloadPolicy"] = installed.downloadPolicy.name
-                        row["language"] = installed.language ?? NSNull()
-                        // How a localized pack came: for the language (reconcile may remove it) or by hand.
-                        row["installedFor"] =
-                            installed.language == nil
-                            ? NSNull() : installed.installedForLanguage == true ? "language" : "ensure"
-                        // Without a digest in the manifest (Apple's tools write none), the archive's digest was
-                        // not checked; every file was, against the pack's index.
-                        row["sha256"] = installed.sha256 ?? NSNull()
-                        row["archiveDigestVerified"] = installed.sha256 != nil
-                        // From an Apple Archive: how many files were checked against the SHA-256 they carry.
-                        row["fileDigestsCarried"] = installed.fileDigestsCarried ?? NSNull()
-                    }
-                    if let folder = entry.folder { row["path"] = folder.string }
-                    return row
-                },
-            ]
-            if let offline { result["offlineReason"] = offline }
-            result["language"] = language.preferred
-            result["resolvedLanguage"] = language.resolved ?? NSNull()
-            Console.json(result)
+            try Console.json(SyncOutput.Status(report, language: language))
             return
         }
-        if let offline { Console.err(offline) }
+        if let reason = report.offlineReason { Console.err(SyncOutput.Status.offlineLine(reason)) }
         Console.table(
             [["PACK", "VERSION", "LANGUAGE", "FILES", "INSTALL", "ARCHIVE DIGEST", "FILE DIGESTS", "STATUS", "PATH"]]
                 + report.entries.map(Self.row)
@@ -101,31 +70,5 @@ struct Status: AsyncParsableCommand {
             entry.id, "v\(installed.version)", installed.language ?? "-", String(installed.fileCount),
             ByteFormat.string(installed.installSize), digest, files, status, entry.folder?.string ?? "-",
         ]
-    }
-}
-
-/// The app's language as the app group plays it: what `status` and `list` show under their table.
-struct AppLanguage: Sendable {
-    /// The preferred language (given, kept in the app group, or the environment's).
-    var preferred: String
-    /// The language the localized packs resolve to; `nil` when no localized pack is installed.
-    var resolved: String?
-    /// The primary language.
-    var primary: String
-
-    init(_ reader: AssetPackReader) {
-        preferred = reader.preferredLanguage.description
-        resolved = reader.resolvedLanguage?.description
-        primary = reader.primaryLanguage.description
-    }
-
-    init(preferred: String, resolved: String?, primary: String) {
-        (self.preferred, self.resolved, self.primary) = (preferred, resolved, primary)
-    }
-
-    /// `language: fr (the app's); localized packs resolve to fr; primary en`.
-    var line: String {
-        "language: \(preferred) (the app's); localized packs resolve to "
-            + (resolved ?? "none (no localized pack is installed)") + "; primary \(primary)"
     }
 }

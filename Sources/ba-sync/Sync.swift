@@ -51,12 +51,7 @@ struct Sync: AsyncParsableCommand {
             return try await manager.sync(event: event, inAppContent: inAppContent)
         }
         if app.json {
-            Console.json([
-                "event": "result", "installed": report.installed, "alreadyLocal": report.alreadyLocal,
-                "removed": report.removed, "essentialFailed": report.essentialFailed,
-                "launchesWithout": report.launchesWithout,
-                "failures": report.failures.mapValues(Session.failure),
-            ])
+            try Console.json(SyncOutput.Sync(report))
         } else {
             if !report.installed.isEmpty { Console.out("installed: \(report.installed.joined(separator: ", "))") }
             if !report.alreadyLocal.isEmpty {

@@ -25,10 +25,7 @@ struct URLCommand: AsyncParsableCommand {
             let url = try reader.url(for: FilePath(path))
             let holder = try reader.assetPackID(containing: FilePath(path))
             if app.json {
-                Console.json([
-                    "event": "result", "path": path, "url": url.absoluteString, "exists": holder != nil,
-                    "assetPackID": holder as Any? ?? NSNull(),
-                ])
+                try Console.json(SyncOutput.FileURL(path: path, url: url.absoluteString, assetPackID: holder))
             }
             guard holder != nil else {
                 // The library's answer for a path nothing holds is a URL where nothing is; a shell wants a failure.

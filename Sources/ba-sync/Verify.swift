@@ -21,14 +21,7 @@ struct Verify: AsyncParsableCommand {
                 return
             }
             let result = try reader.verification(ofAssetPackWithID: id)
-            Console.json([
-                "event": "result", "verifiedFiles": result.checked, "ok": result.problems.isEmpty,
-                "problems": result.problems.map { problem -> [String: Any] in
-                    var row: [String: Any] = ["pack": problem.pack, "problem": problem.kind.rawValue]
-                    if let path = problem.path { row["path"] = path }
-                    return row
-                },
-            ])
+            try Console.json(SyncOutput.Verify(result))
             if !result.problems.isEmpty { throw ExitCode.failure }
         }
     }

@@ -125,11 +125,15 @@ struct InfoPlistEndToEndTests {
             ]
         )
         #expect(published.status == 1, "\(published.stderr)")
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(published.stdout.utf8)) as? [String: Any])
-        #expect(report["ok"] as? Bool == false)
-        let problems = try #require(report["problems"] as? [[String: String]])
+        // Every key of a problem, `null` where nothing applies (the JSON contract's shape of a problem).
+        struct Report: Decodable {
+            var ok: Bool
+            var problems: [[String: String?]]
+        }
+        let report = try JSONDecoder().decode(Report.self, from: Data(published.stdout.utf8))
+        #expect(report.ok == false)
         #expect(
-            problems == [
+            report.problems == [
                 [
                     "file": elsewhere.string,
                     "key": "BAInitialDownloadRestrictions.BADownloadDomainAllowList",
@@ -137,6 +141,7 @@ struct InfoPlistEndToEndTests {
                     "message": "does not allow cdn.example.com (manifest from cdn.example.com, Levels from "
                         + "cdn.example.com, Tutorial from cdn.example.com); it allows other.example.com",
                     "fix": "add cdn.example.com (or a *. wildcard over it) to the list",
+                    "pack": String?.none,
                 ]
             ]
         )

@@ -9,10 +9,18 @@ public enum JSONOutput {
     /// added; a key removed or renamed, or a value of another type, makes the next version.
     public static let contractVersion = 1
 
-    /// `value` as one JSON document.
+    /// `value` as one JSON document; `pretty` indents it for a reader (`ba-mock validate --json`).
     /// - Throws: `EncodingError` when a value cannot be written as JSON.
-    public static func data(_ value: some Encodable) throws -> Data {
-        try JSONEncoder.sorted.encode(value)
+    public static func data(_ value: some Encodable, pretty: Bool = false) throws -> Data {
+        let encoder = JSONEncoder.sorted
+        if pretty { encoder.outputFormatting.insert(.prettyPrinted) }
+        return try encoder.encode(value)
+    }
+
+    /// `value` as one JSON document, as text.
+    /// - Throws: `EncodingError` when a value cannot be written as JSON.
+    public static func text(_ value: some Encodable, pretty: Bool) throws -> String {
+        String(decoding: try data(value, pretty: pretty), as: UTF8.self)
     }
 
     /// `value` as one line of JSON (no newline: JSON output never holds one outside a string).
