@@ -162,36 +162,15 @@ struct RoundPlan: Sendable {
                 if number >= limit { break }
                 let began = previousEnd != 0 ? previousEnd : now()
                 if roundStart == 0 { roundStart = began }
-                var bytes = 0
-                var block: (index: Int, offset: Int)?
-                switch benchCase.pattern {
-                case .lookup:
-                    let target = targets[(start + number) % targets.count]
-                    let holder =
-                        try target.pack.map { pack in
-                            _ = try reader.installedFile(at: target.namespacePath, searchingInAssetPackWithID: pack)
-                            return pack
-                        } ?? reader.assetPackID(containing: target.namespacePath)
-                    if holder == nil {
-                        throw AssetPackClientError(
-                            code: .fileNotFound,
-                            message: "\(target.path) vanished during the benchmark"
-                        )
-                    }
-                case .sequential:
-                    let target = targets[(start + number) % targets.count]
-                    bytes = try readWhole(target, reader: reader, buffer: buffer, sink: &sink)
-                case .firstByte:
-                    let target = targets[(start + number) % targets.count]
-                    bytes = try readFirstPage(target, reader: reader, buffer: buffer, sink: &sink)
-                case .random:
-                    (bytes, block) = try readRandomBlock(
-                        handles: handles,
-                        random: &random,
-                        buffer: buffer,
-                        sink: &sink
-                    )
-                }
+                let (bytes, block) = try operate(
+                    number,
+                    from: start,
+                    handles: handles,
+                    reader: reader,
+                    buffer: buffer,
+                    random: &random,
+                    sink: &sink
+                )
                 let ended = now()
                 roundEnd = ended
                 histogram.record(max(1, ended - began))
@@ -208,6 +187,45 @@ struct RoundPlan: Sendable {
         } catch {
             worker.error = error
         }
+    }
+
+    /// Does operation `number` of the case's pattern; returns the bytes read and, for random, which block.
+    @inline(__always)
+    private func operate(
+        _ number: Int,
+        from start: Int,
+        handles: RoundHandles,
+        reader: AssetPackReader,
+        buffer: UnsafeMutableRawBufferPointer,
+        random: inout SplitMix64,
+        sink: inout UInt64
+    ) throws -> (bytes: Int, block: (index: Int, offset: Int)?) {
+        var bytes = 0
+        var block: (index: Int, offset: Int)?
+        switch benchCase.pattern {
+        case .lookup:
+            let target = targets[(start + number) % targets.count]
+            let holder =
+                try target.pack.map { pack in
+                    _ = try reader.installedFile(at: target.namespacePath, searchingInAssetPackWithID: pack)
+                    return pack
+                } ?? reader.assetPackID(containing: target.namespacePath)
+            if holder == nil {
+                throw AssetPackClientError(
+                    code: .fileNotFound,
+                    message: "\(target.path) vanished during the benchmark"
+                )
+            }
+        case .sequential:
+            let target = targets[(start + number) % targets.count]
+            bytes = try readWhole(target, reader: reader, buffer: buffer, sink: &sink)
+        case .firstByte:
+            let target = targets[(start + number) % targets.count]
+            bytes = try readFirstPage(target, reader: reader, buffer: buffer, sink: &sink)
+        case .random:
+            (bytes, block) = try readRandomBlock(handles: handles, random: &random, buffer: buffer, sink: &sink)
+        }
+        return (bytes, block)
     }
 
     private func readWhole(

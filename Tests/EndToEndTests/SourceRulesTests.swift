@@ -38,4 +38,76 @@ struct SourceRulesTests {
         }
         #expect(found.isEmpty, "call through CLinux (FileDescriptor.advise, AtomicFile.syncFileSystem):\n\(found)")
     }
+
+    /// No function, initializer or closure-bodied declaration runs past 80 lines, and no file past 400 (issue
+    /// 33: a reader holds a function in one screen, and a file's concern in its name).
+    @Test func functionsAndFilesStayShort() throws {
+        var long: [String] = []
+        for (path, text) in try swiftSources() {
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            if lines.count > 401 { long.append("Sources/\(path): \(lines.count) lines (at most 400)") }
+            for (start, length) in Self.functions(in: lines) where length > 80 {
+                long.append("Sources/\(path):\(start + 1): a function of \(length) lines (at most 80)")
+            }
+        }
+        #expect(long.isEmpty, "split these by what they do:\n\(long.joined(separator: "\n"))")
+    }
+
+    /// The JSON users read is typed (`JSONOutput` and its `Encodable` shapes): no dictionary of `Any` is
+    /// written as JSON, no `NSNull` stands for a missing value. `[String: Any]` remains where a property list
+    /// is read (Info.plist), which Foundation gives as one.
+    @Test func jsonOutputIsTyped() throws {
+        var found: [String] = []
+        for (path, text) in try swiftSources() {
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = line.components(separatedBy: "//").first ?? ""
+                if code.contains("JSONSerialization.data(") || code.contains("NSNull")
+                    || (code.contains("[String: Any]") && !path.hasPrefix("AssetPackFormat/InfoPlist/"))
+                {
+                    found.append("Sources/\(path):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                }
+            }
+        }
+        #expect(found.isEmpty, "write an Encodable type through JSONOutput:\n\(found.joined(separator: "\n"))")
+    }
+
+    /// Each declaration with a body (`func`, `init`, `deinit`, `subscript`): its first line and its length in
+    /// lines, signature to closing brace. Braces in strings, comments and multi-line string literals are not
+    /// counted.
+    static func functions(in lines: [String]) -> [(start: Int, length: Int)] {
+        let declaration =
+            /^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|private|fileprivate|internal|static|override|mutating|nonisolated|final|class|convenience|required)(?:\(set\))?\s+)*(?:func\s|init[?!]?\s*[(<]|deinit\b|subscript\s*[(<])/
+        // Each line's braces, outside strings and comments.
+        var inBlockString = false
+        let braces: [Int?] = lines.map { line in
+            let quotes = line.components(separatedBy: "\"\"\"").count - 1
+            if inBlockString || quotes % 2 == 1 {
+                if quotes % 2 == 1 { inBlockString.toggle() }
+                return nil
+            }
+            let code = line.replacing(/"(?:[^"\\]|\\.)*"/, with: "\"\"").components(separatedBy: "//")[0]
+            return code.reduce(0) { $0 + ($1 == "{" ? 1 : $1 == "}" ? -1 : 0) }
+        }
+        let opens: [Bool] = lines.map { line in
+            line.replacing(/"(?:[^"\\]|\\.)*"/, with: "\"\"").components(separatedBy: "//")[0].contains("{")
+        }
+        var found: [(Int, Int)] = []
+        for start in lines.indices where lines[start].contains(declaration) {
+            var depth = 0
+            var opened = false
+            var index = start
+            while index < lines.count {
+                if let change = braces[index] {
+                    if opens[index] { opened = true }
+                    depth += change
+                }
+                if opened && depth <= 0 { break }
+                // A declaration without a body (a protocol's requirement) has no brace within its signature.
+                if !opened && index > start + 20 { break }
+                index += 1
+            }
+            if opened && index < lines.count { found.append((start, index - start + 1)) }
+        }
+        return found
+    }
 }

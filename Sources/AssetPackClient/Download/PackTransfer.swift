@@ -146,57 +146,18 @@ struct PackTransfer: Sendable {
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    var skip = skip
-                    for try await var chunk in body {
-                        if skip > 0 {
-                            let dropped = Int(min(skip, Int64(chunk.readableBytes)))
-                            chunk.moveReaderIndex(forwardBy: dropped)
-                            skip -= Int64(dropped)
-                            if chunk.readableBytes == 0 { continue }
-                        }
-                        // Compared without adding: a byte count near Int64.max cannot overflow.
-                        guard Int64(chunk.readableBytes) <= total - watch.written else {
-                            throw AssetPackClientError(
-                                code: .sizeMismatch,
-                                message:
-                                    "\(pack.url) sent more than the \(total) bytes the manifest gives pack "
-                                    + "\(pack.id); nothing was installed",
-                                assetPackID: pack.id
-                            )
-                        }
-                        try await push(chunk)
-                        watch.advance(by: Int64(chunk.readableBytes))
-                        progress(DownloadProgress(completed: watch.written, total: total))
-                    }
+                    try await Self.pushBody(
+                        body,
+                        of: pack,
+                        skipping: skip,
+                        total: total,
+                        watch: watch,
+                        progress: progress,
+                        push: push
+                    )
                 }
                 group.addTask {
-                    // A stall: no byte for longer than the timeout, or less than the minimum rate over a whole
-                    // timeout. The read is cancelled and resumed later.
-                    let clock = ContinuousClock()
-                    var window = (start: clock.now, written: watch.written)
-                    let least = Int64(Double(Self.minimumRate) * stallTimeout.seconds)
-                    while true {
-                        try await Task.sleep(for: stallTimeout / 4)
-                        if watch.idle > stallTimeout {
-                            throw AssetPackClientError.network(
-                                "download of pack \(pack.id) from \(pack.url) stalled for \(stallTimeout) at byte "
-                                    + "\(watch.written)",
-                                reason: "stalled for \(stallTimeout) at byte \(watch.written)",
-                                pack: pack
-                            )
-                        }
-                        if clock.now - window.start >= stallTimeout {
-                            if watch.written - window.written < least {
-                                throw AssetPackClientError.network(
-                                    "download of pack \(pack.id) from \(pack.url) ran slower than "
-                                        + "\(Self.minimumRate) bytes/s for \(stallTimeout) at byte \(watch.written)",
-                                    reason: "slower than \(Self.minimumRate) bytes/s at byte \(watch.written)",
-                                    pack: pack
-                                )
-                            }
-                            window = (clock.now, watch.written)
-                        }
-                    }
+                    try await Self.watchForStall(of: pack, watch: watch, stallTimeout: stallTimeout)
                 }
                 try await group.next()
                 group.cancelAll()
@@ -216,6 +177,71 @@ struct PackTransfer: Sendable {
             )
         }
         return watch.written
+    }
+
+    /// Pushes the body on past its first `skip` bytes; throws `.sizeMismatch` past `total`, or what `push` throws.
+    private static func pushBody(
+        _ body: HTTPClientResponse.Body,
+        of pack: AssetPack,
+        skipping skip: Int64,
+        total: Int64,
+        watch: TransferWatch,
+        progress: @escaping @Sendable (DownloadProgress) -> Void,
+        push: @escaping @Sendable (ByteBuffer) async throws -> Void
+    ) async throws {
+        var skip = skip
+        for try await var chunk in body {
+            if skip > 0 {
+                let dropped = Int(min(skip, Int64(chunk.readableBytes)))
+                chunk.moveReaderIndex(forwardBy: dropped)
+                skip -= Int64(dropped)
+                if chunk.readableBytes == 0 { continue }
+            }
+            // Compared without adding: a byte count near Int64.max cannot overflow.
+            guard Int64(chunk.readableBytes) <= total - watch.written else {
+                throw AssetPackClientError(
+                    code: .sizeMismatch,
+                    message:
+                        "\(pack.url) sent more than the \(total) bytes the manifest gives pack "
+                        + "\(pack.id); nothing was installed",
+                    assetPackID: pack.id
+                )
+            }
+            try await push(chunk)
+            watch.advance(by: Int64(chunk.readableBytes))
+            progress(DownloadProgress(completed: watch.written, total: total))
+        }
+    }
+
+    /// Checks the transfer four times per `stallTimeout`; throws `.network` once it stalls or runs too slow.
+    private static func watchForStall(of pack: AssetPack, watch: TransferWatch, stallTimeout: Duration) async throws {
+        // A stall: no byte for longer than the timeout, or less than the minimum rate over a whole
+        // timeout. The read is cancelled and resumed later.
+        let clock = ContinuousClock()
+        var window = (start: clock.now, written: watch.written)
+        let least = Int64(Double(Self.minimumRate) * stallTimeout.seconds)
+        while true {
+            try await Task.sleep(for: stallTimeout / 4)
+            if watch.idle > stallTimeout {
+                throw AssetPackClientError.network(
+                    "download of pack \(pack.id) from \(pack.url) stalled for \(stallTimeout) at byte "
+                        + "\(watch.written)",
+                    reason: "stalled for \(stallTimeout) at byte \(watch.written)",
+                    pack: pack
+                )
+            }
+            if clock.now - window.start >= stallTimeout {
+                if watch.written - window.written < least {
+                    throw AssetPackClientError.network(
+                        "download of pack \(pack.id) from \(pack.url) ran slower than "
+                            + "\(Self.minimumRate) bytes/s for \(stallTimeout) at byte \(watch.written)",
+                        reason: "slower than \(Self.minimumRate) bytes/s at byte \(watch.written)",
+                        pack: pack
+                    )
+                }
+                window = (clock.now, watch.written)
+            }
+        }
     }
 }
 

@@ -14,6 +14,21 @@ extension AppInfoPlist {
     /// - Returns: The problems, errors and warnings, in the order of the keys.
     public func problems(file: String) -> [ManifestProblem] {
         var problems: [ManifestProblem] = []
+        problems += appGroupProblems(file: file)
+        problems += managedAssetPacksProblems(file: file)
+        if isAppleHosted {
+            problems += appleHostedProblems(file: file)
+            return problems
+        }
+        problems += manifestURLProblems(file: file)
+        problems += restrictionsProblems(file: file)
+        problems += maxInstallSizeWarnings(file: file)
+        return problems
+    }
+
+    /// The problem of `BAAppGroupID` when it is missing or empty, else none.
+    private func appGroupProblems(file: String) -> [ManifestProblem] {
+        var problems: [ManifestProblem] = []
         if appGroupID == nil {
             problems.append(
                 .error(
@@ -26,6 +41,12 @@ extension AppInfoPlist {
         } else if appGroupID?.isEmpty == true {
             problems.append(.error(file, "BAAppGroupID", "is empty", fix: "give the app group's identifier"))
         }
+        return problems
+    }
+
+    /// The problem of `BAHasManagedAssetPacks` when it is missing or NO, else none.
+    private func managedAssetPacksProblems(file: String) -> [ManifestProblem] {
+        var problems: [ManifestProblem] = []
         if hasManagedAssetPacks != true {
             problems.append(
                 .error(
@@ -38,21 +59,30 @@ extension AppInfoPlist {
                 )
             )
         }
-        if isAppleHosted {
-            let allowed: Set = ["BAAppGroupID", "BAHasManagedAssetPacks", "BAUsesAppleHosting"]
-            for key in backgroundAssetsKeys where !allowed.contains(key) {
-                problems.append(
-                    .error(
-                        file,
-                        key,
-                        "is set in an Apple-hosted app (BAUsesAppleHosting YES); Apple says to omit every Background "
-                            + "Assets key but BAAppGroupID, BAHasManagedAssetPacks and BAUsesAppleHosting",
-                        fix: "remove \(key), or set BAUsesAppleHosting to NO to host the packs yourself"
-                    )
+        return problems
+    }
+
+    /// An error for each Background Assets key an Apple-hosted app sets beyond the three Apple allows.
+    private func appleHostedProblems(file: String) -> [ManifestProblem] {
+        var problems: [ManifestProblem] = []
+        let allowed: Set = ["BAAppGroupID", "BAHasManagedAssetPacks", "BAUsesAppleHosting"]
+        for key in backgroundAssetsKeys where !allowed.contains(key) {
+            problems.append(
+                .error(
+                    file,
+                    key,
+                    "is set in an Apple-hosted app (BAUsesAppleHosting YES); Apple says to omit every Background "
+                        + "Assets key but BAAppGroupID, BAHasManagedAssetPacks and BAUsesAppleHosting",
+                    fix: "remove \(key), or set BAUsesAppleHosting to NO to host the packs yourself"
                 )
-            }
-            return problems
+            )
         }
+        return problems
+    }
+
+    /// The problem of `BAManifestURL` when it is missing, not a URL or http, else none.
+    private func manifestURLProblems(file: String) -> [ManifestProblem] {
+        var problems: [ManifestProblem] = []
         if manifestURL == nil {
             problems.append(
                 .error(
@@ -78,6 +108,12 @@ extension AppInfoPlist {
                 )
             }
         }
+        return problems
+    }
+
+    /// The problems of `BAInitialDownloadRestrictions`: missing, a key of it missing, or a wrong domain entry.
+    private func restrictionsProblems(file: String) -> [ManifestProblem] {
+        var problems: [ManifestProblem] = []
         let prefix = "BAInitialDownloadRestrictions."
         if let restrictions = initialDownloadRestrictions {
             let present: [(String, Bool)] = [
@@ -121,6 +157,12 @@ extension AppInfoPlist {
                 )
             )
         }
+        return problems
+    }
+
+    /// A warning for each of `BAEssentialMaxInstallSize` and `BAMaxInstallSize` that is missing.
+    private func maxInstallSizeWarnings(file: String) -> [ManifestProblem] {
+        var problems: [ManifestProblem] = []
         for (key, value) in [
             ("BAEssentialMaxInstallSize", essentialMaxInstallSize), ("BAMaxInstallSize", maxInstallSize),
         ]

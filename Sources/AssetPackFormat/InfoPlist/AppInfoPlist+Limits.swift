@@ -87,32 +87,58 @@ extension AppInfoPlist {
         var violations: [LimitViolation] = []
         let essential = packs.filter(\.essential)
         let others = packs.filter { !$0.essential }
-        func sum(_ values: [Int64]) -> Int64 {
-            values.reduce(0) { total, value in
-                let (result, overflow) = total.addingReportingOverflow(value)
-                return overflow ? .max : result
-            }
+        checkInstallSizes(essential: essential, others: others, into: &violations)
+        checkDownloadSizes(essential: essential, others: others, manifestSize: manifestSize, into: &violations)
+        checkHosts(packs: packs, manifestHost: manifestHost, into: &violations)
+        return violations
+    }
+
+    /// The sum of `values`, or `Int64.max` when it would overflow.
+    private static func saturatingSum(_ values: [Int64]) -> Int64 {
+        values.reduce(0) { total, value in
+            let (result, overflow) = total.addingReportingOverflow(value)
+            return overflow ? .max : result
         }
-        func bytes(_ value: Int64) -> String { "\(ByteFormat.string(value)) (\(value) bytes)" }
-        func list(_ packs: [InitialPack], _ size: (InitialPack) -> Int64?) -> String {
-            packs.sorted { ($0.id) < ($1.id) }.map { pack in
-                size(pack).map { "\(pack.id) \(ByteFormat.string($0))" } ?? pack.id
-            }.joined(separator: ", ")
-        }
-        /// Records that `packs` take `total` bytes where `limit` allows `allowed`, when they do.
-        func check(_ limit: LimitViolation.Limit, total: Int64, allowed: Int64, packs: [InitialPack], _ said: String) {
-            guard total > allowed else { return }
-            violations.append(
-                LimitViolation(
-                    limit: limit,
-                    total: total,
-                    allowed: allowed,
-                    packs: packs.map(\.id).sorted(),
-                    message: said,
-                    fix: "raise \(limit.rawValue) to \(total) or more, or make those packs smaller or fewer"
-                )
+    }
+
+    /// The size in KiB/MiB/GiB and in bytes, as "1.5 MiB (1572864 bytes)".
+    private static func sizeText(_ value: Int64) -> String { "\(ByteFormat.string(value)) (\(value) bytes)" }
+
+    /// The packs by ID, each with its size when `size` gives one, joined with commas.
+    private static func packList(_ packs: [InitialPack], _ size: (InitialPack) -> Int64?) -> String {
+        packs.sorted { ($0.id) < ($1.id) }.map { pack in
+            size(pack).map { "\(pack.id) \(ByteFormat.string($0))" } ?? pack.id
+        }.joined(separator: ", ")
+    }
+
+    /// Records that `packs` take `total` bytes where `limit` allows `allowed`, when they do.
+    private static func checkLimit(
+        _ limit: LimitViolation.Limit,
+        total: Int64,
+        allowed: Int64,
+        packs: [InitialPack],
+        _ said: String,
+        into violations: inout [LimitViolation]
+    ) {
+        guard total > allowed else { return }
+        violations.append(
+            LimitViolation(
+                limit: limit,
+                total: total,
+                allowed: allowed,
+                packs: packs.map(\.id).sorted(),
+                message: said,
+                fix: "raise \(limit.rawValue) to \(total) or more, or make those packs smaller or fewer"
             )
-        }
+        )
+    }
+
+    /// Records where the installed sizes go over `BAEssentialMaxInstallSize` and `BAMaxInstallSize`.
+    private func checkInstallSizes(
+        essential: [InitialPack],
+        others: [InitialPack],
+        into violations: inout [LimitViolation]
+    ) {
         let installChecks: [(LimitViolation.Limit, [InitialPack], Int64?, String)] = [
             (.essentialMaxInstallSize, essential, essentialMaxInstallSize, "the essential packs take"),
             (.maxInstallSize, others, maxInstallSize, "the non-essential packs take"),
@@ -120,15 +146,26 @@ extension AppInfoPlist {
         for (limit, group, allowed, what) in installChecks {
             guard let allowed else { continue }
             let sized = group.filter { $0.installSize != nil }
-            let total = sum(sized.compactMap(\.installSize))
-            check(
+            let total = Self.saturatingSum(sized.compactMap(\.installSize))
+            Self.checkLimit(
                 limit,
                 total: total,
                 allowed: allowed,
                 packs: sized,
-                "\(what) \(bytes(total)) installed, over the \(bytes(allowed)) it allows: " + list(sized, \.installSize)
+                "\(what) \(Self.sizeText(total)) installed, over the \(Self.sizeText(allowed)) it allows: "
+                    + Self.packList(sized, \.installSize),
+                into: &violations
             )
         }
+    }
+
+    /// Records where the download sizes go over the two allowances of `BAInitialDownloadRestrictions`.
+    private func checkDownloadSizes(
+        essential: [InitialPack],
+        others: [InitialPack],
+        manifestSize: Int64?,
+        into violations: inout [LimitViolation]
+    ) {
         let restrictions = initialDownloadRestrictions
         let downloadChecks: [(LimitViolation.Limit, [InitialPack], Int64?, Int64, String)] = [
             (
@@ -142,19 +179,25 @@ extension AppInfoPlist {
         ]
         for (limit, group, allowed, extra, what) in downloadChecks {
             guard let allowed else { continue }
-            let total = sum(group.map(\.downloadSize) + [extra])
+            let total = Self.saturatingSum(group.map(\.downloadSize) + [extra])
             let manifestNote =
                 limit == .essentialDownloadAllowance && manifestSize != nil
-                ? " with the manifest's \(bytes(extra))" : ""
-            check(
+                ? " with the manifest's \(Self.sizeText(extra))" : ""
+            Self.checkLimit(
                 limit,
                 total: total,
                 allowed: allowed,
                 packs: group,
-                "\(what) \(bytes(total))\(manifestNote), over the \(bytes(allowed)) it allows: "
-                    + list(group, \.downloadSize)
+                "\(what) \(Self.sizeText(total))\(manifestNote), over the \(Self.sizeText(allowed)) it allows: "
+                    + Self.packList(group, \.downloadSize),
+                into: &violations
             )
         }
+    }
+
+    /// Records the hosts, the manifest's and the packs', that `BADownloadDomainAllowList` does not allow.
+    private func checkHosts(packs: [InitialPack], manifestHost: String?, into violations: inout [LimitViolation]) {
+        let restrictions = initialDownloadRestrictions
         if let allowList = restrictions?.domainAllowList {
             var outside: [(name: String, host: String)] = []
             if let manifestHost, !DomainAllowList.allows(manifestHost, by: allowList) {
@@ -181,7 +224,6 @@ extension AppInfoPlist {
                 )
             }
         }
-        return violations
     }
 
     /// The limit problems of the packs of `manifest` (those a first install downloads), as `ba-mock validate`

@@ -247,6 +247,27 @@ private func openArchiveWriter<T>(
     }
     defer { archive_entry_free(entry) }
 
+    try configureArchiveWriter(archive, options: options, binaryNames: binaryNames)
+    try openArchiveOutput(archive, into: sink)
+    do {
+        let result = try body(ArchiveWriter(archive: archive, entry: entry))
+        let closed = archive_write_close(archive)
+        finished = true
+        switch sink.finish() {
+        case .failure(let failure):
+            throw AssetPackFormatError(code: .io, message: "cannot write the pack: \(failure)", cause: failure)
+        case .success(let (sha256, size)):
+            try check(closed, archive, "cannot finish the archive")
+            return (result, sha256, size)
+        }
+    } catch let error as AssetPackFormatError where sink.failure != nil && error.code == .archive {
+        let failure = sink.failure ?? .ioError
+        throw AssetPackFormatError(code: .io, message: "cannot write the pack: \(failure)", cause: failure)
+    }
+}
+
+/// Sets the pax format, compression and block sizes; throws `.archive` when refused, `.invalidOption` when unusable.
+private func configureArchiveWriter(_ archive: OpaquePointer, options: PackBuildOptions, binaryNames: Bool) throws {
     try check(archive_write_set_format_pax_restricted(archive), archive, "cannot select the pax format")
     if binaryNames {
         try check(
@@ -284,7 +305,10 @@ private func openArchiveWriter<T>(
     }
     try check(archive_write_set_bytes_per_block(archive, 64 * 1024), archive, "block size")
     try check(archive_write_set_bytes_in_last_block(archive, 1), archive, "last block size")
+}
 
+/// Opens `archive` for writing into `sink` through libarchive's write callback; throws when libarchive refuses.
+private func openArchiveOutput(_ archive: OpaquePointer, into sink: ArchiveSink) throws {
     let box = Unmanaged.passUnretained(sink)
     let opened = archive_write_open2(
         archive,
@@ -299,19 +323,4 @@ private func openArchiveWriter<T>(
         nil
     )
     try check(opened, archive, "cannot open the archive for writing")
-    do {
-        let result = try body(ArchiveWriter(archive: archive, entry: entry))
-        let closed = archive_write_close(archive)
-        finished = true
-        switch sink.finish() {
-        case .failure(let failure):
-            throw AssetPackFormatError(code: .io, message: "cannot write the pack: \(failure)", cause: failure)
-        case .success(let (sha256, size)):
-            try check(closed, archive, "cannot finish the archive")
-            return (result, sha256, size)
-        }
-    } catch let error as AssetPackFormatError where sink.failure != nil && error.code == .archive {
-        let failure = sink.failure ?? .ioError
-        throw AssetPackFormatError(code: .io, message: "cannot write the pack: \(failure)", cause: failure)
-    }
 }

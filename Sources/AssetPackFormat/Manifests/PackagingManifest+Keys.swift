@@ -129,6 +129,21 @@ extension PackagingManifest {
     /// The download policy, or `nil` with every problem it has: unknown keys nested inside it are problems too
     /// (a misspelt key would be dropped and the pack built with another policy than meant).
     static func parsePolicy(_ value: JSONValue?, file: String, problems: inout [ManifestProblem]) -> DownloadPolicy? {
+        guard let (key, inner) = policyBody(value, file: file, problems: &problems) else { return nil }
+        let (wrong, misspelt) = checkPolicyKeys(inner, policy: key, file: file, problems: &problems)
+        if key == "onDemand" { return wrong ? nil : .onDemand }
+        let types = parseEventTypes(inner, policy: key, misspelt: misspelt, file: file, problems: &problems)
+        guard let types, !wrong else { return nil }
+        return key == "essential"
+            ? .essential(installationEventTypes: types) : .prefetch(installationEventTypes: types)
+    }
+
+    /// The policy's name and its object, or `nil` with a problem when there is not exactly one known policy.
+    private static func policyBody(
+        _ value: JSONValue?,
+        file: String,
+        problems: inout [ManifestProblem]
+    ) -> (key: String, inner: [String: JSONValue])? {
         let policies = ["essential", "onDemand", "prefetch"]
         let fix =
             "write exactly one of {\"essential\": {\"installationEventTypes\": [\"firstInstallation\"]}}, "
@@ -180,6 +195,16 @@ extension PackagingManifest {
             )
             return nil
         }
+        return (key: key, inner: inner)
+    }
+
+    /// Whether the policy's object has an unknown key, each one a problem, and whether one is a near miss.
+    private static func checkPolicyKeys(
+        _ inner: [String: JSONValue],
+        policy key: String,
+        file: String,
+        problems: inout [ManifestProblem]
+    ) -> (wrong: Bool, misspelt: Bool) {
         let known = key == "onDemand" ? [] : ["installationEventTypes"]
         var wrong = false
         var misspelt = false
@@ -199,7 +224,18 @@ extension PackagingManifest {
             )
             wrong = true
         }
-        if key == "onDemand" { return wrong ? nil : .onDemand }
+        return (wrong: wrong, misspelt: misspelt)
+    }
+
+    /// The policy's installation event types, each once, or `nil` with a problem for each wrong one.
+    private static func parseEventTypes(
+        _ inner: [String: JSONValue],
+        policy key: String,
+        misspelt: Bool,
+        file: String,
+        problems: inout [ManifestProblem]
+    ) -> [InstallationEventType]? {
+        var wrong = false
         let path = "downloadPolicy.\(key).installationEventTypes"
         let eventsFix =
             "write \"\(key)\": {\"installationEventTypes\": [\"firstInstallation\"]} "
@@ -235,8 +271,7 @@ extension PackagingManifest {
             if !types.contains(type) { types.append(type) }
         }
         if wrong { return nil }
-        return key == "essential"
-            ? .essential(installationEventTypes: types) : .prefetch(installationEventTypes: types)
+        return types
     }
 
     /// The platforms, or `nil` with a problem for each wrong item (`platforms[1]`), so that one run lists them

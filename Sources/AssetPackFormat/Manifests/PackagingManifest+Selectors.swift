@@ -63,37 +63,10 @@ extension PackagingManifest {
             )
         }
         func path(_ name: String, what: String) throws -> String {
-            guard case .string(let path) = object[name] ?? .null, !path.isEmpty else {
-                throw ManifestProblem.error(
-                    file,
-                    "\(key).\(name)",
-                    "must be a non-empty string",
-                    fix: "give \(what)"
-                )
-            }
-            try PackPath.checkSelector(path, file: file, key: "\(key).\(name)")
-            return path
+            try selectorPath(name, what: what, in: object, key: key, file: file)
         }
         func glob(_ name: String) throws -> Glob {
-            guard case .string(let pattern) = object[name] ?? .null else {
-                throw ManifestProblem.error(
-                    file,
-                    "\(key).\(name)",
-                    "must be a string",
-                    fix: "write e.g. \"Levels/**/*.json\""
-                )
-            }
-            do {
-                return try Glob(pattern)
-            } catch {
-                throw ManifestProblem.error(
-                    file,
-                    "\(key).\(name)",
-                    "the pattern \"\(pattern)\" \(error)",
-                    fix: "write a pattern relative to the source root, e.g. \"Levels/**/*.json\" (* ? [a-z] **)",
-                    code: .unsafePath
-                )
-            }
+            try selectorGlob(name, in: object, key: key, file: file)
         }
         let keys = Set(object.keys)
         let selector: FileSelector
@@ -114,34 +87,92 @@ extension PackagingManifest {
                 destination: try path("directoryDestination", what: "the folder its contents go to in the pack")
             )
         default:
-            let given = keys.sorted().joined(separator: ", ")
-            let lonely: [String: String] = [
-                "fileSource": "fileDestination", "fileDestination": "fileSource",
-                "directorySource": "directoryDestination", "directoryDestination": "directorySource",
-            ]
-            if keys.count == 1, let only = keys.first, let partner = lonely[only] {
-                throw ManifestProblem.error(
-                    file,
-                    "\(key).\(only)",
-                    "needs \"\(partner)\" beside it",
-                    fix: "write both, e.g. {\"\(only)\": ..., \"\(partner)\": ...}"
-                )
-            }
-            let unknown = keys.filter {
-                !["file", "directory", "filePattern", "fileExclusion"].contains($0) && lonely[$0] == nil
-            }
-            let selectorKeys = [
-                "directory", "directoryDestination", "directorySource", "file", "fileDestination", "fileExclusion",
-                "filePattern", "fileSource",
-            ]
-            let suggestion = unknown.sorted().first.flatMap { nearMiss($0, in: selectorKeys) }
-            throw ManifestProblem.error(
-                file,
-                keys.count == 1 ? "\(key).\(given)" : key,
-                keys.isEmpty ? "is empty" : "has \(given), which is not a selector",
-                fix: suggestion.map { "did you mean \"\($0)\"?" } ?? "write one of \(shapes)"
-            )
+            throw unknownSelectorProblem(keys, key: key, file: file, shapes: shapes)
         }
         return selector
+    }
+
+    /// The path under `name` of a selector's object, checked as a selector path; `what` says what to give.
+    private static func selectorPath(
+        _ name: String,
+        what: String,
+        in object: [String: JSONValue],
+        key: String,
+        file: String
+    ) throws -> String {
+        guard case .string(let path) = object[name] ?? .null, !path.isEmpty else {
+            throw ManifestProblem.error(
+                file,
+                "\(key).\(name)",
+                "must be a non-empty string",
+                fix: "give \(what)"
+            )
+        }
+        try PackPath.checkSelector(path, file: file, key: "\(key).\(name)")
+        return path
+    }
+
+    /// The glob pattern under `name` of a selector's object, parsed.
+    private static func selectorGlob(
+        _ name: String,
+        in object: [String: JSONValue],
+        key: String,
+        file: String
+    ) throws -> Glob {
+        guard case .string(let pattern) = object[name] ?? .null else {
+            throw ManifestProblem.error(
+                file,
+                "\(key).\(name)",
+                "must be a string",
+                fix: "write e.g. \"Levels/**/*.json\""
+            )
+        }
+        do {
+            return try Glob(pattern)
+        } catch {
+            throw ManifestProblem.error(
+                file,
+                "\(key).\(name)",
+                "the pattern \"\(pattern)\" \(error)",
+                fix: "write a pattern relative to the source root, e.g. \"Levels/**/*.json\" (* ? [a-z] **)",
+                code: .unsafePath
+            )
+        }
+    }
+
+    /// The problem of a selector whose keys are no selector's: a lonely half of a pair, or unknown keys.
+    private static func unknownSelectorProblem(
+        _ keys: Set<String>,
+        key: String,
+        file: String,
+        shapes: String
+    ) -> ManifestProblem {
+        let given = keys.sorted().joined(separator: ", ")
+        let lonely: [String: String] = [
+            "fileSource": "fileDestination", "fileDestination": "fileSource",
+            "directorySource": "directoryDestination", "directoryDestination": "directorySource",
+        ]
+        if keys.count == 1, let only = keys.first, let partner = lonely[only] {
+            return ManifestProblem.error(
+                file,
+                "\(key).\(only)",
+                "needs \"\(partner)\" beside it",
+                fix: "write both, e.g. {\"\(only)\": ..., \"\(partner)\": ...}"
+            )
+        }
+        let unknown = keys.filter {
+            !["file", "directory", "filePattern", "fileExclusion"].contains($0) && lonely[$0] == nil
+        }
+        let selectorKeys = [
+            "directory", "directoryDestination", "directorySource", "file", "fileDestination", "fileExclusion",
+            "filePattern", "fileSource",
+        ]
+        let suggestion = unknown.sorted().first.flatMap { nearMiss($0, in: selectorKeys) }
+        return ManifestProblem.error(
+            file,
+            keys.count == 1 ? "\(key).\(given)" : key,
+            keys.isEmpty ? "is empty" : "has \(given), which is not a selector",
+            fix: suggestion.map { "did you mean \"\($0)\"?" } ?? "write one of \(shapes)"
+        )
     }
 }

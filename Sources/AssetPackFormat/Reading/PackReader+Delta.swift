@@ -134,8 +134,23 @@ extension PackReader {
         room: Int64?,
         write: (UnsafeRawBufferPointer) throws -> Void
     ) throws -> (size: Int64, sha256: SHA256.Digest) {
-        let archive = reader.path
-        let maximumLine = 16 << 20
+        var recipe = RecipeRebuild(path: path, archive: reader.path, base: base, baseSizes: baseSizes, room: room)
+        defer { for fd in recipe.opened.values { try? fd.close() } }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+        defer { buffer.deallocate() }
+        try reader.readData { block in
+            try recipe.take(block, buffer: buffer, write: write)
+        }
+        return try recipe.finish()
+    }
+
+    /// A file being rebuilt from its recipe: the recipe's line, the piece at hand, base files opened, size and hash.
+    private struct RecipeRebuild {
+        let path: String
+        let archive: String
+        let base: PackDelta.Base
+        let baseSizes: [PathKey: Int64]
+        let room: Int64?
         var line: [UInt8] = []
         var pieces: [PackDelta.Recipe.Piece]?
         var at = 0  // the piece being written
@@ -143,15 +158,56 @@ extension PackReader {
         var hasher = SHA256()
         var size: Int64 = 0
         var opened: [PathKey: FileDescriptor] = [:]
-        defer { for fd in opened.values { try? fd.close() } }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
-        defer { buffer.deallocate() }
-        func emit(_ bytes: UnsafeRawBufferPointer) throws {
+
+        /// Takes one block of the entry, recipe line first; throws on a long line or bytes the recipe lacks.
+        mutating func take(
+            _ block: UnsafeRawBufferPointer,
+            buffer: UnsafeMutableRawBufferPointer,
+            write: (UnsafeRawBufferPointer) throws -> Void
+        ) throws {
+            let maximumLine = 16 << 20
+            var rest = block[...]
+            if pieces == nil {
+                guard let newline = rest.firstIndex(of: UInt8(ascii: "\n")) else {
+                    guard rest.count <= maximumLine - line.count else {
+                        throw PackReader.rule(archive, "holds a recipe for \(path) longer than \(maximumLine) bytes")
+                    }
+                    line += rest
+                    return
+                }
+                line += rest[..<newline]
+                rest = rest[(newline + 1)...]
+                pieces = try PackReader.checkedPieces(line, path, base: baseSizes, room: room, archive: archive)
+                try advance(buffer: buffer, write: write)
+            }
+            while !rest.isEmpty {
+                guard let pieces, at < pieces.count else {
+                    throw PackReader.rule(archive, "holds more bytes for \(path) than its recipe uses")
+                }
+                let count = Int(min(Int64(rest.count), literalLeft))
+                try emit(UnsafeRawBufferPointer(rebasing: rest.prefix(count)), write: write)
+                rest = rest.dropFirst(count)
+                literalLeft -= Int64(count)
+                if literalLeft == 0 {
+                    at += 1
+                    try advance(buffer: buffer, write: write)
+                }
+            }
+        }
+
+        /// Hashes, counts and passes on bytes of the rebuilt file; throws what `write` throws.
+        mutating func emit(_ bytes: UnsafeRawBufferPointer, write: (UnsafeRawBufferPointer) throws -> Void) throws {
             hasher.update(bufferPointer: bytes)
             size += Int64(bytes.count)
             try write(bytes)
         }
-        func copy(_ piece: PackDelta.Recipe.Piece) throws {
+
+        /// Writes a copied piece from the base's file; throws when that file cannot be opened or read, or is short.
+        mutating func copy(
+            _ piece: PackDelta.Recipe.Piece,
+            buffer: UnsafeMutableRawBufferPointer,
+            write: (UnsafeRawBufferPointer) throws -> Void
+        ) throws {
             let from = piece.from ?? ""
             let fd: FileDescriptor
             if let known = opened[PathKey(from)] {
@@ -160,7 +216,7 @@ extension PackReader {
                 do {
                     fd = try base.open(from)
                 } catch {
-                    throw corrupt(
+                    throw PackReader.corrupt(
                         archive,
                         "rebuilds \(path) from the installed \(from), which cannot be read: \(error)"
                     )
@@ -182,54 +238,36 @@ extension PackReader {
                     throw AssetPackFormatError.io("read", FilePath(from), errno)
                 }
                 guard count > 0 else {
-                    throw corrupt(archive, "rebuilds \(path) from bytes past the end of the installed \(from)")
+                    throw PackReader.corrupt(
+                        archive,
+                        "rebuilds \(path) from bytes past the end of the installed \(from)"
+                    )
                 }
-                try emit(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                try emit(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), write: write)
                 offset += Int64(count)
             }
         }
-        // Writes the copies from `at` up to the next literal piece, and starts that one.
-        func advance() throws {
+
+        /// Writes the copies from `at` up to the next literal piece, and starts that one; throws as `copy`.
+        mutating func advance(
+            buffer: UnsafeMutableRawBufferPointer,
+            write: (UnsafeRawBufferPointer) throws -> Void
+        ) throws {
             guard let pieces else { return }
             while at < pieces.count, pieces[at].from != nil {
-                try copy(pieces[at])
+                try copy(pieces[at], buffer: buffer, write: write)
                 at += 1
             }
             if at < pieces.count { literalLeft = pieces[at].length }
         }
-        try reader.readData { block in
-            var rest = block[...]
-            if pieces == nil {
-                guard let newline = rest.firstIndex(of: UInt8(ascii: "\n")) else {
-                    guard rest.count <= maximumLine - line.count else {
-                        throw rule(archive, "holds a recipe for \(path) longer than \(maximumLine) bytes")
-                    }
-                    line += rest
-                    return
-                }
-                line += rest[..<newline]
-                rest = rest[(newline + 1)...]
-                pieces = try checkedPieces(line, path, base: baseSizes, room: room, archive: archive)
-                try advance()
+
+        /// The rebuilt file's size and SHA-256; throws when the entry ended before its recipe did.
+        func finish() throws -> (size: Int64, sha256: SHA256.Digest) {
+            guard let pieces, at == pieces.count else {
+                throw PackReader.corrupt(archive, "holds fewer bytes for \(path) than its recipe uses")
             }
-            while !rest.isEmpty {
-                guard let pieces, at < pieces.count else {
-                    throw rule(archive, "holds more bytes for \(path) than its recipe uses")
-                }
-                let count = Int(min(Int64(rest.count), literalLeft))
-                try emit(UnsafeRawBufferPointer(rebasing: rest.prefix(count)))
-                rest = rest.dropFirst(count)
-                literalLeft -= Int64(count)
-                if literalLeft == 0 {
-                    at += 1
-                    try advance()
-                }
-            }
+            return (size, hasher.finalize())
         }
-        guard let pieces, at == pieces.count else {
-            throw corrupt(archive, "holds fewer bytes for \(path) than its recipe uses")
-        }
-        return (size, hasher.finalize())
     }
 
     /// Decodes a recipe's line and checks every piece against the base's files and the room left.

@@ -72,72 +72,107 @@ public struct TLSSetup: Sendable {
             return TLSSetup(configuration: try serverConfiguration(certificate: certificate, key: key), caFile: nil)
         case .selfSigned:
             let names = names.isEmpty ? [host] : names
-            if names == [host], isWildcard(host) {
-                throw AssetPackServerError(
-                    code: .invalidOption,
-                    message:
-                        "--host \(host) listens on every address, but a certificate must name the one clients use. "
-                        + "Fix: add --tls-name with that address or name, e.g. --tls-name 192.168.1.20 (repeatable)"
-                )
-            }
-            if let assetFolder, isInside(folder, assetFolder) {
-                throw AssetPackServerError(
-                    code: .invalidOption,
-                    message:
-                        "--tls-dir \(folder) is inside the asset folder \(assetFolder), where a manifest could select "
-                        + "the CA's private key and serve it. Fix: choose a folder outside it, or leave --tls-dir out "
-                        + "(\(defaultFolder()))"
-                )
-            }
-            do {
-                try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
-                try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.string)
-                // Keys made by hand or by an older ba-mock may be readable by others: they are private.
-                for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.string)) ?? []
-                where name.hasSuffix("-key.pem") {
-                    try? FileManager.default.setAttributes(
-                        [.posixPermissions: 0o600],
-                        ofItemAtPath: folder.appending(name).string
-                    )
-                }
-                let (caFile, caKeyFile) = (folder.appending("ca.pem"), folder.appending("ca-key.pem"))
-                let notes = try legacyFolder.map { try moveLegacy($0, caFile: caFile, caKeyFile: caKeyFile) } ?? []
-                if !FileManager.default.fileExists(atPath: caFile.string)
-                    || !FileManager.default.fileExists(atPath: caKeyFile.string)
-                {
-                    try makeCA(certificate: caFile, key: caKeyFile)
-                }
-                let label = names.joined(separator: "+")
-                let safe = String(
-                    label.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "+" ? $0 : "_" }
-                )
-                let leafFile = folder.appending("server-\(safe).pem")
-                let leafKeyFile = folder.appending("server-\(safe)-key.pem")
-                if try !isUsable(leafFile, names: names) || !FileManager.default.fileExists(atPath: leafKeyFile.string)
-                {
-                    try makeServerCertificate(
-                        names: names,
-                        ca: caFile,
-                        caKey: caKeyFile,
-                        into: leafFile,
-                        key: leafKeyFile
-                    )
-                }
-                return TLSSetup(
-                    configuration: try serverConfiguration(certificate: leafFile, key: leafKeyFile),
-                    caFile: caFile,
-                    notes: notes
-                )
-            } catch let error as AssetPackServerError {
-                throw error
-            } catch {
-                throw AssetPackServerError(
-                    code: .tls,
-                    message: "cannot make a self-signed certificate in \(folder). Fix: delete that folder and retry",
-                    cause: error
-                )
-            }
+            try checkSelfSigned(host: host, names: names, folder: folder, assetFolder: assetFolder)
+            return try makeSelfSigned(names: names, folder: folder, legacyFolder: legacyFolder)
         }
+    }
+
+    /// Refuses a wildcard `host` that `names` do not replace, and a `folder` inside `assetFolder` (`.invalidOption`).
+    private static func checkSelfSigned(
+        host: String,
+        names: [String],
+        folder: FilePath,
+        assetFolder: FilePath?
+    ) throws {
+        if names == [host], isWildcard(host) {
+            throw AssetPackServerError(
+                code: .invalidOption,
+                message:
+                    "--host \(host) listens on every address, but a certificate must name the one clients use. "
+                    + "Fix: add --tls-name with that address or name, e.g. --tls-name 192.168.1.20 (repeatable)"
+            )
+        }
+        if let assetFolder, isInside(folder, assetFolder) {
+            throw AssetPackServerError(
+                code: .invalidOption,
+                message:
+                    "--tls-dir \(folder) is inside the asset folder \(assetFolder), where a manifest could select "
+                    + "the CA's private key and serve it. Fix: choose a folder outside it, or leave --tls-dir out "
+                    + "(\(defaultFolder()))"
+            )
+        }
+    }
+
+    /// Loads or makes the CA and the server certificate for `names` in `folder`; throws `.tls` when that fails.
+    private static func makeSelfSigned(names: [String], folder: FilePath, legacyFolder: FilePath?) throws -> TLSSetup {
+        do {
+            try prepareFolder(folder)
+            let (caFile, caKeyFile) = (folder.appending("ca.pem"), folder.appending("ca-key.pem"))
+            let notes = try legacyFolder.map { try moveLegacy($0, caFile: caFile, caKeyFile: caKeyFile) } ?? []
+            if !FileManager.default.fileExists(atPath: caFile.string)
+                || !FileManager.default.fileExists(atPath: caKeyFile.string)
+            {
+                try makeCA(certificate: caFile, key: caKeyFile)
+            }
+            let (leafFile, leafKeyFile) = try serverCertificate(
+                names: names,
+                folder: folder,
+                caFile: caFile,
+                caKeyFile: caKeyFile
+            )
+            return TLSSetup(
+                configuration: try serverConfiguration(certificate: leafFile, key: leafKeyFile),
+                caFile: caFile,
+                notes: notes
+            )
+        } catch let error as AssetPackServerError {
+            throw error
+        } catch {
+            throw AssetPackServerError(
+                code: .tls,
+                message: "cannot make a self-signed certificate in \(folder). Fix: delete that folder and retry",
+                cause: error
+            )
+        }
+    }
+
+    /// Makes `folder` (`0700`) and its keys private (`0600`); throws what `FileManager` throws.
+    private static func prepareFolder(_ folder: FilePath) throws {
+        try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.string)
+        // Keys made by hand or by an older ba-mock may be readable by others: they are private.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.string)) ?? []
+        where name.hasSuffix("-key.pem") {
+            try? FileManager.default.setAttributes(
+                [.posixPermissions: 0o600],
+                ofItemAtPath: folder.appending(name).string
+            )
+        }
+    }
+
+    /// The server certificate and key files for `names`, made again when not usable; throws when making fails.
+    private static func serverCertificate(
+        names: [String],
+        folder: FilePath,
+        caFile: FilePath,
+        caKeyFile: FilePath
+    ) throws -> (certificate: FilePath, key: FilePath) {
+        let label = names.joined(separator: "+")
+        let safe = String(
+            label.map { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "+" ? $0 : "_" }
+        )
+        let leafFile = folder.appending("server-\(safe).pem")
+        let leafKeyFile = folder.appending("server-\(safe)-key.pem")
+        if try !isUsable(leafFile, names: names) || !FileManager.default.fileExists(atPath: leafKeyFile.string) {
+            try makeServerCertificate(
+                names: names,
+                ca: caFile,
+                caKey: caKeyFile,
+                into: leafFile,
+                key: leafKeyFile
+            )
+        }
+        return (leafFile, leafKeyFile)
     }
 
     /// Whether `path` is `folder` or inside it, symlinks resolved as far as the path exists.

@@ -126,7 +126,6 @@ struct PackController {
 
     private func serve(_ pack: ServedPack, request: Request, context: Context) async throws -> Response {
         let id = pack.id
-        let size = pack.downloadSize
         var headers: HTTPFields = [
             .acceptRanges: "bytes",
             .eTag: pack.etag,
@@ -139,6 +138,32 @@ struct PackController {
         if !injected.isEmpty { headers[.mockFault] = injected.map(\.description).joined(separator: "; ") }
         var plan = FaultyBodyWriter.Plan()
         var ignoreRanges = false
+        if let response = try await Self.applyFaults(injected, plan: &plan, ignoreRanges: &ignoreRanges) {
+            return response
+        }
+
+        if let ifNoneMatch = request.headers[.ifNoneMatch] {
+            if matches(ifNoneMatch, etag: pack.etag) { return Response(status: .notModified, headers: headers) }
+        } else if let since = request.headers[.ifModifiedSince].flatMap(HTTPDate.parse), pack.lastModified <= since {
+            return Response(status: .notModified, headers: headers)
+        }
+
+        return try await respond(
+            with: pack,
+            request: request,
+            context: context,
+            headers: headers,
+            plan: plan,
+            ignoreRanges: ignoreRanges
+        )
+    }
+
+    /// Sleeps for latency faults and fills `plan` in the order drawn; returns the answer of a status fault, if any.
+    private static func applyFaults(
+        _ injected: [FaultRule],
+        plan: inout FaultyBodyWriter.Plan,
+        ignoreRanges: inout Bool
+    ) async throws -> Response? {
         for rule in injected {
             switch rule.kind {
             case .status(let code, let retryAfter):
@@ -165,13 +190,21 @@ struct PackController {
             case .staleManifest, .badManifest: break
             }
         }
+        return nil
+    }
 
-        if let ifNoneMatch = request.headers[.ifNoneMatch] {
-            if matches(ifNoneMatch, etag: pack.etag) { return Response(status: .notModified, headers: headers) }
-        } else if let since = request.headers[.ifModifiedSince].flatMap(HTTPDate.parse), pack.lastModified <= since {
-            return Response(status: .notModified, headers: headers)
-        }
-
+    /// The pack's bytes for the request's range (all of them if it has none), faults applied; throws on a bad range.
+    private func respond(
+        with pack: ServedPack,
+        request: Request,
+        context: Context,
+        headers: HTTPFields,
+        plan: FaultyBodyWriter.Plan,
+        ignoreRanges: Bool
+    ) async throws -> Response {
+        let id = pack.id
+        let size = pack.downloadSize
+        var headers = headers
         var range = ignoreRanges ? .full : ByteRange.parse(request.headers[.range], size: size)
         if range != .full, let ifRange = request.headers[.ifRange], !ifRangeHolds(ifRange, pack: pack) {
             range = .full  // the client's partial copy is of another version: send it all again

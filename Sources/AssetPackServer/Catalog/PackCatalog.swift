@@ -175,27 +175,7 @@ public actor PackCatalog {
     }
 
     func scanAndBuild(settle: Duration?) async throws -> CatalogReport {
-        let (folder, packsFolder, options, checked) = (self.folder, self.packsFolder, self.options, checkedScan)
-        checkedScan = nil
-        // A scan stats every file of the folder (100 000 of them, for some), and the fingerprints hash what it
-        // found: a long job, off the actor.
-        let (scan, fingerprints, archives) = try await BlockingIO.longJob {
-            let scan = try checked ?? folder.scan()
-            let fingerprints = scan.sources.map { $0.fingerprint(options: options) }
-            try Self.createFolder(packsFolder)
-            let archives = Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [])
-            return (scan, fingerprints, archives)
-        }
-        if !started {
-            // At start-up: anything in packs/ that no record names is left from an earlier run, a killed build
-            // (`<id>.building`, `.<name>.tmp-…`) included.
-            started = true
-            let referenced = Set(state.packs.values.filter { !$0.removed }.map(\.archive))
-            let leftovers = archives.filter { !referenced.contains($0) }.map { packsFolder.appending($0) }
-            if !leftovers.isEmpty {
-                _ = try? await BlockingIO.longJob { for path in leftovers { _ = unlink(path.string) } }
-            }
-        }
+        let (scan, fingerprints, archives) = try await scanFolder()
         if let settle, Self.isRecent(scan.lastChange, within: settle, now: clock()) {
             return CatalogReport(settling: true)
         }
@@ -219,6 +199,59 @@ public actor PackCatalog {
         let published = Set(current.withLock { $0.packs.map(\.id) })
         building = Set(toBuild.map(\.source.manifest.assetPackID)).subtracting(published)
         if !building.isEmpty { publish() }
+        if try await buildAll(toBuild, report: &report, problems: &problems) { changed = true }
+        let broken = Set(problems.map(\.file))
+        report.fixed = Set(self.problems.map(\.file)).subtracting(broken).filter(scan.manifestFiles.contains).sorted()
+        self.problems = problems
+        building = []
+        incomplete = false
+        (lastPublished, lastSaved) = (nil, nil)
+        if unpublishGone(scan, present: present, report: &report) { changed = true }
+        if changed {
+            let (state, file) = (self.state, folder.stateFolder.appending("state.json"))
+            try await BlockingIO.shortCall { try state.save(to: file) }
+        }
+        publish()
+        await removeExpiredArchives()
+        return report
+    }
+
+    /// Scans the folder and fingerprints its packs (a long job, off the actor: a scan stats every file of the
+    /// folder, 100 000 of them for some, and the fingerprints hash what it found); at start-up, also removes
+    /// what an earlier run left in `packs/`.
+    /// - Returns: The scan, each source's fingerprint, and the names in `packs/`.
+    private func scanFolder() async throws -> (AssetFolder.Scan, [String], Set<String>) {
+        let (folder, packsFolder, options, checked) = (self.folder, self.packsFolder, self.options, checkedScan)
+        checkedScan = nil
+        let (scan, fingerprints, archives) = try await BlockingIO.longJob {
+            let scan = try checked ?? folder.scan()
+            let fingerprints = scan.sources.map { $0.fingerprint(options: options) }
+            try Self.createFolder(packsFolder)
+            let archives = Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [])
+            return (scan, fingerprints, archives)
+        }
+        if !started {
+            // At start-up: anything in packs/ that no record names is left from an earlier run, a killed build
+            // (`<id>.building`, `.<name>.tmp-…`) included.
+            started = true
+            let referenced = Set(state.packs.values.filter { !$0.removed }.map(\.archive))
+            let leftovers = archives.filter { !referenced.contains($0) }.map { packsFolder.appending($0) }
+            if !leftovers.isEmpty {
+                _ = try? await BlockingIO.longJob { for path in leftovers { _ = unlink(path.string) } }
+            }
+        }
+        return (scan, fingerprints, archives)
+    }
+
+    /// Builds `toBuild` in order, each published as soon as it is built; a pack that fails adds its problem,
+    /// and a cancellation stops the pack under way and keeps what was built before.
+    /// - Returns: Whether the state changed.
+    private func buildAll(
+        _ toBuild: [(source: PackSource, fingerprint: String)],
+        report: inout CatalogReport,
+        problems: inout [ManifestProblem]
+    ) async throws -> Bool {
+        var changed = false
         let clock = ContinuousClock()
         var lastProgress = clock.now
         for (number, (source, fingerprint)) in toBuild.enumerated() {
@@ -261,19 +294,19 @@ public actor PackCatalog {
                 problems.append(problem)
             }
         }
-        let broken = Set(problems.map(\.file))
-        report.fixed = Set(self.problems.map(\.file)).subtracting(broken).filter(scan.manifestFiles.contains).sorted()
-        self.problems = problems
-        building = []
-        incomplete = false
-        (lastPublished, lastSaved) = (nil, nil)
+        return changed
+    }
+
+    /// Unpublishes each pack whose manifest is gone or now names another pack; one whose manifest is still
+    /// there but no longer valid keeps its last good version published while it is being fixed.
+    /// - Returns: Whether the state changed.
+    private func unpublishGone(_ scan: AssetFolder.Scan, present: Set<String>, report: inout CatalogReport) -> Bool {
+        var changed = false
         // Manifests are compared by file name (they sit at the folder's top level): the state file recorded
         // the path as the folder was spelled then, which need not be how it is spelled now.
         let validNames = Set(scan.sources.map { Self.manifestName($0.manifestFile) })
         let presentNames = Set(scan.manifestFiles.map(Self.manifestName))
         for (id, record) in state.packs where !record.removed && !present.contains(id) {
-            // A manifest that is still there but no longer valid keeps its last good version published while
-            // it is being fixed; one that is gone, or now names another pack, unpublishes the pack.
             let name = Self.manifestName(record.manifestFile)
             if presentNames.contains(name) && !validNames.contains(name) { continue }
             state.packs[id]?.removed = true
@@ -281,13 +314,7 @@ public actor PackCatalog {
             report.removed.append(id)
             changed = true
         }
-        if changed {
-            let (state, file) = (self.state, folder.stateFolder.appending("state.json"))
-            try await BlockingIO.shortCall { try state.save(to: file) }
-        }
-        publish()
-        await removeExpiredArchives()
-        return report
+        return changed
     }
 
     /// During a refresh: publishes what is built so far, and saves the state (so that a restart does not
