@@ -10,11 +10,9 @@ struct OutputQueueTests {
         defer { try? pipe.readEnd.close() }
         let queue = OutputQueue(pipe.writeEnd, capacity: 64 << 10, what: "request lines")
         let line = String(repeating: "x", count: 99)
-        let clock = ContinuousClock()
-        let started = clock.now
-        // 2 MiB of lines into a pipe that holds 64 KiB and a queue of 64 KiB: nobody reads.
+        // 2 MiB of lines into a pipe that holds 64 KiB and a queue of 64 KiB: nobody reads. A writer that waited
+        // for room would hang here; lines dropped are what not waiting costs (no clock: what the queue decides).
         for _ in 0..<20_000 { queue.writeLine(line) }
-        #expect(clock.now - started < .seconds(2))
         let dropped = queue.droppedCount
         #expect(dropped > 15_000)
         #expect(!queue.flush(timeout: .milliseconds(100)))  // the reader is still gone

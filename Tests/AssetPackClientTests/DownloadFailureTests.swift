@@ -218,11 +218,9 @@ struct DownloadFailureTests {
                 retryPolicy: RetryPolicy(retries: 0),
                 manifestTimeout: .seconds(1)
             )
-            let started = ContinuousClock.now
             let error = await #expect(throws: AssetPackClientError.self) {
                 try await manager.assetPack(withID: "Blobs")
             }
-            #expect(ContinuousClock.now - started < .seconds(5))
             #expect(error?.code == .network)
             #expect(error?.message.contains("did not arrive whole within 1.0 s") == true, "\(error?.message ?? "")")
         }
@@ -244,11 +242,9 @@ struct DownloadFailureTests {
                 stallTimeout: .seconds(1)
             )
             let pack = try await manager.assetPack(withID: "Blobs")
-            let started = ContinuousClock.now
             let error = await #expect(throws: AssetPackClientError.self) {
                 try await manager.ensureLocalAvailability(of: pack)
             }
-            #expect(ContinuousClock.now - started < .seconds(5))
             #expect(error?.message.contains("ran slower than 1024 bytes/s") == true, "\(error?.message ?? "")")
         }
     }
@@ -265,16 +261,14 @@ struct DownloadFailureTests {
                 appGroup: scratch.root.appending("AppGroup")
             )
             let pack = try await manager.assetPack(withID: "Blobs")
-            let started = ContinuousClock.now
             let error = await #expect(throws: AssetPackClientError.self) {
                 try await manager.ensureLocalAvailability(of: pack)
             }
             #expect(error?.code == .corruptPack, "\(error?.description ?? "")")
             #expect(error?.message.contains("after 3 attempts") == true, "\(error?.message ?? "")")
-            // Three attempts, each stopped as soon as the bytes failed to extract. Reading (and hashing) 2 GiB
-            // three times takes many seconds; stopping takes a fraction of one.
+            // Three attempts, each stopped as soon as the bytes failed to extract: what the server sent, not a
+            // clock, says it (reading 2 GiB three times would send it all).
             #expect(server.log.lines.count == 3)
-            #expect(ContinuousClock.now - started < .seconds(3))
             #expect(server.log.garbageSent < huge, "\(server.log.garbageSent) bytes sent")
         }
     }
@@ -307,11 +301,11 @@ struct DownloadFailureTests {
             appGroup: scratch.root.appending("AppGroup"),
             client: client
         )
-        let started = ContinuousClock.now
         let error = await #expect(throws: AssetPackClientError.self) { try await manager.assetPack(withID: "X") }
         try await client.shutdown()
-        // The default policy retries 5 times with backoff; a refused connection is not worth it.
-        #expect(ContinuousClock.now - started < .seconds(4))
+        // The default policy retries 5 times with backoff; a refused connection is not worth it: one attempt
+        // (a retried failure's message ends "(after N attempts)").
+        #expect(error?.message.contains("attempts") == false, "\(error?.message ?? "")")
         #expect(error?.message.contains("cannot connect to 127.0.0.1:\(port)") == true, "\(error?.message ?? "")")
     }
 }
