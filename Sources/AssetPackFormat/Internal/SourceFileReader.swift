@@ -6,14 +6,14 @@ import SystemPackage
     import Glibc
 #endif
 
-/// Reads and hashes a pack's listed files, in order, on a thread of its own, so that the thread building
-/// the archive only compresses: packing has three stages (read and hash the input; compress; hash and
+/// Reads and hashes the source files a pack is built from (the asset folder's, not a pack's), in order, on a
+/// thread of its own, so that the thread building the archive only compresses: packing has three stages (read and hash the input; compress; hash and
 /// write the output) and the machine two cores, and with the first two on one thread that thread was the
 /// whole wall time while the writer's core idled.
 ///
 /// Files are read into 1 MiB buffers, small files several to a buffer; four buffers circulate, so at most
 /// 4 MiB are read ahead. The consumer takes each file's bytes with ``read(_:_:)``, in the listed order.
-final class PackFileReader: @unchecked Sendable {
+final class SourceFileReader: @unchecked Sendable {
     /// A run of one file's bytes in a buffer; `digest` is set on the run that ends the file (possibly empty).
     private struct Run {
         var file: Int

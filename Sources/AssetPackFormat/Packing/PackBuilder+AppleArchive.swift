@@ -31,7 +31,7 @@ extension PackBuilder {
                 ) { append in
                     try manifest.withUnsafeBytes { try append($0) }
                 }
-                let reader = PackFileReader(source.files)
+                let reader = SourceFileReader(source.files)
                 defer { reader.stop() }
                 var packed: Int64 = 0
                 for (number, file) in source.files.enumerated() {
@@ -103,7 +103,7 @@ extension PackBuilder {
 
     /// Every listed file's SHA-256, read in order on a thread of its own.
     private static func hashFiles(_ files: [PackFile]) throws -> [SHA256.Digest] {
-        let reader = PackFileReader(files)
+        let reader = SourceFileReader(files)
         defer { reader.stop() }
         return try files.indices.map { try reader.read($0) { _ in } }
     }

@@ -229,7 +229,7 @@ public enum PackBuilder {
         keepIndex: Bool,
         progress: ((Int64) -> Void)?
     ) throws -> (json: IndexJSON, index: PackIndex?) {
-        let reader = PackFileReader(source.files)
+        let reader = SourceFileReader(source.files)
         defer { reader.stop() }
         var json = index
         var rows: [PackIndex.File] = []
