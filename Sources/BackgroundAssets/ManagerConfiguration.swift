@@ -63,47 +63,22 @@ package struct ManagerConfiguration: Sendable {
                 return .failure(Problem(description: "BA_SYNC_INFO_PLIST=\(file): \(error)"))
             }
         }
-        let appGroup: SystemPackage.FilePath
-        if let folder = value("BA_SYNC_APP_GROUP") {
-            appGroup = SystemPackage.FilePath(folder)
-        } else if let id = plist?.appGroupID {
-            guard !id.isEmpty, id != ".", id != "..", !id.contains("/"), !id.contains("\0") else {
-                return .failure(
-                    Problem(description: "BAAppGroupID \"\(id)\" cannot name a folder; set BA_SYNC_APP_GROUP")
-                )
-            }
-            appGroup = SystemPackage.FilePath(id)  // ./<BAAppGroupID>, as ba-sync --info-plist takes it
-        } else {
-            return .failure(Problem(description: unconfiguredMessage))
+        // The rule ba-sync plays, with no flags: the environment, then the Info.plist, then the defaults.
+        let settings: ClientSettings
+        do {
+            settings = try ClientSettings.resolve(ClientSettings.Flags(), environment: environment, infoPlist: plist)
+        } catch {
+            let fix = error.source == "BAAppGroupID" ? "; set BA_SYNC_APP_GROUP" : ""
+            return .failure(Problem(description: "\(error)\(fix)"))
         }
-        var manifestURL: URL?
-        for (name, text) in [
-            ("BA_SYNC_MANIFEST_URL", value("BA_SYNC_MANIFEST_URL")),
-            ("BA_SYNC_SERVER", value("BA_SYNC_SERVER").map(serverManifest)),
-            ("BAManifestURL", plist?.manifestURL),
-        ] {
-            guard let text else { continue }
-            guard let url = URL(string: text), DownloadManifest.fetchProblem(with: url) == nil else {
-                return .failure(Problem(description: "\(name) \(text) is not an http or https URL"))
-            }
-            manifestURL = url
-            break
-        }
-        var configuration = ManagerConfiguration(appGroup: appGroup, manifestURL: manifestURL)
-        if let platform = value("BA_SYNC_PLATFORM") {
-            configuration.platform = platform.lowercased() == "any" ? nil : platform
-        }
-        configuration.language = value("BA_SYNC_LANGUAGE")
-        configuration.primaryLanguage = value("BA_SYNC_PRIMARY_LANGUAGE") ?? "en"
-        configuration.caCertificate = value("BA_SYNC_CA_CERT")
-        configuration.deltaUpdates = ["1", "true", "yes", "on"].contains(value("BA_SYNC_DELTA")?.lowercased() ?? "")
+        guard let appGroup = settings.appGroup else { return .failure(Problem(description: unconfiguredMessage)) }
+        var configuration = ManagerConfiguration(appGroup: appGroup, manifestURL: settings.location?.manifest)
+        configuration.platform = settings.platform
+        configuration.language = settings.language
+        configuration.primaryLanguage = settings.primaryLanguage
+        configuration.caCertificate = settings.caCertificate
+        configuration.deltaUpdates = settings.deltaUpdates
         configuration.initialDownloadLimits = plist.map(InitialDownloadLimits.init)
         return .success(configuration)
-    }
-
-    /// `BA_SYNC_SERVER`'s manifest: the server's `/manifest`, or the URL itself when it names it already.
-    private static func serverManifest(_ server: String) -> String {
-        let trimmed = server.hasSuffix("/") ? String(server.dropLast()) : server
-        return trimmed.hasSuffix("/manifest") ? trimmed : trimmed + "/manifest"
     }
 }

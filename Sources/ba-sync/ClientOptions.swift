@@ -28,11 +28,11 @@ struct AppGroupOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "The app's primary language (Apple's AssetPackManifest.primaryLanguage): its packs are used when no pack matches the app's language.",
+            "The app's primary language (Apple's AssetPackManifest.primaryLanguage): its packs are used when no pack matches the app's language. (default: en; env: BA_SYNC_PRIMARY_LANGUAGE)",
             valueName: "tag"
         )
     )
-    var primaryLanguage: String = "en"
+    var primaryLanguage: String?
 
     @Option(
         help: ArgumentHelp(
@@ -43,9 +43,11 @@ struct AppGroupOptions: ParsableArguments {
     var collisions: String = "first"
 
     func validate() throws {
+        let environment = ClientSettings.Environment(ProcessInfo.processInfo.environment)
         let given = [
-            ("--language", language), ("BA_SYNC_LANGUAGE", language == nil ? environmentLanguage : nil),
+            ("--language", language), ("BA_SYNC_LANGUAGE", language == nil ? environment["BA_SYNC_LANGUAGE"] : nil),
             ("--primary-language", primaryLanguage),
+            ("BA_SYNC_PRIMARY_LANGUAGE", primaryLanguage == nil ? environment["BA_SYNC_PRIMARY_LANGUAGE"] : nil),
         ]
         for case (let name, let tag?) in given {
             do {
@@ -61,17 +63,26 @@ struct AppGroupOptions: ParsableArguments {
         }
     }
 
-    /// `BA_SYNC_LANGUAGE`, when set.
-    private var environmentLanguage: String? {
-        ProcessInfo.processInfo.environment["BA_SYNC_LANGUAGE"].flatMap { $0.isEmpty ? nil : $0 }
+    /// The flags of this group, for ``ClientSettings``.
+    var flags: ClientSettings.Flags {
+        var flags = ClientSettings.Flags()
+        (flags.appGroup, flags.language, flags.primaryLanguage) = (appGroup, language, primaryLanguage)
+        return flags
     }
 
     /// The app's language as given (`--language`, else `BA_SYNC_LANGUAGE`); `nil` leaves it to the app group
     /// and the environment.
-    var givenLanguage: LanguageTag? { (language ?? environmentLanguage).flatMap { try? LanguageTag(parsing: $0) } }
+    var givenLanguage: LanguageTag? {
+        ClientSettings.language(flags, environment: ProcessInfo.processInfo.environment)
+            .flatMap { try? LanguageTag(parsing: $0) }
+    }
 
-    /// The primary language given (validated).
-    var primary: LanguageTag { (try? LanguageTag(parsing: primaryLanguage)) ?? .english }
+    /// The primary language given (`--primary-language`, else `BA_SYNC_PRIMARY_LANGUAGE`, else en; validated).
+    var primary: LanguageTag {
+        (try? LanguageTag(
+            parsing: ClientSettings.primaryLanguage(flags, environment: ProcessInfo.processInfo.environment)
+        )) ?? .english
+    }
 
     /// The collision rule given (a random shuffle seed is drawn here, once).
     var collisionRule: CollisionRule { CollisionRule(parsing: collisions) ?? .first }
@@ -90,11 +101,20 @@ struct AppGroupOptions: ParsableArguments {
 
     var appGroupPath: FilePath {
         get throws {
-            guard let value = appGroup ?? ProcessInfo.processInfo.environment["BA_SYNC_APP_GROUP"], !value.isEmpty
-            else {
+            let path: FilePath?
+            do {
+                path = try ClientSettings.appGroup(
+                    flags,
+                    environment: ProcessInfo.processInfo.environment,
+                    infoPlist: nil
+                )
+            } catch {
+                throw ValidationError(error.description)
+            }
+            guard let path else {
                 throw ValidationError("no app group: pass --app-group DIR or set BA_SYNC_APP_GROUP")
             }
-            return FilePath(value)
+            return path
         }
     }
 
@@ -138,8 +158,23 @@ struct ServerOptions: ParsableArguments {
     )
     var allowHTTP = false
 
-    @Option(help: "A PEM CA certificate to trust, e.g. the one `ba-mock serve --tls-self-signed` prints.")
+    @Option(
+        help:
+            "A PEM CA certificate to trust, e.g. the one `ba-mock serve --tls-self-signed` prints. (env: BA_SYNC_CA_CERT)"
+    )
     var caCert: String?
+
+    /// The flags of this group, for ``ClientSettings``.
+    var flags: ClientSettings.Flags {
+        var flags = ClientSettings.Flags()
+        (flags.server, flags.manifestURL, flags.platform, flags.caCertificate) = (server, manifestURL, platform, caCert)
+        return flags
+    }
+
+    /// The CA certificate to trust: `--ca-cert`, else `BA_SYNC_CA_CERT`.
+    var caCertificate: String? {
+        caCert ?? ClientSettings.Environment(ProcessInfo.processInfo.environment)["BA_SYNC_CA_CERT"]
+    }
 
     @Option(
         help: ArgumentHelp(
@@ -149,31 +184,28 @@ struct ServerOptions: ParsableArguments {
     )
     var platform: String?
 
-    /// The platform given, else `BA_SYNC_PLATFORM`, else iOS, as the user typed it.
-    var platformGiven: String {
-        platform ?? ProcessInfo.processInfo.environment["BA_SYNC_PLATFORM"].flatMap { $0.isEmpty ? nil : $0 } ?? "iOS"
+    /// The platform played, `nil` for `any` (every pack): `--platform`, else `BA_SYNC_PLATFORM`, else iOS.
+    var playedPlatform: String? {
+        ClientSettings.platform(flags, environment: ProcessInfo.processInfo.environment).played
     }
-
-    /// The platform played, `nil` for `any` (every pack).
-    var playedPlatform: String? { platformGiven.lowercased() == "any" ? nil : platformGiven }
 
     @Option(
         help:
             "Retries of a download or the manifest after a transient failure (connection lost, stall, 5xx, 429), with exponential backoff and jitter, honouring Retry-After; a server that refuses the connection fails at once."
     )
-    var retries: Int = 5
+    var retries: Int = ClientSettings.defaultRetries
 
     @Option(
         help:
             "Seconds for a connection attempt and for the whole manifest fetch; a download receiving nothing, or under 1 KiB/s, for this long counts as stalled."
     )
-    var timeout: Double = 30
+    var timeout: Double = ClientSettings.defaultTimeoutSeconds
 
     func validate() throws {
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more") }
         if let problem = secondsProblem(timeout, option: "--timeout", positive: true) { throw ValidationError(problem) }
         if let platform = playedPlatform, !PackagingManifest.knownPlatforms.contains(platform) {
-            let option = self.platform == nil ? "BA_SYNC_PLATFORM=" : "--platform "
+            let option = self.platform == nil ? "BA_SYNC_PLATFORM=" : "--platform "  // where played came from
             let known = PackagingManifest.knownPlatforms.joined(separator: ", ") + " or any"
             let near =
                 platform.lowercased() == "ipados"
@@ -183,8 +215,8 @@ struct ServerOptions: ParsableArguments {
                 "\(option)\(platform) is not one of \(known)" + (near.map { "; did you mean \($0)?" } ?? "")
             )
         }
-        if let caCert, !FileManager.default.fileExists(atPath: caCert) {
-            throw ValidationError("--ca-cert \(caCert) does not exist")
+        if let caCert = caCertificate, !FileManager.default.fileExists(atPath: caCert) {
+            throw ValidationError("\(self.caCert == nil ? "BA_SYNC_CA_CERT=" : "--ca-cert ")\(caCert) does not exist")
         }
         if server != nil && manifestURL != nil {
             throw ValidationError(
@@ -200,37 +232,26 @@ struct ServerOptions: ParsableArguments {
         var manifestURL: URL?
     }
 
-    /// The server or manifest URL given, from the options or else the environment (a manifest URL first).
+    /// The server or manifest URL given (``ClientSettings/location(_:environment:infoPlist:)``: the options,
+    /// else the environment, a manifest URL first), fetched only over https or loopback http unless
+    /// `--allow-http`.
     var location: Location? {
         get throws {
-            let environment = ProcessInfo.processInfo.environment
-            func given(_ value: String?) -> String? { value.flatMap { $0.isEmpty ? nil : $0 } }
-            let option = given(manifestURL) != nil || given(server) != nil
-            if let value = given(manifestURL) ?? (option ? nil : given(environment["BA_SYNC_MANIFEST_URL"])) {
-                let url = try checked(value, option: "--manifest-url", example: "https://cdn.example.com/catalog.json")
-                return Location(server: nil, manifestURL: url)
+            let resolved: ClientSettings.Location?
+            do {
+                resolved = try ClientSettings.location(
+                    flags,
+                    environment: ProcessInfo.processInfo.environment,
+                    infoPlist: nil
+                )
+            } catch {
+                throw ValidationError(error.description)
             }
-            guard let value = given(server) ?? given(environment["BA_SYNC_SERVER"]) else { return nil }
-            var url = try checked(value, option: "--server", example: "http://127.0.0.1:8443")
-            // The manifest's own URL (as `ba-mock serve` prints it) names the server as well.
-            if url.lastPathComponent == "manifest" { url.deleteLastPathComponent() }
-            try checkTransport(url.appendingPathComponent("manifest"), option: "--server")
-            return Location(server: url, manifestURL: nil)
-        }
-    }
-
-    private func checked(_ value: String, option: String, example: String) throws -> URL {
-        guard let url = URL(string: value), DownloadManifest.fetchProblem(with: url) == nil else {
-            let problem = URL(string: value).flatMap(DownloadManifest.fetchProblem(with:)) ?? "does not parse"
-            throw ValidationError("\(option) \(value) \(problem); give e.g. \(example)")
-        }
-        if option == "--manifest-url" { try checkTransport(url, option: option) }
-        return url
-    }
-
-    private func checkTransport(_ url: URL, option: String) throws {
-        if let problem = TransportSecurity.problem(with: url, allowHTTP: allowHTTP) {
-            throw ValidationError("\(option): \(problem)")
+            guard let resolved else { return nil }
+            if let problem = TransportSecurity.problem(with: resolved.manifest, allowHTTP: allowHTTP) {
+                throw ValidationError("\(resolved.source): \(problem)")
+            }
+            return Location(server: resolved.server, manifestURL: resolved.manifestURL)
         }
     }
 
@@ -251,7 +272,7 @@ struct ServerOptions: ParsableArguments {
 /// How downloads run: what the commands that install take.
 struct DownloadOptions: ParsableArguments {
     @Option(help: "Packs downloaded at once.")
-    var concurrency: Int = 3
+    var concurrency: Int = ClientSettings.defaultConcurrency
 
     @Flag(
         help:
@@ -268,23 +289,23 @@ struct DownloadOptions: ParsableArguments {
 
     func validate() throws {
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be 1 or more") }
-        if delta == nil, let value = ProcessInfo.processInfo.environment["BA_SYNC_DELTA"], Self.flag(value) == nil {
-            throw ValidationError("BA_SYNC_DELTA=\(value) is not 1 or 0 (or true, false, yes, no)")
+        do {
+            _ = try ClientSettings.deltaUpdates(flags, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw ValidationError(error.description)
         }
+    }
+
+    /// The flags of this group, for ``ClientSettings``.
+    var flags: ClientSettings.Flags {
+        var flags = ClientSettings.Flags()
+        flags.deltaUpdates = delta
+        return flags
     }
 
     /// Whether updates go through deltas: `--delta` or `--no-delta`, else `BA_SYNC_DELTA`, else not.
     var deltaUpdates: Bool {
-        delta ?? ProcessInfo.processInfo.environment["BA_SYNC_DELTA"].flatMap(Self.flag) ?? false
-    }
-
-    /// A yes or no given in the environment; `nil` for anything else (an empty value is no).
-    static func flag(_ value: String) -> Bool? {
-        switch value.lowercased() {
-        case "1", "true", "yes", "on": true
-        case "0", "false", "no", "off", "": false
-        default: nil
-        }
+        (try? ClientSettings.deltaUpdates(flags, environment: ProcessInfo.processInfo.environment)) ?? false
     }
 }
 
@@ -317,9 +338,9 @@ struct Session {
     func run<T: Sendable>(_ body: (AssetPackManager) async throws -> T) async throws -> (T, shown: Set<String>) {
         let appGroup = try app.appGroupPath
         let location = needsServer ? try server?.requiredLocation : try server?.location
-        let milliseconds = Int64((server?.timeout ?? 30) * 1000)
+        let milliseconds = Int64((server?.timeout ?? ClientSettings.defaultTimeoutSeconds) * 1000)
         let client = AssetPackManager.makeHTTPClient(
-            trusting: server?.caCert,
+            trusting: server?.caCertificate,
             connectTimeout: .milliseconds(min(milliseconds, 5000)),
             readTimeout: .milliseconds(milliseconds)
         )
@@ -331,8 +352,8 @@ struct Session {
                     manifestURL: location?.manifestURL,
                     appGroup: appGroup,
                     client: client,
-                    maxConcurrentDownloads: downloads?.concurrency ?? 3,
-                    retryPolicy: RetryPolicy(retries: server?.retries ?? 5),
+                    maxConcurrentDownloads: downloads?.concurrency ?? ClientSettings.defaultConcurrency,
+                    retryPolicy: RetryPolicy(retries: server?.retries ?? ClientSettings.defaultRetries),
                     manifestTimeout: .milliseconds(milliseconds),
                     stallTimeout: .milliseconds(milliseconds),
                     resumableDownloads: downloads?.resumable ?? false,

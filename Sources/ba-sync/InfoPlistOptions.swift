@@ -29,28 +29,21 @@ struct InfoPlistOptions: ParsableArguments {
                     + "\n(`ba-mock validate --info-plist \(infoPlist)` lists every problem)"
             )
         }
-        if app.appGroup == nil, ProcessInfo.processInfo.environment["BA_SYNC_APP_GROUP"] == nil,
-            let id = plist.appGroupID
-        {
-            app.appGroup = try Self.appGroupFolder(for: id)
-        }
+        // Where the Info.plist comes last (``ClientSettings``: flags, then the environment): what it gives
+        // becomes the flag the option groups read.
         let environment = ProcessInfo.processInfo.environment
-        if server.server == nil, server.manifestURL == nil, environment["BA_SYNC_SERVER"] == nil,
-            environment["BA_SYNC_MANIFEST_URL"] == nil, let manifestURL = plist.manifestURL
-        {
-            server.manifestURL = manifestURL  // a full URL to any path, as BAManifestURL is
+        var flags = app.flags
+        (flags.server, flags.manifestURL) = (server.server, server.manifestURL)
+        do {
+            app.appGroup = try ClientSettings.appGroup(flags, environment: environment, infoPlist: plist)?.string
+            let location = try ClientSettings.location(flags, environment: environment, infoPlist: plist)
+            if let location, location.source == "BAManifestURL" {
+                server.manifestURL = location.manifestURL?.absoluteString  // any path, as BAManifestURL is
+            }
+        } catch {
+            let fix = error.source == "BAAppGroupID" ? "; pass --app-group DIR" : ""
+            throw ValidationError("--info-plist: \(error)\(fix)")
         }
         return InitialDownloadLimits(plist)
-    }
-
-    /// The folder an app group identifier maps to: `./<BAAppGroupID>`, as a Mac keeps a group container in a
-    /// folder named after the group. Refuses an ID that is not one plain folder name.
-    static func appGroupFolder(for id: String) throws -> String {
-        guard !id.isEmpty, id != ".", id != "..", !id.contains("/"), !id.contains("\0") else {
-            throw ValidationError(
-                "--info-plist: BAAppGroupID \"\(id)\" cannot name a folder; pass --app-group DIR"
-            )
-        }
-        return id
     }
 }

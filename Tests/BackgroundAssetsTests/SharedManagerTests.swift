@@ -336,6 +336,21 @@ import Testing
         }
         #expect(configured.appGroup == "/tmp/g")
         #expect(configured.manifestURL == nil && configured.platform == "iOS")
+        // The rule ba-sync plays (ClientSettings): a value that is neither yes nor no is refused, not taken as
+        // no; a server's manifest is its /manifest.
+        guard
+            case .failure(let delta) = ManagerConfiguration.fromEnvironment([
+                "BA_SYNC_APP_GROUP": "/tmp/g", "BA_SYNC_DELTA": "maybe",
+            ])
+        else {
+            Issue.record("BA_SYNC_DELTA=maybe configured a manager")
+            return
+        }
+        #expect(delta.description == "BA_SYNC_DELTA=maybe is not 1 or 0 (or true, false, yes, no)")
+        let server = ManagerConfiguration.fromEnvironment([
+            "BA_SYNC_APP_GROUP": "/tmp/g", "BA_SYNC_SERVER": "http://127.0.0.1:8443/",
+        ])
+        #expect((try? server.get())?.manifestURL?.absoluteString == "http://127.0.0.1:8443/manifest")
     }
 }
 

@@ -26,6 +26,47 @@ struct BASyncEndToEndTests {
         )
     }
 
+    /// ba-sync reads its settings as `AssetPackManager.shared` does (one rule, ``ClientSettings``): the
+    /// primary language and the CA certificate from the environment too (ba-sync took them only as flags),
+    /// a flag still over the environment, and a bad value named with where it came from.
+    @Test func theEnvironmentGivesWhatAFlagDoesNotAsForTheSharedManager() throws {
+        let scratch = try Scratch()
+        let (server, url, _) = try startServer(scratch)
+        defer { server.interrupt() }
+        let appGroup = scratch.root.appending("AppGroup")
+        let list = try runTool(
+            sync,
+            ["list", "--server", url, "--app-group", appGroup.string, "--json"],
+            environment: ["BA_SYNC_PRIMARY_LANGUAGE": "fr"]
+        )
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(jsonLines(list.stdout).last?["primaryLanguage"] as? String == "fr", "\(list.stdout)")
+        let flagWins = try runTool(
+            sync,
+            ["list", "--server", url, "--app-group", appGroup.string, "--json", "--primary-language", "de"],
+            environment: ["BA_SYNC_PRIMARY_LANGUAGE": "fr"]
+        )
+        #expect(jsonLines(flagWins.stdout).last?["primaryLanguage"] as? String == "de", "\(flagWins.stdout)")
+        let missing = scratch.root.appending("no-such-ca.pem").string
+        let noCA = try runTool(
+            sync,
+            ["list", "--server", url, "--app-group", appGroup.string],
+            environment: ["BA_SYNC_CA_CERT": missing]
+        )
+        #expect(noCA.status == 64, "\(noCA.stderr)")
+        #expect(noCA.stderr.contains("BA_SYNC_CA_CERT=\(missing) does not exist"), "\(noCA.stderr)")
+        let badServer = try runTool(
+            sync,
+            ["list", "--app-group", appGroup.string],
+            environment: ["BA_SYNC_SERVER": "ftp://127.0.0.1"]
+        )
+        #expect(badServer.status == 64, "\(badServer.stderr)")
+        #expect(
+            badServer.stderr.contains("BA_SYNC_SERVER=ftp://127.0.0.1 is not an http:// or https:// URL"),
+            "\(badServer.stderr)"
+        )
+    }
+
     @Test func syncStatusCatAndJSONAsAScriptWouldUseThem() throws {
         let scratch = try Scratch()
         let (server, url, folder) = try startServer(scratch)
