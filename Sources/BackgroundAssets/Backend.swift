@@ -35,14 +35,16 @@ package final class Backend: Sendable {
                 )
             }
             engine = try AssetPackClient.AssetPackManager(
-                server: nil,
-                manifestURL: configuration.manifestURL,
-                appGroup: configuration.appGroup,
-                client: client,
-                platform: configuration.platform,
-                language: configuration.language,
-                primaryLanguage: configuration.primaryLanguage,
-                deltaUpdates: configuration.deltaUpdates
+                configuration: .init(
+                    server: nil,
+                    manifestURL: configuration.manifestURL,
+                    appGroup: configuration.appGroup,
+                    platform: configuration.platform,
+                    language: configuration.language,
+                    primaryLanguage: configuration.primaryLanguage,
+                    deltaUpdates: configuration.deltaUpdates
+                ),
+                client: client
             )
         } catch {
             try? client.syncShutdown()

@@ -348,22 +348,24 @@ struct Session {
         return try await session.run(
             making: {
                 try AssetPackManager(
-                    server: location?.server,
-                    manifestURL: location?.manifestURL,
-                    appGroup: appGroup,
-                    client: client,
-                    maxConcurrentDownloads: downloads?.concurrency ?? ClientSettings.defaultConcurrency,
-                    retryPolicy: RetryPolicy(retries: server?.retries ?? ClientSettings.defaultRetries),
-                    manifestTimeout: .milliseconds(milliseconds),
-                    stallTimeout: .milliseconds(milliseconds),
-                    resumableDownloads: downloads?.resumable ?? false,
-                    lockTimeout: lock?.lockTimeout.map { .milliseconds(Int64($0 * 1000)) },
-                    platform: server.map(\.playedPlatform) ?? "iOS",
-                    language: app.givenLanguage?.description,
-                    primaryLanguage: app.primary.description,
-                    collisions: app.collisionRule,
-                    deltaUpdates: downloads?.deltaUpdates ?? false,
-                    allowInsecureHTTP: server?.allowHTTP ?? false
+                    configuration: .init(
+                        server: location?.server,
+                        manifestURL: location?.manifestURL,
+                        appGroup: appGroup,
+                        maxConcurrentDownloads: downloads?.concurrency ?? ClientSettings.defaultConcurrency,
+                        retryPolicy: RetryPolicy(retries: server?.retries ?? ClientSettings.defaultRetries),
+                        manifestTimeout: .milliseconds(milliseconds),
+                        stallTimeout: .milliseconds(milliseconds),
+                        resumableDownloads: downloads?.resumable ?? false,
+                        lockTimeout: lock?.lockTimeout.map { .milliseconds(Int64($0 * 1000)) },
+                        platform: server.map(\.playedPlatform) ?? "iOS",
+                        language: app.givenLanguage?.description,
+                        primaryLanguage: app.primary.description,
+                        collisions: app.collisionRule,
+                        deltaUpdates: downloads?.deltaUpdates ?? false,
+                        allowInsecureHTTP: server?.allowHTTP ?? false
+                    ),
+                    client: client
                 )
             },
             closing: { try? await client.shutdown() },

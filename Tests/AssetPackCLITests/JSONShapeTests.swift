@@ -101,7 +101,9 @@ struct CLIJSONShapeTests {
         try scratch.makeSampleFolder()
         let appGroup = scratch.root.appending("group")
         try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
             try await manager.ensureLocalAvailability(ofAssetPacksWithIDs: ["Tutorial"])
             let list = try object(
                 SyncOutput.List(

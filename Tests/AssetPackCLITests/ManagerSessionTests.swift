@@ -21,9 +21,11 @@ struct ManagerSessionTests {
 
     func manager(_ appGroup: FilePath, server: String? = nil) throws -> AssetPackManager {
         try AssetPackManager(
-            server: server.flatMap(URL.init(string:)),
-            appGroup: appGroup,
-            retryPolicy: RetryPolicy(retries: 0)
+            configuration: .init(
+                server: server.flatMap(URL.init(string:)),
+                appGroup: appGroup,
+                retryPolicy: RetryPolicy(retries: 0)
+            )
         )
     }
 

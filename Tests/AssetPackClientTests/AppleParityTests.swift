@@ -50,10 +50,12 @@ struct AppleParityTests {
         try scratch.makeSampleFolder()
         try await LiveServer.with(folder: scratch.root) { server in
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup"),
-                retryPolicy: RetryPolicy(retries: retries),
-                platform: platform
+                configuration: .init(
+                    server: URL(string: server.url)!,
+                    appGroup: scratch.root.appending("AppGroup"),
+                    retryPolicy: RetryPolicy(retries: retries),
+                    platform: platform
+                )
             )
             try await body(server, manager, scratch)
         }
@@ -71,11 +73,13 @@ struct AppleParityTests {
         try makeLocalizedFolder(scratch)
         try await LiveServer.with(folder: scratch.root) { server in
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup"),
-                language: language,
-                primaryLanguage: primaryLanguage,
-                environment: environment
+                configuration: .init(
+                    server: URL(string: server.url)!,
+                    appGroup: scratch.root.appending("AppGroup"),
+                    language: language,
+                    primaryLanguage: primaryLanguage,
+                    environment: environment
+                )
             )
             try await body(server, manager, scratch)
         }
@@ -216,13 +220,15 @@ struct AppleParityTests {
         try makeLocalizedFolder(scratch)
         let appGroup = scratch.root.appending("AppGroup")
         try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup, language: "fr")
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup, language: "fr")
+            )
             _ = try await manager.sync(event: .install)
             try await manager.ensureLocalAvailability(ofAssetPacksWithIDs: ["VoicesEN"])
             let later = AssetPackReader(appGroup: appGroup)
             #expect(later.preferredLanguage.description == "fr")
             #expect(text(try later.contents(at: "Voices/hello.txt")) == "bonjour")
-            let next = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let next = try AssetPackManager(configuration: .init(server: URL(string: server.url)!, appGroup: appGroup))
             #expect(next.resolvedLanguage?.description == "fr")
             #expect(try await next.manifest.resolvedLanguage?.description == "fr")
         }
@@ -246,7 +252,9 @@ struct AppleParityTests {
         #expect(list([:]) == ["en"])
         #expect(throws: LanguageTagError.self) { try LanguageTag.resolve("en-US-x-private") }
         #expect(throws: AssetPackClientError.self) {
-            try AssetPackManager(server: nil, appGroup: FilePath("/tmp/none"), language: "english please")
+            try AssetPackManager(
+                configuration: .init(server: nil, appGroup: FilePath("/tmp/none"), language: "english please")
+            )
         }
     }
 
@@ -288,8 +296,7 @@ struct AppleParityTests {
                 "\(notHere?.message ?? "")"
             )
             let everyPlatform = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup")
+                configuration: .init(server: URL(string: server.url)!, appGroup: scratch.root.appending("AppGroup"))
             )
             #expect(try await everyPlatform.manifest.assetPacks.count == 3)
             // A pack installed for another platform is not obsolete to this one: nothing is removed.
@@ -316,7 +323,9 @@ struct AppleParityTests {
         try makeCollidingFolder(scratch)
         let appGroup = scratch.root.appending("AppGroup")
         try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
             try await manager.ensureLocalAvailability(of: Set(try await manager.manifest.assetPacks))
         }
         let path: FilePath = "Textures/rock.ktx2"
@@ -485,18 +494,22 @@ struct AppleParityTests {
         try scratch.makeSampleFolder()
         let appGroup = scratch.root.appending("AppGroup")
         let url = try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup, platform: "iOS")
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup, platform: "iOS")
+            )
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
             return server.url
         }
         // The server is gone (a refused connection fails at once): what was last fetched answers.
         let client = AssetPackManager.makeHTTPClient()
         let offline = try AssetPackManager(
-            server: URL(string: url)!,
-            appGroup: appGroup,
-            client: client,
-            retryPolicy: RetryPolicy(retries: 0),
-            platform: "iOS"
+            configuration: .init(
+                server: URL(string: url)!,
+                appGroup: appGroup,
+                retryPolicy: RetryPolicy(retries: 0),
+                platform: "iOS"
+            ),
+            client: client
         )
         let tutorial = try await offline.assetPack(withID: "Tutorial")
         #expect(tutorial.downloadPolicy.name == "essential")
@@ -511,9 +524,11 @@ struct AppleParityTests {
         #expect(download?.code == .network)
         try await client.shutdown()
         // No server given at all: the same answers.
-        #expect(try await AssetPackManager(server: nil, appGroup: appGroup).allAssetPacks.count == 3)
+        #expect(
+            try await AssetPackManager(configuration: .init(server: nil, appGroup: appGroup)).allAssetPacks.count == 3
+        )
         // An app group that never fetched one has nothing to answer with.
-        let fresh = try AssetPackManager(server: nil, appGroup: scratch.root.appending("Fresh"))
+        let fresh = try AssetPackManager(configuration: .init(server: nil, appGroup: scratch.root.appending("Fresh")))
         await #expect(throws: AssetPackClientError.self) { try await fresh.allAssetPacks }
         // The kept manifest is only a cache, read as the app group's state is: a FIFO or a symlink planted in its
         // place (to a manifest that would answer) is not read, and answers nothing.
@@ -522,12 +537,12 @@ struct AppleParityTests {
         try FileManager.default.moveItem(atPath: kept, toPath: elsewhere.string)
         #expect(mkfifo(kept, 0o644) == 0)
         await #expect(throws: AssetPackClientError.self) {
-            try await AssetPackManager(server: nil, appGroup: appGroup).allAssetPacks
+            try await AssetPackManager(configuration: .init(server: nil, appGroup: appGroup)).allAssetPacks
         }
         try FileManager.default.removeItem(atPath: kept)
         try FileManager.default.createSymbolicLink(atPath: kept, withDestinationPath: elsewhere.string)
         await #expect(throws: AssetPackClientError.self) {
-            try await AssetPackManager(server: nil, appGroup: appGroup).allAssetPacks
+            try await AssetPackManager(configuration: .init(server: nil, appGroup: appGroup)).allAssetPacks
         }
     }
 

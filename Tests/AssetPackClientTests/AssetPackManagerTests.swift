@@ -10,7 +10,7 @@ import Testing
 @Suite("AssetPackManager against a live ba-mock")
 struct AssetPackManagerTests {
     func manager(_ server: LiveServer, _ appGroup: FilePath) throws -> AssetPackManager {
-        try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+        try AssetPackManager(configuration: .init(server: URL(string: server.url)!, appGroup: appGroup))
     }
 
     @Test func eventsFollowThePolicies() async throws {
@@ -236,7 +236,9 @@ struct AssetPackManagerTests {
             let appGroup = scratch.root.appending("AppGroup")
             let first = try manager(server, appGroup)
             let waited = WaitRecorder()
-            let second = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup) {
+            let second = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            ) {
                 waited.record($0)
             }
             let (entered, enteredContinuation) = AsyncStream<Void>.makeStream()

@@ -1,8 +1,9 @@
-import AssetPackClient
 import AssetPackFormat
 import Foundation
 import SystemPackage
 import Testing
+
+@testable import AssetPackClient
 
 /// Flag > environment > Info.plist > default, for every setting, as one library call (ba-sync's commands and
 /// `AssetPackManager.shared` read theirs through it): each rule checked from each side.
@@ -88,5 +89,22 @@ struct ClientSettingsTests {
         let problem = #expect(throws: ClientSettings.Problem.self) { try resolve(.init(), ["BA_SYNC_DELTA": "maybe"]) }
         #expect(problem?.description == "BA_SYNC_DELTA=maybe is not 1 or 0 (or true, false, yes, no)")
         #expect(try resolve(.init(), ["BA_SYNC_DELTA": ""]).deltaUpdates == false)
+    }
+
+    /// The manager's configuration starts from the same defaults, and is a value: changed for a second manager
+    /// without touching the first's.
+    @Test func theManagersConfigurationStartsFromTheSameDefaults() async throws {
+        let base = AssetPackManager.Configuration(server: nil, appGroup: "/tmp/group")
+        #expect(base.maxConcurrentDownloads == ClientSettings.defaultConcurrency)
+        #expect(base.retryPolicy.retries == ClientSettings.defaultRetries)
+        #expect(base.manifestTimeout == .seconds(ClientSettings.defaultTimeoutSeconds))
+        #expect(base.stallTimeout == .seconds(ClientSettings.defaultTimeoutSeconds))
+        #expect(base.primaryLanguage == ClientSettings.defaultPrimaryLanguage && base.platform == nil)
+        var deltas = base
+        deltas.deltaUpdates = true
+        let first = try AssetPackManager(configuration: base)
+        let second = try AssetPackManager(configuration: deltas)
+        let (firstDeltas, secondDeltas) = (await first.installer.deltaUpdates, await second.installer.deltaUpdates)
+        #expect(firstDeltas == false && secondDeltas == true)
     }
 }

@@ -29,10 +29,12 @@ struct DeltaUpdateTests {
         try scratch.write("Levels/World2/big.bin", Scratch.noise(400_000, seed: 8))  // what a delta leaves home
         return try await LiveServer.with(folder: scratch.root, deltaDepth: deltaDepth) { server in
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup"),
-                retryPolicy: RetryPolicy(retries: 1),
-                deltaUpdates: deltaUpdates
+                configuration: .init(
+                    server: URL(string: server.url)!,
+                    appGroup: scratch.root.appending("AppGroup"),
+                    retryPolicy: RetryPolicy(retries: 1),
+                    deltaUpdates: deltaUpdates
+                )
             )
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
             let events = manager.events

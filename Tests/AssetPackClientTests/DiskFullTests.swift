@@ -36,9 +36,11 @@ struct DiskFullTests {
         defer { _ = try? runTool(URL(fileURLWithPath: "/bin/umount"), ["-l", appGroup.string]) }
         try await LiveServer.with(folder: scratch.root, format: format) { server in
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: appGroup,
-                resumableDownloads: resumable
+                configuration: .init(
+                    server: URL(string: server.url)!,
+                    appGroup: appGroup,
+                    resumableDownloads: resumable
+                )
             )
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
             let before = try manager.contents(at: "Levels/World1/level1.json")
@@ -77,7 +79,9 @@ struct DiskFullTests {
         )
         defer { _ = try? runTool(URL(fileURLWithPath: "/bin/umount"), ["-l", appGroup.string]) }
         try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
             try await manager.ensureLocalAvailability(
                 of: Set([
                     try await manager.assetPack(withID: "Textures"), try await manager.assetPack(withID: "Tutorial"),
@@ -131,7 +135,9 @@ struct DiskFullTests {
         )
         defer { _ = try? runTool(URL(fileURLWithPath: "/bin/umount"), ["-l", appGroup.string]) }
         try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Tutorial"))
             // Fill what is left.
             let filler = appGroup.appending("filler")

@@ -35,8 +35,7 @@ struct DownloadFailureTests {
             options: .init(cutFirstDownloadAfter: 200_000)
         ) { server in
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup")
+                configuration: .init(server: URL(string: server.url)!, appGroup: scratch.root.appending("AppGroup"))
             )
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Blobs"))
             #expect(
@@ -62,10 +61,12 @@ struct DownloadFailureTests {
         let manifest = StubServer.manifest(id: "Blobs", bytes: bytes, installSize: installSize)
         try await StubServer.with(manifest: manifest, packs: ["Blobs": bytes]) { server in
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup"),
-                retryPolicy: RetryPolicy(retries: 0),
-                stallTimeout: .seconds(3)
+                configuration: .init(
+                    server: URL(string: server.url)!,
+                    appGroup: scratch.root.appending("AppGroup"),
+                    retryPolicy: RetryPolicy(retries: 0),
+                    stallTimeout: .seconds(3)
+                )
             )
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Blobs"))
             #expect(try manager.contents(at: "Blobs/b.txt") == Data("hello\n".utf8))
@@ -85,7 +86,9 @@ struct DownloadFailureTests {
         try scratch.write("AppGroup/.ba-sync/downloads/Blobs.partial.json", info)
         let manifest = StubServer.manifest(id: "Blobs", bytes: bytes, installSize: installSize)
         try await StubServer.with(manifest: manifest, packs: ["Blobs": bytes]) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Blobs"))
             #expect(server.log.lines.first?.hasPrefix("GET Blobs range=bytes=300000-") == true, "\(server.log.lines)")
             #expect(try manager.verify(assetPackWithID: "Blobs") == 2)
@@ -108,7 +111,9 @@ struct DownloadFailureTests {
         )
         let manifest = StubServer.manifest(id: "Blobs", bytes: bytes, installSize: installSize)
         try await StubServer.with(manifest: manifest, packs: ["Blobs": bytes]) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Blobs"))
             #expect(server.log.lines == ["GET Blobs range=- if-range=-"])
             #expect(try manager.verify() == 2)
@@ -130,7 +135,9 @@ struct DownloadFailureTests {
             )
         try await StubServer.with(manifest: manifest, packs: ["Blobs": bytes]) { server in
             let appGroup = scratch.root.appending("AppGroup")
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
             let pack = try await manager.assetPack(withID: "Blobs")
             let error = await #expect(throws: AssetPackClientError.self) {
                 try await manager.ensureLocalAvailability(of: pack)
@@ -170,7 +177,9 @@ struct DownloadFailureTests {
         let manifest = StubServer.manifest(id: "Evil", bytes: bytes, installSize: 1000)
         try await StubServer.with(manifest: manifest, packs: ["Evil": bytes]) { server in
             let appGroup = scratch.root.appending("AppGroup")
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
             let error = await #expect(throws: AssetPackClientError.self) {
                 try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Evil"))
             }
@@ -192,10 +201,12 @@ struct DownloadFailureTests {
         let port = try freeLoopbackPort()
         let client = AssetPackManager.makeHTTPClient(connectTimeout: .seconds(1))
         let manager = try AssetPackManager(
-            server: URL(string: "http://127.0.0.1:\(port)")!,
-            appGroup: scratch.root.appending("AppGroup"),
-            client: client,
-            retryPolicy: RetryPolicy(retries: 0)
+            configuration: .init(
+                server: URL(string: "http://127.0.0.1:\(port)")!,
+                appGroup: scratch.root.appending("AppGroup"),
+                retryPolicy: RetryPolicy(retries: 0)
+            ),
+            client: client
         )
         let error = await #expect(throws: AssetPackClientError.self) { try await manager.assetPack(withID: "X") }
         try await client.shutdown()
@@ -213,10 +224,12 @@ struct DownloadFailureTests {
             options: .init(dripManifestEvery: .milliseconds(100))
         ) { server in
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup"),
-                retryPolicy: RetryPolicy(retries: 0),
-                manifestTimeout: .seconds(1)
+                configuration: .init(
+                    server: URL(string: server.url)!,
+                    appGroup: scratch.root.appending("AppGroup"),
+                    retryPolicy: RetryPolicy(retries: 0),
+                    manifestTimeout: .seconds(1)
+                )
             )
             let error = await #expect(throws: AssetPackClientError.self) {
                 try await manager.assetPack(withID: "Blobs")
@@ -236,10 +249,12 @@ struct DownloadFailureTests {
             options: .init(packBytesPerSecond: 300)  // never idle, never done
         ) { server in
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup"),
-                retryPolicy: RetryPolicy(retries: 0),
-                stallTimeout: .seconds(1)
+                configuration: .init(
+                    server: URL(string: server.url)!,
+                    appGroup: scratch.root.appending("AppGroup"),
+                    retryPolicy: RetryPolicy(retries: 0),
+                    stallTimeout: .seconds(1)
+                )
             )
             let pack = try await manager.assetPack(withID: "Blobs")
             let error = await #expect(throws: AssetPackClientError.self) {
@@ -257,8 +272,7 @@ struct DownloadFailureTests {
         try await StubServer.with(manifest: manifest, packs: ["Blobs": bytes], options: .init(garbageBytes: huge)) {
             server in
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup")
+                configuration: .init(server: URL(string: server.url)!, appGroup: scratch.root.appending("AppGroup"))
             )
             let pack = try await manager.assetPack(withID: "Blobs")
             let error = await #expect(throws: AssetPackClientError.self) {
@@ -280,8 +294,7 @@ struct DownloadFailureTests {
         let manifest = StubServer.manifest(id: "Blobs", bytes: bytes, installSize: installSize)
         try await StubServer.with(manifest: manifest, packs: ["Blobs": bytes]) { server in
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup")
+                configuration: .init(server: URL(string: server.url)!, appGroup: scratch.root.appending("AppGroup"))
             )
             let error = await #expect(throws: AssetPackClientError.self) {
                 try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Blobs"))
@@ -297,8 +310,10 @@ struct DownloadFailureTests {
         let port = try freeLoopbackPort()
         let client = AssetPackManager.makeHTTPClient(connectTimeout: .seconds(1))
         let manager = try AssetPackManager(
-            server: URL(string: "http://127.0.0.1:\(port)")!,
-            appGroup: scratch.root.appending("AppGroup"),
+            configuration: .init(
+                server: URL(string: "http://127.0.0.1:\(port)")!,
+                appGroup: scratch.root.appending("AppGroup")
+            ),
             client: client
         )
         let error = await #expect(throws: AssetPackClientError.self) { try await manager.assetPack(withID: "X") }
@@ -321,7 +336,9 @@ struct RecoveryTests {
         try scratch.write("AppGroup/.ba-sync/staging/Blobs-1234/Blobs/a.bin", "half")
         try scratch.write("AppGroup/AssetPacks/Ghost/1-abcdef/x.txt", "not in the state")
         try scratch.write("AppGroup/.ba-sync/downloads/Blobs.partial", "kept to resume")
-        let manager = try AssetPackManager(server: URL(fileURLWithPath: "/dev/null"), appGroup: appGroup)
+        let manager = try AssetPackManager(
+            configuration: .init(server: URL(fileURLWithPath: "/dev/null"), appGroup: appGroup)
+        )
         try await manager.withExclusiveControl {}
         let control = try FileManager.default.contentsOfDirectory(atPath: appGroup.appending(".ba-sync").string)
         #expect(!control.contains { $0.contains(".tmp-") })

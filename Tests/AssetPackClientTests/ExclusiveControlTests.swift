@@ -26,7 +26,9 @@ struct ExclusiveControlTests {
         try scratch.write("Textures/big.bin", Scratch.noise(3_000_000, seed: 5))
         let appGroup = scratch.root.appending("AppGroup")
         try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
             let pack = try await manager.assetPack(withID: "Textures")
             let updates = manager.statusUpdates(forAssetPackWithID: "Textures")
             let began = Task {
@@ -67,7 +69,9 @@ struct ExclusiveControlTests {
         let appGroup = scratch.root.appending("AppGroup")
         try scratch.write("AppGroup/.ba-sync/state.json", "{ not json")
         try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
             let pack = try await manager.assetPack(withID: "Tutorial")
             let damaged = await #expect(throws: AssetPackClientError.self) {
                 try await manager.ensureLocalAvailability(of: pack)
@@ -85,9 +89,7 @@ struct ExclusiveControlTests {
             watchdog.cancel()
             #expect(manager.assetPackIsAvailableLocally(withID: "Tutorial"))
             let other = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: appGroup,
-                lockTimeout: .seconds(5)
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup, lockTimeout: .seconds(5))
             )
             try await other.withExclusiveControl {}
         }
@@ -98,11 +100,15 @@ struct ExclusiveControlTests {
         try scratch.makeSampleFolder()
         let appGroup = scratch.root.appending("AppGroup")
         try await LiveServer.with(folder: scratch.root) { server in
-            let holder = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let holder = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
             let waiter = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: appGroup,
-                lockTimeout: .milliseconds(300)
+                configuration: .init(
+                    server: URL(string: server.url)!,
+                    appGroup: appGroup,
+                    lockTimeout: .milliseconds(300)
+                )
             )
             let (entered, enteredContinuation) = AsyncStream<Void>.makeStream()
             let (release, releaseContinuation) = AsyncStream<Void>.makeStream()
@@ -121,7 +127,9 @@ struct ExclusiveControlTests {
 
             // Cancelled once it says it waits for the holder, not after a guess at how long it takes to start.
             let (waits, waitsContinuation) = AsyncStream<Int32?>.makeStream()
-            let patient = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup) {
+            let patient = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            ) {
                 waitsContinuation.yield($0)
             }
             let waiting = Task { try await patient.withExclusiveControl {} }
@@ -150,7 +158,9 @@ struct ExclusiveControlTests {
         try scratch.makeSampleFolder()
         let appGroup = scratch.root.appending("AppGroup")
         try await LiveServer.with(folder: scratch.root) { server in
-            let manager = try AssetPackManager(server: URL(string: server.url)!, appGroup: appGroup)
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
             // The view a reader resolved with, just before an update commits and removes its folder.
             let before = try manager.reader.currentNamespace()

@@ -30,8 +30,7 @@ struct InitialDownloadLimitsTests {
         try scratch.makeSampleFolder()
         try await LiveServer.with(folder: scratch.root) { server in
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup")
+                configuration: .init(server: URL(string: server.url)!, appGroup: scratch.root.appending("AppGroup"))
             )
             try await body(server, manager, scratch)
         }

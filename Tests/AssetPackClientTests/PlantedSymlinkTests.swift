@@ -27,9 +27,11 @@ struct PlantedSymlinkTests {
 
     func manager(_ server: LiveServer, _ appGroup: FilePath) throws -> AssetPackManager {
         try AssetPackManager(
-            server: URL(string: server.url)!,
-            appGroup: appGroup,
-            retryPolicy: RetryPolicy(retries: 0)
+            configuration: .init(
+                server: URL(string: server.url)!,
+                appGroup: appGroup,
+                retryPolicy: RetryPolicy(retries: 0)
+            )
         )
     }
 
@@ -108,10 +110,12 @@ struct PlantedSymlinkTests {
                 withDestinationPath: outside.appending("keep.txt").string
             )
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: appGroup,
-                retryPolicy: RetryPolicy(retries: 0),
-                resumableDownloads: resumable
+                configuration: .init(
+                    server: URL(string: server.url)!,
+                    appGroup: appGroup,
+                    retryPolicy: RetryPolicy(retries: 0),
+                    resumableDownloads: resumable
+                )
             )
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
             #expect(try listing(outside) == ["keep.txt": Data("precious".utf8)])
@@ -158,10 +162,12 @@ struct PlantedSymlinkTests {
             try scratch.write("Levels/World1/level1.json", #"{"name": "1-1", "enemies": 31}"#)
             try await server.catalog.refresh()
             let again = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: appGroup,
-                retryPolicy: RetryPolicy(retries: 0),
-                deltaUpdates: true
+                configuration: .init(
+                    server: URL(string: server.url)!,
+                    appGroup: appGroup,
+                    retryPolicy: RetryPolicy(retries: 0),
+                    deltaUpdates: true
+                )
             )
             _ = try? await again.checkForUpdatesAndWait()
             try await again.ensureLocalAvailability(of: try await again.assetPack(withID: "Levels"))

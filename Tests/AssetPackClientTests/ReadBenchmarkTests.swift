@@ -40,8 +40,7 @@ struct ReadBenchmarkTests {
         try scratch.write("Levels/World2/big.bin", Scratch.noise(4 << 20, seed: 3))
         try await LiveServer.with(folder: scratch.root) { server in
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup")
+                configuration: .init(server: URL(string: server.url)!, appGroup: scratch.root.appending("AppGroup"))
             )
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
             let file = try manager.reader.installedFile(at: "Levels/World2/big.bin")

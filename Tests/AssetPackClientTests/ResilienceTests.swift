@@ -44,11 +44,13 @@ struct ResilienceTests {
     ) async throws -> T {
         try await LiveServer.with(folder: scratch.root, faults: plan, format: format) { server in
             let manager = try AssetPackManager(
-                server: URL(string: server.url)!,
-                appGroup: scratch.root.appending("AppGroup"),
-                client: client,
-                retryPolicy: RetryPolicy(retries: retries, baseDelay: .milliseconds(10), maximumDelay: .seconds(3)),
-                stallTimeout: .seconds(2)
+                configuration: .init(
+                    server: URL(string: server.url)!,
+                    appGroup: scratch.root.appending("AppGroup"),
+                    retryPolicy: RetryPolicy(retries: retries, baseDelay: .milliseconds(10), maximumDelay: .seconds(3)),
+                    stallTimeout: .seconds(2)
+                ),
+                client: client
             )
             return try await body(server, manager, scratch)
         }

@@ -16,7 +16,7 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// Creates a policy; the defaults suit a flaky network: 5 retries from 0.5 s up to 30 s, 2 refetches.
     public init(
-        retries: Int = 5,
+        retries: Int = ClientSettings.defaultRetries,
         integrityRetries: Int = 2,
         baseDelay: Duration = .milliseconds(500),
         maximumDelay: Duration = .seconds(30)

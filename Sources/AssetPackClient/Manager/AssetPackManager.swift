@@ -50,63 +50,21 @@ public actor AssetPackManager {
     nonisolated let broadcaster = StatusBroadcaster()
     let maxConcurrentDownloads: Int
 
-    /// Opens an app group against a server.
+    /// Opens an app group against a server, as `configuration` says.
     /// - Parameters:
-    ///   - server: The server's base URL, e.g. `http://127.0.0.1:8443`; `nil` for offline work only (reads,
-    ///     `remove`, local status): anything that needs the server then fails saying so.
-    ///   - manifestURL: Where the download manifest is, any URL (Apple's `BAManifestURL`); `nil` for
-    ///     `<server>/manifest`. Relative pack URLs resolve against it.
-    ///   - allowInsecureHTTP: Fetch plain http from hosts other than this machine; by default only https and
-    ///     loopback http are fetched, as "Background Assets uses HTTPS for all downloads".
-    ///   - appGroup: The app-group directory (created when something is first installed).
+    ///   - configuration: Where the server and the app group are, and how downloads run (``Configuration``).
     ///   - client: The HTTP client (give one that trusts a `ba-mock --tls-self-signed` CA for HTTPS).
-    ///   - maxConcurrentDownloads: How many packs download at once.
-    ///   - retryPolicy: How failed downloads and manifest fetches are retried (downloads resume each time).
-    ///   - timeout: The deadline of one download request, body included.
-    ///   - manifestTimeout: The deadline of one manifest fetch, body included.
-    ///   - stallTimeout: How long a download may receive nothing before it is cut and resumed.
-    ///   - resumableDownloads: Download each archive into a file first, so that a process killed mid-download
-    ///     resumes in a later run, then install from it. By default an archive is extracted as it arrives
-    ///     and never written whole (about half the disk writes); a cut connection still resumes within the
-    ///     run, and a partial file left by a resumable run is resumed either way.
-    ///   - lockTimeout: How long to wait for another process that holds the app group; `nil` waits as long as
-    ///     it takes (a cancelled task stops waiting).
-    ///   - platform: The platform to play; packs for others are invisible. `nil` sees every pack.
-    ///   - language: The app's preferred language (a BCP-47 tag), which the resolved language best matches;
-    ///     kept in the app group at the first change there, as a device keeps an app's language. `nil` takes
-    ///     the one the app group keeps, else the environment's (`LC_ALL`, then `LANG`), else `en`.
-    ///   - primaryLanguage: The app's primary language, the resolved language when the preferred one matches no
-    ///     localized pack (Apple's `AssetPackManifest.primaryLanguage`).
-    ///   - collisions: Which pack a path held by several packs is read from.
-    ///   - deltaUpdates: Update through a delta archive when the manifest lists one from the installed version
-    ///     (only the changed files are downloaded): deltas are ours, not Apple's. By default whole packs are
-    ///     downloaded, as a device does, so the bytes measured are the bytes users download.
-    ///   - environment: Where the preferred languages come from when none is given or kept in the app group
-    ///     (GNU's `LANGUAGE` list, then `LC_ALL` or `LANG`).
     ///   - onLockWait: Called with the holder's PID when another process holds the app group.
-    /// - Throws: ``AssetPackClientError`` with code `.io` when `appGroup` exists and is not a folder,
+    /// - Throws: ``AssetPackClientError`` with code `.io` when the app group exists and is not a folder,
     ///   `.insecureHTTP` when the manifest's URL is plain http to another machine and that is not allowed.
     public init(
-        server: URL?,
-        manifestURL: URL? = nil,
-        appGroup: FilePath,
+        configuration: Configuration,
         client: HTTPClient = .shared,
-        maxConcurrentDownloads: Int = 3,
-        retryPolicy: RetryPolicy = RetryPolicy(),
-        timeout: Duration = .seconds(30 * 60),
-        manifestTimeout: Duration = .seconds(30),
-        stallTimeout: Duration = .seconds(30),
-        resumableDownloads: Bool = false,
-        lockTimeout: Duration? = nil,
-        platform: String? = nil,
-        language: String? = nil,
-        primaryLanguage: String = "en",
-        collisions: CollisionRule = .first,
-        deltaUpdates: Bool = false,
-        allowInsecureHTTP: Bool = false,
-        environment: [String: String] = ProcessInfo.processInfo.environment,
         onLockWait: @escaping @Sendable (Int32?) -> Void = { _ in }
     ) throws {
+        let (server, manifestURL, appGroup) = (configuration.server, configuration.manifestURL, configuration.appGroup)
+        let (language, primaryLanguage) = (configuration.language, configuration.primaryLanguage)
+        let (retryPolicy, allowInsecureHTTP) = (configuration.retryPolicy, configuration.allowInsecureHTTP)
         var isFolder: ObjCBool = false
         if FileManager.default.fileExists(atPath: appGroup.string, isDirectory: &isFolder), !isFolder.boolValue {
             throw AssetPackClientError(
@@ -131,34 +89,38 @@ public actor AssetPackManager {
         } catch {
             throw AssetPackClientError.invalidLanguage(primaryLanguage, error)
         }
-        self.platform = platform
+        self.platform = configuration.platform
         self.reader = AssetPackReader(
             appGroup: appGroup,
             language: given,
             primaryLanguage: primary,
-            collisions: collisions,
-            environment: environment
+            collisions: configuration.collisions,
+            environment: configuration.environment
         )
         self.store = reader.store
         self.manifests = manifestLocation.map {
-            ManifestClient(url: $0, client: client, retryPolicy: retryPolicy, timeout: manifestTimeout)
+            ManifestClient(url: $0, client: client, retryPolicy: retryPolicy, timeout: configuration.manifestTimeout)
         }
         self.installer = PackInstaller(
             store: reader.store,
             downloader: PackDownloader(
-                transfer: PackTransfer(client: client, timeout: timeout, stallTimeout: stallTimeout),
+                transfer: PackTransfer(
+                    client: client,
+                    timeout: configuration.timeout,
+                    stallTimeout: configuration.stallTimeout
+                ),
                 policy: retryPolicy
             ),
-            resumableDownloads: resumableDownloads,
-            deltaUpdates: deltaUpdates,
+            resumableDownloads: configuration.resumableDownloads,
+            deltaUpdates: configuration.deltaUpdates,
             allowInsecureHTTP: allowInsecureHTTP
         )
         let broadcaster = self.broadcaster
-        self.lock = AppGroupLockHolder(store: reader.store, timeout: lockTimeout) { holder in
+        self.lock = AppGroupLockHolder(store: reader.store, timeout: configuration.lockTimeout) { holder in
             broadcaster.publish(.waitingForLock(holder: holder))
             onLockWait(holder)
         }
-        self.maxConcurrentDownloads = max(1, maxConcurrentDownloads)
+        self.maxConcurrentDownloads = max(1, configuration.maxConcurrentDownloads)
     }
 
     /// An HTTP client suited to the manager: connection attempts give up after `connectTimeout`, and a CA
