@@ -171,6 +171,7 @@ let package = Package(
                 "AssetPackClient",
                 "AssetPackServer",
                 "AssetPackFormat",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: sourceSettings

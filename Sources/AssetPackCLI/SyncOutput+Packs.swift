@@ -119,6 +119,7 @@ extension SyncOutput {
         public var offlineReason: String?
         public var language: String
         @Nullable public var resolvedLanguage: String?
+        public var primaryLanguage: String
 
         public init(_ report: AssetPackStatusReport, language: AppLanguage) {
             online = report.offlineReason == nil
@@ -134,6 +135,7 @@ extension SyncOutput {
             offlineReason = report.offlineReason.map(Self.offlineLine)
             self.language = language.preferred
             resolvedLanguage = language.resolved
+            primaryLanguage = language.primary
         }
 
         /// The line that says the flags are offline ones, and why.

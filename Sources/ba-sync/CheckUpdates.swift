@@ -19,13 +19,13 @@ struct CheckUpdates: AsyncParsableCommand {
     func run() async throws {
         var (app, server) = (self.app, self.server)
         _ = try await plist.apply(to: &app, server: &server)
-        let ((updated, removed), _) = try await Session(app: app, server: server, downloads: downloads, lock: lock)
-            .run { manager in try await manager.checkForUpdatesAndWait() }
+        let result = try await Session(app: app, server: server, downloads: downloads, lock: lock).runner()
+            .checkUpdates()
         if app.json {
-            try Console.json(SyncOutput.CheckUpdates(updating: Set(updated), removed: Set(removed)))
+            try Console.json(result)
         } else {
-            Console.out("updated: \(updated.isEmpty ? "none" : updated.sorted().joined(separator: ", "))")
-            Console.out("removed: \(removed.isEmpty ? "none" : removed.sorted().joined(separator: ", "))")
+            Console.out("updated: \(result.updatingIDs.isEmpty ? "none" : result.updatingIDs.joined(separator: ", "))")
+            Console.out("removed: \(result.removedIDs.isEmpty ? "none" : result.removedIDs.joined(separator: ", "))")
         }
     }
 }

@@ -324,7 +324,7 @@ struct LockOptions: ParsableArguments {
     }
 }
 
-/// A manager for one command, with its HTTP client and a printer of what happens.
+/// The runner of one command (``SyncRunner``), made from its option groups.
 struct Session {
     let app: AppGroupOptions
     var server: ServerOptions?
@@ -333,43 +333,38 @@ struct Session {
     /// Whether the command cannot work without the server.
     var needsServer = true
 
-    /// Runs `body` with a manager made from the options (see ``ManagerSession``).
+    /// The runner the options describe.
+    /// - Throws: `ValidationError` when no app group (or, when `needsServer`, no server) is given.
+    func runner() throws -> SyncRunner {
+        let location = needsServer ? try server?.requiredLocation : try server?.location
+        var configuration = AssetPackManager.Configuration(
+            server: location?.server,
+            manifestURL: location?.manifestURL,
+            appGroup: try app.appGroupPath
+        )
+        let timeout = Duration.milliseconds(Int64((server?.timeout ?? ClientSettings.defaultTimeoutSeconds) * 1000))
+        configuration.maxConcurrentDownloads = downloads?.concurrency ?? ClientSettings.defaultConcurrency
+        configuration.retryPolicy = RetryPolicy(retries: server?.retries ?? ClientSettings.defaultRetries)
+        (configuration.manifestTimeout, configuration.stallTimeout) = (timeout, timeout)
+        configuration.resumableDownloads = downloads?.resumable ?? false
+        configuration.lockTimeout = lock?.lockTimeout.map { .milliseconds(Int64($0 * 1000)) }
+        configuration.platform = server.map(\.playedPlatform) ?? ClientSettings.defaultPlatform
+        configuration.language = app.givenLanguage?.description
+        configuration.primaryLanguage = app.primary.description
+        configuration.collisions = app.collisionRule
+        configuration.deltaUpdates = downloads?.deltaUpdates ?? false
+        configuration.allowInsecureHTTP = server?.allowHTTP ?? false
+        return SyncRunner(
+            configuration: configuration,
+            json: app.json,
+            caCertificate: server?.caCertificate,
+            timeout: timeout
+        ) { $0 is ExitCode }
+    }
+
+    /// Runs `body` with a manager made from the options (``SyncRunner/run(_:)``).
     /// - Returns: What `body` returns, and the packs whose failure the progress already showed.
     func run<T: Sendable>(_ body: (AssetPackManager) async throws -> T) async throws -> (T, shown: Set<String>) {
-        let appGroup = try app.appGroupPath
-        let location = needsServer ? try server?.requiredLocation : try server?.location
-        let milliseconds = Int64((server?.timeout ?? ClientSettings.defaultTimeoutSeconds) * 1000)
-        let client = AssetPackManager.makeHTTPClient(
-            trusting: server?.caCertificate,
-            connectTimeout: .milliseconds(min(milliseconds, 5000)),
-            readTimeout: .milliseconds(milliseconds)
-        )
-        let session = ManagerSession(json: app.json, appGroup: appGroup) { $0 is ExitCode }
-        return try await session.run(
-            making: {
-                try AssetPackManager(
-                    configuration: .init(
-                        server: location?.server,
-                        manifestURL: location?.manifestURL,
-                        appGroup: appGroup,
-                        maxConcurrentDownloads: downloads?.concurrency ?? ClientSettings.defaultConcurrency,
-                        retryPolicy: RetryPolicy(retries: server?.retries ?? ClientSettings.defaultRetries),
-                        manifestTimeout: .milliseconds(milliseconds),
-                        stallTimeout: .milliseconds(milliseconds),
-                        resumableDownloads: downloads?.resumable ?? false,
-                        lockTimeout: lock?.lockTimeout.map { .milliseconds(Int64($0 * 1000)) },
-                        platform: server.map(\.playedPlatform) ?? "iOS",
-                        language: app.givenLanguage?.description,
-                        primaryLanguage: app.primary.description,
-                        collisions: app.collisionRule,
-                        deltaUpdates: downloads?.deltaUpdates ?? false,
-                        allowInsecureHTTP: server?.allowHTTP ?? false
-                    ),
-                    client: client
-                )
-            },
-            closing: { try? await client.shutdown() },
-            body
-        )
+        try await runner().run(body)
     }
 }

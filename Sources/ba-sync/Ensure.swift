@@ -31,26 +31,17 @@ struct Ensure: AsyncParsableCommand {
         let latest = self.latest
         var (app, server) = (self.app, self.server)
         let limits = try await plist.apply(to: &app, server: &server)
-        let (failures, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).run {
-            manager -> [AssetPack: AssetPackClientError] in
-            if let limits { try await manager.enforceInitialDownloadLimits(limits, for: .packs(ids)) }
-            do {
-                try await manager.ensureLocalAvailability(ofAssetPacksWithIDs: ids, requireLatestVersions: latest)
-                return [:]
-            } catch let error as AssetPackManager.LocalAvailabilityError {
-                return error.failures
-            }
-        }
-        let failed = Set(failures.keys.map(\.id))
+        let (result, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).runner()
+            .ensure(ids, latest: latest, limits: limits)
         if app.json {
-            try Console.json(SyncOutput.Ensure(ids: ids, failures: failures))
+            try Console.json(result)
         } else {
-            let ok = ids.filter { !failed.contains($0) }
+            let ok = ids.filter { result.failures[$0] == nil }  // in the order given
             if !ok.isEmpty { Console.out("local: \(ok.joined(separator: ", "))") }
-            for (pack, failure) in failures.sorted(by: { $0.key.id < $1.key.id }) {
-                Console.err(shown.contains(pack.id) ? "failed: \(pack.id) (above)" : "failed: \(pack.id): \(failure)")
+            for (id, failure) in result.failures.sorted(by: { $0.key < $1.key }) {
+                Console.err(shown.contains(id) ? "failed: \(id) (above)" : "failed: \(id): \(failure.message)")
             }
         }
-        if !failures.isEmpty { throw ExitCode.failure }
+        if !result.failures.isEmpty { throw ExitCode.failure }
     }
 }

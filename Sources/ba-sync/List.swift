@@ -18,38 +18,31 @@ struct List: AsyncParsableCommand {
     func run() async throws {
         var (app, server) = (self.app, self.server)
         _ = try await plist.apply(to: &app, server: &server)
-        let ((entries, manifest), _) = try await Session(app: app, server: server).run { manager in
-            (try await manager.statusOfAllAssetPacks().filter { $0.pack != nil }, try await manager.manifest)
-        }
-        let platform = server.playedPlatform
+        let result = try await Session(app: app, server: server).runner().list()
         if app.json {
-            try Console.json(SyncOutput.List(entries: entries, manifest: manifest, platform: platform))
+            try Console.json(result)
             return
         }
         Console.table(
             [["PACK", "POLICY", "VERSION", "LANGUAGE", "DOWNLOAD", "INSTALLED", "STATUS"]]
-                + entries.compactMap { entry in
-                    entry.pack.map { pack in
-                        [
-                            pack.id, pack.downloadPolicy.name, String(pack.version), pack.language ?? "-",
-                            ByteFormat.string(pack.downloadSize), entry.installed.map { "v\($0.version)" } ?? "-",
-                            entry.status.names.joined(separator: ","),
-                        ]
-                    }
+                + result.packs.map { pack in
+                    [
+                        pack.id, pack.downloadPolicy, String(pack.version), pack.language ?? "-",
+                        ByteFormat.string(pack.downloadSize), pack.installedVersion.map { "v\($0)" } ?? "-",
+                        pack.status.joined(separator: ","),
+                    ]
                 }
         )
         Console.out(
-            platform.map {
-                "platform: \($0) (packs for other platforms are not shown; --platform any shows every pack)"
-            }
-                ?? "platform: any (every pack, whatever its platforms)"
+            result.platform == "any"
+                ? "platform: any (every pack, whatever its platforms)"
+                : "platform: \(result.platform) (packs for other platforms are not shown; --platform any shows every pack)"
         )
-        let preferred = manifest.preferredLanguages.first ?? manifest.primaryLanguage
         Console.out(
             AppLanguage(
-                preferred: preferred.description,
-                resolved: manifest.resolvedLanguage?.description,
-                primary: manifest.primaryLanguage.description
+                preferred: result.language,
+                resolved: result.resolvedLanguage,
+                primary: result.primaryLanguage
             ).line
         )
     }

@@ -14,14 +14,7 @@ struct Remove: AsyncParsableCommand {
     var id: String
 
     func run() async throws {
-        let id = self.id
-        _ = try await Session(app: app, lock: lock, needsServer: false).run { manager in
-            do {
-                try await manager.remove(assetPackWithID: id)
-            } catch ManagedBackgroundAssetsError.assetPackNotFound(let id) {
-                throw AssetPackClientError.notInstalled(id, in: manager.store.root)
-            }
-        }
-        if app.json { try Console.json(SyncOutput.Remove(removed: id)) } else { Console.out("removed \(id)") }
+        let removed = try await Session(app: app, lock: lock, needsServer: false).runner().remove(id)
+        if app.json { try Console.json(removed) } else { Console.out("removed \(removed.removed)") }
     }
 }

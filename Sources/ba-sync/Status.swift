@@ -25,30 +25,32 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         var (app, server) = (self.app, self.server)
         _ = try await plist.apply(to: &app, server: &server)
-        let id = self.id
-        let ((report, language), _) = try await Session(app: app, server: server, needsServer: false).run {
-            manager in
-            let reader = manager.reader
-            let language = try await BlockingIO.shortCall { AppLanguage(reader) }
-            return (try await manager.statusReport(ofAssetPackWithID: id), language)
-        }
-        if let id, let entry = report.entries.first, entry.installed == nil, entry.status.isEmpty {
-            let message = "pack \(id) is not installed and not known here"
+        guard let result = try await Session(app: app, server: server, needsServer: false).runner().status(of: id)
+        else {
+            let message = "pack \(id ?? "") is not installed and not known here"
             if app.json { try Console.json(SyncOutput.Error(code: "assetPackNotFound", message: message)) }
             Console.err(message)
             throw ExitCode.failure
         }
         if app.json {
-            try Console.json(SyncOutput.Status(report, language: language))
+            try Console.json(result)
             return
         }
-        if let reason = report.offlineReason { Console.err(SyncOutput.Status.offlineLine(reason)) }
+        if let offline = result.offlineReason { Console.err(offline) }
         Console.table(
             [["PACK", "VERSION", "LANGUAGE", "FILES", "INSTALL", "ARCHIVE DIGEST", "FILE DIGESTS", "STATUS", "PATH"]]
-                + report.entries.map(Self.row)
+                + result.packs.map(Self.row)
         )
-        Console.out(language.line)
-        if report.entries.contains(where: { $0.installed?.sha256 == nil && $0.installed?.fileDigestsCarried == nil }) {
+        Console.out(
+            AppLanguage(
+                preferred: result.language,
+                resolved: result.resolvedLanguage,
+                primary: result.primaryLanguage
+            ).line
+        )
+        if result.packs.contains(where: {
+            $0.installed.map { $0.sha256 == nil && $0.fileDigestsCarried == nil } ?? false
+        }) {
             Console.err(
                 "archive digest not available: the manifest gave none (as Apple's tools write it); sizes and every "
                     + "file were checked against the pack's index"
@@ -57,9 +59,9 @@ struct Status: AsyncParsableCommand {
     }
 
     /// One pack's row of the table.
-    private static func row(_ entry: AssetPackStatusEntry) -> [String] {
-        let status = entry.status.names.joined(separator: ",")
-        guard let installed = entry.installed else { return [entry.id, "-", "-", "-", "-", "-", "-", status, "-"] }
+    private static func row(_ pack: SyncOutput.Status.Pack) -> [String] {
+        let status = pack.status.joined(separator: ",")
+        guard let installed = pack.installed else { return [pack.id, "-", "-", "-", "-", "-", "-", status, "-"] }
         let digest = installed.sha256.map { String($0.prefix(12)) } ?? "not available"
         // The files' own SHA-256: a tar's index holds every one; an Apple Archive carries them (SH2) or not.
         let files =
@@ -67,8 +69,8 @@ struct Status: AsyncParsableCommand {
                 carried == installed.fileCount ? "all carried" : "\(carried) of \(installed.fileCount) carried"
             } ?? "index"
         return [
-            entry.id, "v\(installed.version)", installed.language ?? "-", String(installed.fileCount),
-            ByteFormat.string(installed.installSize), digest, files, status, entry.folder?.string ?? "-",
+            pack.id, "v\(installed.version)", installed.language ?? "-", String(installed.fileCount),
+            ByteFormat.string(installed.installSize), digest, files, status, pack.path ?? "-",
         ]
     }
 }

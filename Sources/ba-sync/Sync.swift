@@ -43,13 +43,8 @@ struct Sync: AsyncParsableCommand {
         let inAppContent = self.inAppContent == .on
         var (app, server) = (self.app, self.server)
         let limits = try await plist.apply(to: &app, server: &server)
-        let (report, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).run {
-            manager in
-            if let limits, inAppContent {
-                try await manager.enforceInitialDownloadLimits(limits, for: .event(event))
-            }
-            return try await manager.sync(event: event, inAppContent: inAppContent)
-        }
+        let (report, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).runner()
+            .sync(event: event, inAppContent: inAppContent, limits: limits)
         if app.json {
             try Console.json(SyncOutput.Sync(report))
         } else {

@@ -137,7 +137,9 @@ struct CLIJSONShapeTests {
                     language: AppLanguage(manager.reader)
                 )
             )
-            #expect(Set(status.keys) == ["event", "online", "packs", "language", "resolvedLanguage"])
+            #expect(
+                Set(status.keys) == ["event", "online", "packs", "language", "resolvedLanguage", "primaryLanguage"]
+            )
             let rows = try #require(status["packs"] as? [[String: Any]])
             let tutorial = try #require(rows.first { $0["id"] as? String == "Tutorial" })
             #expect(
