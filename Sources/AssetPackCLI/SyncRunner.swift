@@ -112,6 +112,21 @@ public struct SyncRunner: Sendable {
         return (SyncOutput.Ensure(ids: ids, failures: failures), shown)
     }
 
+    /// `reconcile`: downloads the localized packs of the app's language and removes the others'; when a
+    /// download fails nothing is removed.
+    /// - Returns: The result (its `failures` when some failed, not thrown), and the packs whose failure the
+    ///   progress showed.
+    public func reconcile() async throws -> (SyncOutput.Reconcile, shown: Set<String>) {
+        try await run { manager -> SyncOutput.Reconcile in
+            let language = try await manager.manifest.resolvedLanguage?.description ?? "none"
+            do {
+                return SyncOutput.Reconcile(language: language, try await manager.reconcilePreferredLanguages())
+            } catch let error as AssetPackManager.LocalAvailabilityError {
+                return SyncOutput.Reconcile(language: language, failures: error.failures)
+            }
+        }
+    }
+
     /// `sync`: what a device does for an installation event (essential, then prefetch packs; updates), the
     /// Info.plist's first-install limits held when given and the App Store's in-app content setting on.
     /// - Returns: The report (failures in it, not thrown), and the packs whose failure the progress showed.

@@ -25,45 +25,22 @@ struct Reconcile: AsyncParsableCommand {
     func run() async throws {
         var (app, server) = (self.app, self.server)
         _ = try await plist.apply(to: &app, server: &server)
-        let ((outcome, resolved), shown) = try await Session(
-            app: app,
-            server: server,
-            downloads: downloads,
-            lock: lock
-        ).run { manager -> (Result<LanguageReconciliation, AssetPackManager.LocalAvailabilityError>, String?) in
-            let resolved = try await manager.manifest.resolvedLanguage?.description
-            do {
-                return (.success(try await manager.reconcilePreferredLanguages()), resolved)
-            } catch let error as AssetPackManager.LocalAvailabilityError {
-                return (.failure(error), resolved)
+        let (result, shown) = try await Session(app: app, server: server, downloads: downloads, lock: lock).runner()
+            .reconcile()
+        if app.json {
+            try Console.json(result)
+        } else if let failures = result.failures {
+            for (id, failure) in failures.sorted(by: { $0.key < $1.key }) {
+                Console.err(shown.contains(id) ? "failed: \(id) (above)" : "failed: \(id): \(failure.message)")
             }
+            Console.err("nothing removed: the packs of the languages installed before stay")
+        } else {
+            Console.out("language: \(result.language)")
+            Console.out("downloaded: \(result.downloaded.isEmpty ? "none" : result.downloaded.joined(separator: ", "))")
+            Console.out("removed: \(result.removed.isEmpty ? "none" : result.removed.joined(separator: ", "))")
+            let local = result.locallyAvailableLanguages ?? []
+            Console.out("local languages: \(local.isEmpty ? "none" : local.joined(separator: ", "))")
         }
-        let language = resolved ?? "none"
-        switch outcome {
-        case .success(let result):
-            if app.json {
-                try Console.json(SyncOutput.Reconcile(language: language, result))
-            } else {
-                Console.out("language: \(language)")
-                Console.out(
-                    "downloaded: \(result.downloaded.isEmpty ? "none" : result.downloaded.joined(separator: ", "))"
-                )
-                Console.out("removed: \(result.removed.isEmpty ? "none" : result.removed.joined(separator: ", "))")
-                let local = result.locallyAvailableLanguages
-                Console.out("local languages: \(local.isEmpty ? "none" : local.joined(separator: ", "))")
-            }
-        case .failure(let error):
-            if app.json {
-                try Console.json(SyncOutput.Reconcile(language: language, failures: error.failures))
-            } else {
-                for (pack, failure) in error.failures.sorted(by: { $0.key.id < $1.key.id }) {
-                    Console.err(
-                        shown.contains(pack.id) ? "failed: \(pack.id) (above)" : "failed: \(pack.id): \(failure)"
-                    )
-                }
-                Console.err("nothing removed: the packs of the languages installed before stay")
-            }
-            throw ExitCode.failure
-        }
+        if result.failures != nil { throw ExitCode.failure }
     }
 }

@@ -41,6 +41,10 @@ struct SyncRunnerTests {
 
             let (report, _) = try await runner.sync(event: .install, inAppContent: true, limits: nil)
             #expect(report.installed == ["Levels", "Tutorial"] && report.failures.isEmpty)
+            // No localized pack in the sample: nothing to download or remove, no failure.
+            let (reconciled, _) = try await runner.reconcile()
+            #expect(reconciled.language == "none" && reconciled.downloaded.isEmpty && reconciled.removed.isEmpty)
+            #expect(reconciled.failures == nil && reconciled.locallyAvailableLanguages == [])
         }
     }
 
