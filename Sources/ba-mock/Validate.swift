@@ -17,7 +17,8 @@ struct Validate: AsyncParsableCommand {
             that differ only in case or Unicode normalization), and across packs: one ID twice, one path in two \
             packs. Nothing is built, except with --info-plist, whose limits need the packs' sizes. Each problem has \
             its file, key, severity, message and fix; exits 1 when any is an error. --json prints one document: \
-            {"ok": BOOL, "problems": [{"file", "key", "severity", "message", "fix", "pack"}]}.
+            {"ok": BOOL, "problems": [{"file", "key", "severity", "message", "fix", "pack"}], \
+            "checked": {"manifests", "packs", "files"}}.
             """,
         aliases: ["evaluate"]
     )
@@ -34,67 +35,25 @@ struct Validate: AsyncParsableCommand {
     @OptionGroup var plist: InfoPlistOptions
 
     func run() async throws {
-        let targets = paths.isEmpty ? [FilePath("Assets")] : paths
-        var problems: [ManifestProblem] = []
-        var manifests: [ManifestSet.Member] = []
-        var checked = (manifests: 0, packs: 0, files: 0)
-        for target in targets {
-            var isFolder: ObjCBool = false
-            if FileManager.default.fileExists(atPath: target.string, isDirectory: &isFolder), isFolder.boolValue {
-                let folder = AssetFolder(root: target)
-                do {
-                    let scan = try await BlockingIO.shortCall { try folder.scan() }
-                    problems += scan.manifestProblems
-                    checked.manifests += scan.manifestFiles.count
-                    checked.packs += scan.sources.count
-                    checked.files += scan.sources.reduce(0) { $0 + $1.files.count }
-                } catch let error as AssetPackServerError where error.code == .noAssetFolder {
-                    // Said as a problem of the folder, so that --json still prints one document.
-                    var (message, fix) = Self.split(error.message)
-                    if message.hasPrefix(target.string + " ") { message.removeFirst(target.string.count + 1) }
-                    problems.append(
-                        ManifestProblem(
-                            file: target.string,
-                            key: "(folder)",
-                            severity: .error,
-                            message: message,
-                            fix: fix
-                        )
-                    )
-                }
-            } else {
-                manifests.append(.init(file: target, root: root))
-            }
-        }
-        if !manifests.isEmpty {
-            let members = manifests
-            let result = try await BlockingIO.shortCall { ManifestSet.check(members) }
-            problems += result.problems
-            checked.manifests += members.count
-            checked.packs += result.sources.count
-            checked.files += result.sources.reduce(0) { $0 + $1.files.count }
-        }
-        problems += try await plist.problems(in: targets)
-        let errors = problems.filter { $0.severity == .error }.count
+        let report = try await FolderValidation.run(
+            paths.isEmpty ? [FilePath("Assets")] : paths,
+            root: root,
+            infoPlist: plist.check
+        )
         if json {
-            Console.out(try JSONOutput.text(MockOutput.Validation(problems: problems), pretty: true))
+            Console.out(try JSONOutput.text(MockOutput.Validation(report), pretty: true))
         } else {
-            for problem in problems { Console.out("\(problem.severity.rawValue): \(problem)") }
-            let warnings = problems.count - errors
+            for problem in report.problems { Console.out("\(problem.severity.rawValue): \(problem)") }
+            let errors = report.problems.filter { $0.severity == .error }.count
+            let warnings = report.problems.count - errors
             // What was looked at, so that a CI log shows the gate saw the packs (valid ones counted).
             let what =
-                "checked \(ByteFormat.count(checked.manifests, "manifest")), \(ByteFormat.count(checked.packs, "pack")), "
-                + ByteFormat.count(checked.files, "file") + (plist.infoPlist.map { " and \($0)" } ?? "")
+                "checked \(ByteFormat.count(report.manifests, "manifest")), \(ByteFormat.count(report.packs, "pack")), "
+                + ByteFormat.count(report.files, "file") + (plist.infoPlist.map { " and \($0)" } ?? "")
             Console.out(
                 errors == 0 ? "ok (\(warnings) warning(s)): \(what)" : "\(errors) error(s), \(warnings) warning(s)"
             )
         }
-        if errors > 0 { throw ExitCode.failure }
-    }
-
-    /// A message as its sentence and its fix.
-    static func split(_ message: String) -> (String, String?) {
-        guard let range = message.range(of: ". Fix: ") else { return (message, nil) }
-        return (String(message[..<range.lowerBound]), String(message[range.upperBound...]))
+        if !report.ok { throw ExitCode.failure }
     }
 }

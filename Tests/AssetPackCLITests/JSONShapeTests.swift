@@ -1,4 +1,5 @@
 import AssetPackFormat
+import AssetPackServer
 import Foundation
 import SystemPackage
 import TestSupport
@@ -66,8 +67,8 @@ struct CLIJSONShapeTests {
                 == #"{"assetPackID":null,"event":"result","exists":false,"path":"Über/a.json","url":"file:///g/a.json"}"#
         )
         #expect(
-            try text(MockOutput.Validation(problems: []))
-                == #"{"ok":true,"problems":[]}"#
+            try text(MockOutput.Validation(FolderValidation.Report(problems: [], manifests: 3, packs: 2, files: 9)))
+                == #"{"checked":{"files":9,"manifests":3,"packs":2},"ok":true,"problems":[]}"#
         )
     }
 
