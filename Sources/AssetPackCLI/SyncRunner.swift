@@ -17,8 +17,6 @@ public struct SyncRunner: Sendable {
     public var json: Bool
     /// A PEM CA certificate to trust for https.
     public var caCertificate: String?
-    /// The timeout of a connection attempt (at most 5 s) and of a read that waits for bytes.
-    public var timeout: Duration
     /// Errors that end a command on purpose (an exit code), not failures to print as JSON.
     public var isExit: @Sendable (any Error) -> Bool
 
@@ -26,20 +24,20 @@ public struct SyncRunner: Sendable {
         configuration: AssetPackManager.Configuration,
         json: Bool = false,
         caCertificate: String? = nil,
-        timeout: Duration = .seconds(ClientSettings.defaultTimeoutSeconds),
         isExit: @escaping @Sendable (any Error) -> Bool = { _ in false }
     ) {
-        (self.configuration, self.json, self.caCertificate) = (configuration, json, caCertificate)
-        (self.timeout, self.isExit) = (timeout, isExit)
+        (self.configuration, self.json, self.caCertificate, self.isExit) = (configuration, json, caCertificate, isExit)
     }
 
     /// Runs `body` with a manager made from the configuration (see ``ManagerSession``).
     /// - Returns: What `body` returns, and the packs whose failure the progress already showed.
     public func run<T: Sendable>(_ body: (AssetPackManager) async throws -> T) async throws -> (T, shown: Set<String>) {
+        // A connection attempt gives up within the manifest's timeout (5 s at most); a read that waits for
+        // bytes, after the stall timeout, so that a stalled download is cut and resumed.
         let client = AssetPackManager.makeHTTPClient(
             trusting: caCertificate,
-            connectTimeout: min(timeout, .seconds(5)),
-            readTimeout: timeout
+            connectTimeout: min(configuration.manifestTimeout, .seconds(5)),
+            readTimeout: configuration.stallTimeout
         )
         let session = ManagerSession(json: json, appGroup: configuration.appGroup, isExit: isExit)
         let configuration = self.configuration

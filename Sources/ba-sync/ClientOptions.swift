@@ -43,11 +43,17 @@ struct AppGroupOptions: ParsableArguments {
     var collisions: String = "first"
 
     func validate() throws {
-        let environment = ClientSettings.Environment(ProcessInfo.processInfo.environment)
+        // Each tag as ClientSettings resolves it, named by where it came from.
+        let environment = ProcessInfo.processInfo.environment
         let given = [
-            ("--language", language), ("BA_SYNC_LANGUAGE", language == nil ? environment["BA_SYNC_LANGUAGE"] : nil),
-            ("--primary-language", primaryLanguage),
-            ("BA_SYNC_PRIMARY_LANGUAGE", primaryLanguage == nil ? environment["BA_SYNC_PRIMARY_LANGUAGE"] : nil),
+            (
+                language == nil ? "BA_SYNC_LANGUAGE" : "--language",
+                ClientSettings.language(flags, environment: environment)
+            ),
+            (
+                primaryLanguage == nil ? "BA_SYNC_PRIMARY_LANGUAGE" : "--primary-language",
+                ClientSettings.primaryLanguage(flags, environment: environment)
+            ),
         ]
         for case (let name, let tag?) in given {
             do {
@@ -172,9 +178,7 @@ struct ServerOptions: ParsableArguments {
     }
 
     /// The CA certificate to trust: `--ca-cert`, else `BA_SYNC_CA_CERT`.
-    var caCertificate: String? {
-        caCert ?? ClientSettings.Environment(ProcessInfo.processInfo.environment)["BA_SYNC_CA_CERT"]
-    }
+    var caCertificate: String? { ClientSettings.caCertificate(flags, environment: ProcessInfo.processInfo.environment) }
 
     @Option(
         help: ArgumentHelp(
@@ -185,8 +189,11 @@ struct ServerOptions: ParsableArguments {
     var platform: String?
 
     /// The platform played, `nil` for `any` (every pack): `--platform`, else `BA_SYNC_PLATFORM`, else iOS.
-    var playedPlatform: String? {
-        ClientSettings.platform(flags, environment: ProcessInfo.processInfo.environment).played
+    var playedPlatform: String? { platformSetting.played }
+
+    /// The platform as ``ClientSettings`` resolves it: as given, where from, and played.
+    private var platformSetting: (given: String, source: String, played: String?) {
+        ClientSettings.platform(flags, environment: ProcessInfo.processInfo.environment)
     }
 
     @Option(
@@ -204,8 +211,9 @@ struct ServerOptions: ParsableArguments {
     func validate() throws {
         guard retries >= 0 else { throw ValidationError("--retries must be 0 or more") }
         if let problem = secondsProblem(timeout, option: "--timeout", positive: true) { throw ValidationError(problem) }
-        if let platform = playedPlatform, !PackagingManifest.knownPlatforms.contains(platform) {
-            let option = self.platform == nil ? "BA_SYNC_PLATFORM=" : "--platform "  // where played came from
+        let setting = platformSetting
+        if let platform = setting.played, !PackagingManifest.knownPlatforms.contains(platform) {
+            let option = setting.source == "--platform" ? "--platform " : "\(setting.source)="
             let known = PackagingManifest.knownPlatforms.joined(separator: ", ") + " or any"
             let near =
                 platform.lowercased() == "ipados"
@@ -226,16 +234,10 @@ struct ServerOptions: ParsableArguments {
         _ = try location
     }
 
-    /// Where the manifest is: a server (its manifest at `<server>/manifest`) or the manifest's own URL.
-    struct Location {
-        var server: URL?
-        var manifestURL: URL?
-    }
-
     /// The server or manifest URL given (``ClientSettings/location(_:environment:infoPlist:)``: the options,
     /// else the environment, a manifest URL first), fetched only over https or loopback http unless
     /// `--allow-http`.
-    var location: Location? {
+    var location: ClientSettings.Location? {
         get throws {
             let resolved: ClientSettings.Location?
             do {
@@ -251,12 +253,12 @@ struct ServerOptions: ParsableArguments {
             if let problem = TransportSecurity.problem(with: resolved.manifest, allowHTTP: allowHTTP) {
                 throw ValidationError("\(resolved.source): \(problem)")
             }
-            return Location(server: resolved.server, manifestURL: resolved.manifestURL)
+            return resolved
         }
     }
 
     /// The server or manifest, which this command needs.
-    var requiredLocation: Location {
+    var requiredLocation: ClientSettings.Location {
         get throws {
             guard let location = try location else {
                 throw ValidationError(
@@ -354,17 +356,8 @@ struct Session {
         configuration.collisions = app.collisionRule
         configuration.deltaUpdates = downloads?.deltaUpdates ?? false
         configuration.allowInsecureHTTP = server?.allowHTTP ?? false
-        return SyncRunner(
-            configuration: configuration,
-            json: app.json,
-            caCertificate: server?.caCertificate,
-            timeout: timeout
-        ) { $0 is ExitCode }
-    }
-
-    /// Runs `body` with a manager made from the options (``SyncRunner/run(_:)``).
-    /// - Returns: What `body` returns, and the packs whose failure the progress already showed.
-    func run<T: Sendable>(_ body: (AssetPackManager) async throws -> T) async throws -> (T, shown: Set<String>) {
-        try await runner().run(body)
+        return SyncRunner(configuration: configuration, json: app.json, caCertificate: server?.caCertificate) {
+            $0 is ExitCode
+        }
     }
 }

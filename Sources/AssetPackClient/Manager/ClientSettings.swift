@@ -23,16 +23,17 @@ public struct ClientSettings: Sendable, Equatable {
 
     /// Where the manifest is, and which flag, variable or key said so (for messages).
     public struct Location: Sendable, Equatable {
-        /// A server whose manifest is at `<server>/manifest` (`--server`, `BA_SYNC_SERVER`), or `nil`.
+        /// A server whose manifest is at `<server>/manifest` (`--server`, `BA_SYNC_SERVER`), or `nil` when the
+        /// manifest was named by its own URL.
         public var server: URL?
-        /// The manifest's own URL at any path (`--manifest-url`, `BA_SYNC_MANIFEST_URL`, `BAManifestURL`), or
-        /// `nil` when a server names it.
-        public var manifestURL: URL?
+        /// The manifest's URL, whichever way it was given.
+        public var manifest: URL
         /// `--server`, `BA_SYNC_MANIFEST_URL`, `BAManifestURL`...
         public var source: String
 
-        /// The manifest's URL, whichever way it was given.
-        public var manifest: URL { manifestURL ?? server?.appendingPathComponent("manifest") ?? URL(filePath: "/") }
+        /// The manifest's own URL at any path (`--manifest-url`, `BA_SYNC_MANIFEST_URL`, `BAManifestURL`), or
+        /// `nil` when a server names it: what ``AssetPackManager/Configuration/manifestURL`` takes.
+        public var manifestURL: URL? { server == nil ? manifest : nil }
     }
 
     /// A value that cannot be used: where it came from, the value, and what is wrong with it.
@@ -76,23 +77,20 @@ public struct ClientSettings: Sendable, Equatable {
     public static func resolve(_ flags: Flags, environment: [String: String], infoPlist: AppInfoPlist?) throws(Problem)
         -> ClientSettings
     {
-        let variables = Environment(environment)
-        return ClientSettings(
-            appGroup: try appGroup(flags, variables, infoPlist),
-            location: try location(flags, variables, infoPlist),
-            platform: platform(flags, variables).played,
+        ClientSettings(
+            appGroup: try appGroup(flags, environment: environment, infoPlist: infoPlist),
+            location: try location(flags, environment: environment, infoPlist: infoPlist),
+            platform: platform(flags, environment: environment).played,
             language: language(flags, environment: environment),
             primaryLanguage: primaryLanguage(flags, environment: environment),
-            deltaUpdates: try deltaUpdates(flags, variables),
-            caCertificate: flags.caCertificate ?? variables["BA_SYNC_CA_CERT"]
+            deltaUpdates: try deltaUpdates(flags, environment: environment),
+            caCertificate: caCertificate(flags, environment: environment)
         )
     }
 
-    /// The environment's non-empty values (an empty variable counts as not set).
-    public struct Environment: Sendable {
-        let values: [String: String]
-        public init(_ values: [String: String]) { self.values = values }
-        public subscript(name: String) -> String? { values[name].flatMap { $0.isEmpty ? nil : $0 } }
+    /// `environment[name]`, an empty value counting as not set.
+    static func variable(_ name: String, in environment: [String: String]) -> String? {
+        environment[name].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// `--app-group`, else `BA_SYNC_APP_GROUP`, else `./<BAAppGroupID>` (as a Mac keeps a group container
@@ -101,13 +99,9 @@ public struct ClientSettings: Sendable, Equatable {
     public static func appGroup(_ flags: Flags, environment: [String: String], infoPlist: AppInfoPlist?)
         throws(Problem) -> FilePath?
     {
-        try appGroup(flags, Environment(environment), infoPlist)
-    }
-
-    static func appGroup(_ flags: Flags, _ environment: Environment, _ infoPlist: AppInfoPlist?) throws(Problem)
-        -> FilePath?
-    {
-        if let given = flags.appGroup.flatMap({ $0.isEmpty ? nil : $0 }) ?? environment["BA_SYNC_APP_GROUP"] {
+        if let given = flags.appGroup.flatMap({ $0.isEmpty ? nil : $0 })
+            ?? variable("BA_SYNC_APP_GROUP", in: environment)
+        {
             return FilePath(given)
         }
         guard let id = infoPlist?.appGroupID else { return nil }
@@ -123,19 +117,13 @@ public struct ClientSettings: Sendable, Equatable {
     public static func location(_ flags: Flags, environment: [String: String], infoPlist: AppInfoPlist?)
         throws(Problem) -> Location?
     {
-        try location(flags, Environment(environment), infoPlist)
-    }
-
-    static func location(_ flags: Flags, _ environment: Environment, _ infoPlist: AppInfoPlist?) throws(Problem)
-        -> Location?
-    {
         func given(_ value: String?) -> String? { value.flatMap { $0.isEmpty ? nil : $0 } }
         let candidates: [(source: String, value: String?, isServer: Bool)] =
             given(flags.manifestURL) != nil || given(flags.server) != nil
             ? [("--manifest-url", given(flags.manifestURL), false), ("--server", given(flags.server), true)]
             : [
-                ("BA_SYNC_MANIFEST_URL", environment["BA_SYNC_MANIFEST_URL"], false),
-                ("BA_SYNC_SERVER", environment["BA_SYNC_SERVER"], true),
+                ("BA_SYNC_MANIFEST_URL", variable("BA_SYNC_MANIFEST_URL", in: environment), false),
+                ("BA_SYNC_SERVER", variable("BA_SYNC_SERVER", in: environment), true),
                 ("BAManifestURL", infoPlist?.manifestURL, false),
             ]
         guard let (source, value, isServer) = candidates.first(where: { $0.value != nil }), let value else {
@@ -146,21 +134,26 @@ public struct ClientSettings: Sendable, Equatable {
             let problem = URL(string: value).flatMap(DownloadManifest.fetchProblem(with:)) ?? "does not parse"
             throw Problem(source: source, value: value, reason: "\(problem); give e.g. \(example)")
         }
-        guard isServer else { return Location(server: nil, manifestURL: url, source: source) }
+        guard isServer else { return Location(server: nil, manifest: url, source: source) }
         // The manifest's own URL (as `ba-mock serve` prints it) names the server as well.
         let server = url.lastPathComponent == "manifest" ? url.deletingLastPathComponent() : url
-        return Location(server: server, manifestURL: nil, source: source)
+        return Location(server: server, manifest: server.appendingPathComponent("manifest"), source: source)
     }
 
     /// `--language`, else `BA_SYNC_LANGUAGE`; `nil` leaves the language to the app group, then the environment's
     /// `LANGUAGE`, `LC_ALL` or `LANG` (``AssetPackReader``).
     public static func language(_ flags: Flags, environment: [String: String]) -> String? {
-        flags.language ?? Environment(environment)["BA_SYNC_LANGUAGE"]
+        flags.language ?? variable("BA_SYNC_LANGUAGE", in: environment)
     }
 
     /// `--primary-language`, else `BA_SYNC_PRIMARY_LANGUAGE`, else en.
     public static func primaryLanguage(_ flags: Flags, environment: [String: String]) -> String {
-        flags.primaryLanguage ?? Environment(environment)["BA_SYNC_PRIMARY_LANGUAGE"] ?? defaultPrimaryLanguage
+        flags.primaryLanguage ?? variable("BA_SYNC_PRIMARY_LANGUAGE", in: environment) ?? defaultPrimaryLanguage
+    }
+
+    /// `--ca-cert`, else `BA_SYNC_CA_CERT`; `nil` trusts the system's roots only.
+    public static func caCertificate(_ flags: Flags, environment: [String: String]) -> String? {
+        flags.caCertificate ?? variable("BA_SYNC_CA_CERT", in: environment)
     }
 
     /// `--platform`, else `BA_SYNC_PLATFORM`, else iOS: as given, where from, and the platform played (`nil`
@@ -168,28 +161,23 @@ public struct ClientSettings: Sendable, Equatable {
     public static func platform(_ flags: Flags, environment: [String: String]) -> (
         given: String, source: String, played: String?
     ) {
-        platform(flags, Environment(environment))
-    }
-
-    static func platform(_ flags: Flags, _ environment: Environment) -> (given: String, source: String, played: String?)
-    {
         let (given, source) =
-            if let flag = flags.platform { (flag, "--platform") } else if let variable = environment["BA_SYNC_PLATFORM"]
-            {
+            if let flag = flags.platform {
+                (flag, "--platform")
+            } else if let variable = variable("BA_SYNC_PLATFORM", in: environment) {
                 (variable, "BA_SYNC_PLATFORM")
-            } else { (defaultPlatform, "default") }
+            } else {
+                (defaultPlatform, "default")
+            }
         return (given, source, given.lowercased() == "any" ? nil : given)
     }
 
-    /// `--delta` or `--no-delta`, else `BA_SYNC_DELTA` (1, true, yes, on; 0, false, no, off), else whole packs.
+    /// `--delta` or `--no-delta`, else `BA_SYNC_DELTA` (1, true, yes, on; 0, false, no, off; empty is no), else
+    /// whole packs.
     /// - Throws: ``Problem`` when `BA_SYNC_DELTA` is none of those.
     public static func deltaUpdates(_ flags: Flags, environment: [String: String]) throws(Problem) -> Bool {
-        try deltaUpdates(flags, Environment(environment))
-    }
-
-    static func deltaUpdates(_ flags: Flags, _ environment: Environment) throws(Problem) -> Bool {
         if let flag = flags.deltaUpdates { return flag }
-        guard let value = environment.values["BA_SYNC_DELTA"] else { return false }
+        guard let value = environment["BA_SYNC_DELTA"] else { return false }
         switch value.lowercased() {
         case "1", "true", "yes", "on": return true
         case "0", "false", "no", "off", "": return false
