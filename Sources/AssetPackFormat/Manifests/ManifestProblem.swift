@@ -53,13 +53,9 @@ public struct ManifestProblem: Sendable, Hashable, Codable, CustomStringConverti
             self = problem
             return
         }
-        var message = error.description
-        if message.hasPrefix(file + ": ") { message.removeFirst(file.count + 2) }
-        var fix: String?
-        if let range = message.range(of: ". Fix: ") {
-            fix = String(message[range.upperBound...])
-            message = String(message[..<range.lowerBound])
-        }
+        var text = error.description
+        if text.hasPrefix(file + ": ") { text.removeFirst(file.count + 2) }
+        let (message, fix) = Self.split(text)
         self.init(
             file: file,
             key: key,
@@ -68,6 +64,12 @@ public struct ManifestProblem: Sendable, Hashable, Codable, CustomStringConverti
             fix: fix ?? (error.code == .io ? "check that the folder is readable, then run again" : nil)
         )
         code = error.code
+    }
+
+    /// A message of this tool as its sentence and its fix (`MESSAGE. Fix: FIX`), `nil` when it has none.
+    public static func split(_ text: String) -> (message: String, fix: String?) {
+        guard let range = text.range(of: ". Fix: ") else { return (text, nil) }
+        return (String(text[..<range.lowerBound]), String(text[range.upperBound...]))
     }
 
     /// `FILE: KEY: MESSAGE. Fix: FIX`, as every message of this tool reads.

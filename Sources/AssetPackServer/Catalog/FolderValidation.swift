@@ -56,7 +56,7 @@ public enum FolderValidation {
                 report.count(manifests: scan.manifestFiles.count, scan.sources)
             } catch let error as AssetPackServerError where error.code == .noAssetFolder {
                 // Said as a problem of the folder, so that --json still prints one document.
-                var (message, fix) = split(error.message)
+                var (message, fix) = ManifestProblem.split(error.message)
                 if message.hasPrefix(target.string + " ") { message.removeFirst(target.string.count + 1) }
                 report.problems.append(
                     ManifestProblem(file: target.string, key: "(folder)", severity: .error, message: message, fix: fix)
@@ -134,12 +134,6 @@ public enum FolderValidation {
     static func isFolder(_ path: FilePath) -> Bool {
         var isFolder: ObjCBool = false
         return FileManager.default.fileExists(atPath: path.string, isDirectory: &isFolder) && isFolder.boolValue
-    }
-
-    /// A message as its sentence and its fix.
-    static func split(_ message: String) -> (String, String?) {
-        guard let range = message.range(of: ". Fix: ") else { return (message, nil) }
-        return (String(message[..<range.lowerBound]), String(message[range.upperBound...]))
     }
 }
 
