@@ -180,7 +180,7 @@ public final class ConsoleProgress: Sendable {
             return line
         }
         guard let line else { return }
-        let elapsed = (now - line.started).secondsValue
+        let elapsed = (now - line.started).inSeconds
         let rate = elapsed > 0 ? Double(progress.completed) / elapsed : 0
         if json {
             emit(
@@ -232,12 +232,6 @@ public final class ConsoleProgress: Sendable {
     }
 
     private func seconds(_ duration: Duration) -> String {
-        String(format: "%.1f", duration.secondsValue)
-    }
-}
-
-extension Duration {
-    fileprivate var secondsValue: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
+        String(format: "%.1f", duration.inSeconds)
     }
 }

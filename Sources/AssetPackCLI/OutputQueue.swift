@@ -41,8 +41,7 @@ public final class OutputQueue: Sendable {
     /// - Returns: Whether everything was written.
     @discardableResult
     public func flush(timeout: Duration = .seconds(2)) -> Bool {
-        let (seconds, attoseconds) = timeout.components
-        return queue.waitUntilDone(until: Date().addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18))
+        queue.waitUntilDone(until: Date().addingTimeInterval(timeout.inSeconds))
     }
 
     /// The writer thread: writes each text as it comes and, once it has written all that waited, a line that

@@ -86,7 +86,7 @@ struct ManifestClient: Sendable {
                 throw AssetPackClientError(
                     code: .network,
                     message:
-                        "the manifest at \(url) did not arrive whole within \(timeout.seconds) s. Fix: check the "
+                        "the manifest at \(url) did not arrive whole within \(timeout.inSeconds) s. Fix: check the "
                         + "server, or raise --timeout"
                 )
             }

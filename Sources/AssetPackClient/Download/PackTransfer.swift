@@ -219,7 +219,7 @@ struct PackTransfer: Sendable {
         // timeout. The read is cancelled and resumed later.
         let clock = ContinuousClock()
         var window = (start: clock.now, written: watch.written)
-        let least = Int64(Double(Self.minimumRate) * stallTimeout.seconds)
+        let least = Int64(Double(Self.minimumRate) * stallTimeout.inSeconds)
         while true {
             try await Task.sleep(for: stallTimeout / 4)
             if watch.idle > stallTimeout {

@@ -114,7 +114,7 @@ final class AppGroupLock: Sendable {
                 throw AssetPackClientError(
                     code: .lockTimeout,
                     message:
-                        "\(who) held \(path) for more than \(timeout.seconds) s. Fix: wait for it to finish, or raise "
+                        "\(who) held \(path) for more than \(timeout.inSeconds) s. Fix: wait for it to finish, or raise "
                         + "--lock-timeout"
                 )
             }
@@ -244,12 +244,5 @@ actor AppGroupLockHolder {
             await release.value
             if releasing == release { releasing = nil }
         }
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as a number to print.
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

@@ -126,10 +126,7 @@ struct RequestLogMiddleware: RouterMiddleware {
         var fault: String?
 
         func render(bytes: Int, elapsed: Duration, json: Bool, aborted: Bool) -> String {
-            let milliseconds =
-                Double(elapsed.components.seconds) * 1000
-                + Double(elapsed.components.attoseconds) / 1e15
-            let ms = (milliseconds * 10).rounded() / 10
+            let ms = (elapsed.inSeconds * 10_000).rounded() / 10  // milliseconds, one decimal
             if json {
                 let line = RequestLogLine(
                     time: ISO8601DateFormatter().string(from: Date()),

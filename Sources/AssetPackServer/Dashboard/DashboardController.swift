@@ -127,8 +127,7 @@ struct DashboardFeed: Sendable {
             for request in inFlight.prefix(Self.inFlightPerEvent) {
                 var row = DashboardEvent.Response(request)
                 if let sample = self.samples[request.id] {
-                    let elapsed = (now - sample.at).components
-                    let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+                    let seconds = (now - sample.at).inSeconds
                     if seconds > 0 { row.rate = Double(request.sent - sample.bytes) / seconds }
                 }
                 samples[request.id] = (request.sent, now)
