@@ -20,8 +20,9 @@ except ImportError as e:
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "Tests", "AssetPackFormatTests", "BlockVectors")
 os.makedirs(OUT, exist_ok=True)
-for old in os.listdir(OUT):
-    os.remove(os.path.join(OUT, old))
+for old in os.listdir(OUT):  # only what an earlier run wrote: the folder may be one the user named
+    if old == "vectors.txt" or old.endswith(".enc") or (old.startswith("original-") and old.endswith(".bin")):
+        os.remove(os.path.join(OUT, old))
 LINES = []
 
 
