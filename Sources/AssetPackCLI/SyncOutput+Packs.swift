@@ -132,15 +132,11 @@ extension SyncOutput {
                     path: entry.folder?.string
                 )
             }
-            offlineReason = report.offlineReason.map(Self.offlineLine)
+            // The line that says the flags are offline ones, and why.
+            offlineReason = report.offlineReason.map { "offline: \($0.message); flags are what the app group knows" }
             self.language = language.preferred
             resolvedLanguage = language.resolved
             primaryLanguage = language.primary
-        }
-
-        /// The line that says the flags are offline ones, and why.
-        public static func offlineLine(_ reason: AssetPackClientError) -> String {
-            "offline: \(reason.message); flags are what the app group knows"
         }
     }
 }

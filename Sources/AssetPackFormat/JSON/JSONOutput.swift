@@ -5,10 +5,6 @@ import Foundation
 /// slashes unescaped, so one value always gives the same bytes. A value JSON cannot hold (a NaN or an
 /// infinite `Double`) is an error that names its key, never an empty or partial document.
 public enum JSONOutput {
-    /// The version of the JSON shapes (the README's "JSON output" section). Within one version keys are only
-    /// added; a key removed or renamed, or a value of another type, makes the next version.
-    public static let contractVersion = 1
-
     /// `value` as one JSON document; `pretty` indents it for a reader (`ba-mock validate --json`).
     /// - Throws: `EncodingError` when a value cannot be written as JSON.
     public static func data(_ value: some Encodable, pretty: Bool = false) throws -> Data {
