@@ -67,6 +67,19 @@ struct BASyncEndToEndTests {
         )
     }
 
+    /// `status` of a pack the server has and the app group does not: its row and flags, and no note about
+    /// archive digests, which speaks of installed packs only (it was printed for such a pack too).
+    @Test func statusOfAPackNotInstalledHasNoNoteAboutDigests() throws {
+        let scratch = try Scratch()
+        let (server, url, _) = try startServer(scratch)
+        defer { server.interrupt() }
+        let status = try run(["status", "Levels"], url: url, appGroup: scratch.root.appending("AppGroup"))
+        #expect(status.status == 0, "\(status.stderr)")
+        let row = try #require(status.stdout.split(separator: "\n").first { $0.hasPrefix("Levels ") })
+        #expect(row.hasSuffix("downloadAvailable  -"), "\(row)")
+        #expect(!status.stderr.contains("archive digest not available"), "\(status.stderr)")
+    }
+
     @Test func syncStatusCatAndJSONAsAScriptWouldUseThem() throws {
         let scratch = try Scratch()
         let (server, url, folder) = try startServer(scratch)
