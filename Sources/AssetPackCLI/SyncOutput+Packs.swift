@@ -141,6 +141,20 @@ extension SyncOutput {
     }
 }
 
+extension SyncOutput.List {
+    /// The languages as the line under the table says them.
+    public var appLanguage: AppLanguage {
+        AppLanguage(preferred: language, resolved: resolvedLanguage, primary: primaryLanguage)
+    }
+}
+
+extension SyncOutput.Status {
+    /// The languages as the line under the table says them.
+    public var appLanguage: AppLanguage {
+        AppLanguage(preferred: language, resolved: resolvedLanguage, primary: primaryLanguage)
+    }
+}
+
 /// The app's language as the app group plays it: what `status` and `list` show under their table.
 public struct AppLanguage: Sendable, Equatable {
     /// The preferred language (given, kept in the app group, or the environment's).

@@ -38,12 +38,6 @@ struct List: AsyncParsableCommand {
                 ? "platform: any (every pack, whatever its platforms)"
                 : "platform: \(result.platform) (packs for other platforms are not shown; --platform any shows every pack)"
         )
-        Console.out(
-            AppLanguage(
-                preferred: result.language,
-                resolved: result.resolvedLanguage,
-                primary: result.primaryLanguage
-            ).line
-        )
+        Console.out(result.appLanguage.line)
     }
 }

@@ -41,13 +41,7 @@ struct Status: AsyncParsableCommand {
             [["PACK", "VERSION", "LANGUAGE", "FILES", "INSTALL", "ARCHIVE DIGEST", "FILE DIGESTS", "STATUS", "PATH"]]
                 + result.packs.map(Self.row)
         )
-        Console.out(
-            AppLanguage(
-                preferred: result.language,
-                resolved: result.resolvedLanguage,
-                primary: result.primaryLanguage
-            ).line
-        )
+        Console.out(result.appLanguage.line)
         if result.packs.contains(where: {
             $0.installed.map { $0.sha256 == nil && $0.fileDigestsCarried == nil } ?? false
         }) {
