@@ -78,6 +78,14 @@ struct BASyncEndToEndTests {
         let row = try #require(status.stdout.split(separator: "\n").first { $0.hasPrefix("Levels ") })
         #expect(row.hasSuffix("downloadAvailable  -"), "\(row)")
         #expect(!status.stderr.contains("archive digest not available"), "\(status.stderr)")
+        // The language line under the table, as list prints it too (both languages given, so each has its place).
+        let languages = ["--language", "de", "--primary-language", "fr"]
+        let line =
+            "language: de (the app's); localized packs resolve to none (no localized pack is installed); primary fr"
+        let named = try run(["status", "Levels"] + languages, url: url, appGroup: scratch.root.appending("AppGroup"))
+        #expect(named.stdout.contains(line), "\(named.stdout)")
+        let list = try run(["list"] + languages, url: url, appGroup: scratch.root.appending("AppGroup"))
+        #expect(list.stdout.contains(line), "\(list.stdout)")
     }
 
     @Test func syncStatusCatAndJSONAsAScriptWouldUseThem() throws {
