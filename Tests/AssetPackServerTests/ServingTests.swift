@@ -243,7 +243,7 @@ extension ServingTests {
             let (bytes, aborted) = try Self.loggedBytesAndAborted(line, json: json)
             #expect(aborted, "\(line)")
             // At most what fits in the two sockets' buffers, far less than the pack (or one sendfile region).
-            #expect(bytes < min(archive, Sendfile.chunkLength), "\(line) for a pack of \(archive) bytes")
+            #expect(bytes < min(archive, SendfileTransport.chunkLength), "\(line) for a pack of \(archive) bytes")
         }
     }
 

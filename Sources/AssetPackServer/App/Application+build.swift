@@ -18,7 +18,7 @@ func buildRouter(
     catalog: PackCatalog,
     configuration: ServerConfiguration,
     scheme: String,
-    sendfile: SendfileRegistry?,
+    sendfile: SendfileTransport?,
     tally: ResponseTally?
 ) -> Router<MockRequestContext> {
     let router = Router(context: MockRequestContext.self, options: .autoGenerateHeadEndpoints)
@@ -69,7 +69,7 @@ public func buildApplication(
 ) throws -> some ApplicationProtocol {
     let scheme = tls == nil ? "http" : "https"
     // Pack bodies go out by sendfile on plain HTTP; TLS has to encrypt them, so they go through buffers.
-    let sendfile = tls == nil ? SendfileRegistry() : nil
+    let sendfile = tls == nil ? SendfileTransport() : nil
     // The request log and the dashboard count what each connection's socket took; without them nothing is.
     let tally = configuration.requestLog == nil && !configuration.dashboard ? nil : ResponseTally()
     let router = buildRouter(
@@ -145,7 +145,7 @@ private func connectionHandlers(
     tracker: ConnectionTracker,
     headTimeout: TimeAmount,
     sendTimeout: TimeAmount,
-    sendfile: SendfileRegistry?,
+    sendfile: SendfileTransport?,
     tally: ResponseTally?,
     http1: (locate: HTTP1HandlerInstaller.Locate, warning: HTTP1HandlerInstaller.MissingCodecWarning)
 ) -> [any RemovableChannelHandler] {

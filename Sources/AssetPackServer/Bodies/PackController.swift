@@ -20,7 +20,7 @@ struct PackController {
     let faults: FaultPlan
     let smallPacks = SmallPackCache()
     /// Files open for `sendfile` bodies, or `nil` when bodies must go through buffers (TLS).
-    let sendfile: SendfileRegistry?
+    let sendfile: SendfileTransport?
 
     func addRoutes(to router: Router<Context>) {
         router.get("/manifest", use: manifest)
@@ -254,7 +254,7 @@ struct PackController {
     {
         guard pack.downloadSize <= SmallPackCache.largestPack else {
             if !buffered, let sendfile, sendfile.sendsFiles(on: context.channel) {
-                let body = Sendfile.body(path: pack.archive, range: range, channel: context.channel, registry: sendfile)
+                let body = sendfile.body(path: pack.archive, range: range, channel: context.channel)
                 return (body, .sendfile)
             }
             let slots = scheme == "https" ? FileBody.tlsSlotCount : FileBody.slotCount

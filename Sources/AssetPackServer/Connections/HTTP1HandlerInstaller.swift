@@ -4,12 +4,13 @@ import NIOHTTPTypesHTTP1
 import Synchronization
 
 /// Placed with Hummingbird's additional handlers (which see HTTP types): puts the handlers that need
-/// HTTP/1 itself below the HTTP/1 codec: ``HTTP10Handler`` always, ``SendfileHandler`` on plain HTTP.
+/// HTTP/1 itself below the HTTP/1 codec: ``HTTP10Handler`` always, the
+/// handler of ``SendfileTransport`` on plain HTTP.
 ///
 /// The codec is found by its type, which is Hummingbird's choice, not ours. Where it is not found (an
 /// update of Hummingbird moved or renamed it), nothing is installed and the server says so once, on its
-/// event log: a connection without a ``SendfileHandler`` is never given a `sendfile` body (see
-/// ``SendfileRegistry/sendsFiles(on:)``), so its packs stream through ``FileBody`` instead, with
+/// event log: a connection without the sendfile handler is never given a `sendfile` body (see
+/// ``SendfileTransport/sendsFiles(on:)``), so its packs stream through ``FileBody`` instead, with
 /// `X-Mock-Body: stream`, rather than going out as marker bytes.
 final class HTTP1HandlerInstaller: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
@@ -34,11 +35,11 @@ final class HTTP1HandlerInstaller: ChannelInboundHandler, RemovableChannelHandle
         }
     }
 
-    private let sendfile: SendfileRegistry?
+    private let sendfile: SendfileTransport?
     private let locateCodec: Locate
     private let warning: MissingCodecWarning
 
-    init(sendfile: SendfileRegistry?, locateCodec: @escaping Locate, warning: MissingCodecWarning) {
+    init(sendfile: SendfileTransport?, locateCodec: @escaping Locate, warning: MissingCodecWarning) {
         self.sendfile = sendfile
         self.locateCodec = locateCodec
         self.warning = warning
@@ -59,7 +60,7 @@ final class HTTP1HandlerInstaller: ChannelInboundHandler, RemovableChannelHandle
             try operations.addHandler(HTTP10Handler(), position: .before(codec))
             if let sendfile {
                 try operations.addHandler(
-                    SendfileHandler(registry: sendfile, channel: ObjectIdentifier(context.channel)),
+                    sendfile.handler(for: ObjectIdentifier(context.channel)),
                     position: .before(codec)
                 )
             }

@@ -121,7 +121,7 @@ final class ResponseTallyHandler: ChannelOutboundHandler, RemovableChannelHandle
                 context.write(data, promise: promise)
                 return
             }
-            let count = markers ? Sendfile.length(of: buffer) : buffer.readableBytes
+            let count = markers ? SendfileTransport.length(of: buffer) : buffer.readableBytes
             let written = promise ?? context.eventLoop.makePromise()
             written.futureResult.whenComplete { result in
                 if case .success = result { entry.took(count) } else { entry.failed() }
