@@ -28,58 +28,46 @@ struct Inspect: ParsableCommand {
     var json = false
 
     func run() throws {
-        let listing = try PackReader.list(at: archive)
-        guard listing.format == .aar else { return try showTar() }
-        let fallback = listing.fallbackDescription(of: archive, doing: "it is shown as")
-        if let fallback { Console.err("warning: \(fallback.warning)") }
-        let index = verify ? try PackReader.verify(at: archive, describedAs: fallback?.index) : nil
-        let summary =
-            listing.manifest
-            ?? PackagingManifestSummary(
-                assetPackID: fallback?.index.assetPackID ?? "",
-                downloadPolicy: .onDemand,
-                platforms: [],
-                language: nil
-            )
+        let inspection = try PackArchiveReader.inspect(at: archive, verify: verify) { Console.err("warning: \($0)") }
         if json {
-            var shown = listing
-            shown.manifest = summary
-            Console.out(try JSONOutput.text(AppleArchiveReport(listing: shown, verified: verify), pretty: true))
+            Console.out(try JSONOutput.text(inspection, pretty: true))
             return
         }
-        let files = listing.entries.filter { $0.type == "file" && $0.path.hasPrefix(PackPath.contentsPrefix) }
+        switch inspection {
+        case .tar(let index, let verified): show(index, verified: verified)
+        case .appleArchive(let archive): show(archive)
+        }
+    }
+
+    private func show(_ archive: AppleArchiveInspection) {
+        let (summary, files) = (archive.summary, archive.files)
         let size: Int64 = files.reduce(0) { $0 + $1.size }
         let platforms = summary.platforms.isEmpty ? "unknown" : summary.platforms.joined(separator: ", ")
         let language = summary.language.map { ", language \($0)" } ?? ""
-        let carried = listing.manifest == nil ? "" : ", manifest carried"
-        let compression = listing.compression?.rawValue ?? "none"
+        let carried = archive.carriesManifest ? ", manifest carried" : ""
+        let compression = archive.listing.compression?.rawValue ?? "none"
         Console.out(
             "\(summary.assetPackID): \(summary.downloadPolicy.name), \(ByteFormat.count(files.count, "file")), "
                 + "\(ByteFormat.string(size)), platforms \(platforms)\(language); Apple Archive, \(compression)\(carried)"
         )
-        for entry in listing.entries {
+        for entry in archive.listing.entries {
             let digest = entry.sha256.map { String($0.prefix(12)) } ?? String(repeating: "-", count: 12)
             let kind = entry.type.padding(toLength: 7, withPad: " ", startingAt: 0)
             Console.out(
                 "  \(kind) \(digest)  \(String(entry.size).leftPadded(10))  \(entry.path.isEmpty ? "." : AssetPackID.printable(entry.path))"
             )
         }
-        if let index {
+        if let verified = archive.verifiedFiles {
             let carried = files.filter { $0.sha256 != nil }.count
             Console.out(
-                "verified: \(ByteFormat.count(index.fileCount, "file")) read whole; \(carried) checked against the "
+                "verified: \(ByteFormat.count(verified, "file")) read whole; \(carried) checked against the "
                     + "SHA-256 the archive carries"
-                    + (carried < index.fileCount ? ", \(index.fileCount - carried) carry none" : "")
+                    + (carried < verified ? ", \(verified - carried) carry none" : "")
             )
         }
     }
 
-    private func showTar() throws {
-        let index = verify ? try PackReader.verify(at: archive) : try PackReader.readIndex(at: archive)
-        if json {
-            Console.out(try JSONOutput.text(index, pretty: true))
-            return
-        }
+    private func show(_ index: PackIndex, verified: Bool) {
         Console.out(
             "\(index.assetPackID): \(index.downloadPolicy.name), \(ByteFormat.count(index.fileCount, "file")), "
                 + "\(ByteFormat.string(index.installSize)), platforms \(index.platforms.joined(separator: ", "))"
@@ -88,22 +76,8 @@ struct Inspect: ParsableCommand {
         for file in index.files {
             Console.out("  \(file.sha256.prefix(12))  \(String(file.size).leftPadded(10))  \(file.path)")
         }
-        if verify { Console.out("verified: every file matches the index") }
+        if verified { Console.out("verified: every file matches the index") }
     }
-}
-
-/// What `inspect --json` prints for an Apple Archive.
-private struct AppleArchiveReport: Encodable {
-    var listing: PackArchiveListing
-    var verified: Bool
-
-    func encode(to encoder: any Encoder) throws {
-        try listing.encode(to: encoder)
-        var container = encoder.container(keyedBy: Key.self)
-        try container.encode(verified, forKey: .verified)
-    }
-
-    private enum Key: String, CodingKey { case verified }
 }
 
 extension String {

@@ -38,7 +38,7 @@ struct AppleArchiveTests {
     @Test func readsAPlainArchiveWithItsManifest() throws {
         let scratch = try Scratch()
         let archive = try write(scratch, "Tutorial.aar", Self.samplePack())
-        let index = try PackReader.verify(at: archive)
+        let index = try PackArchiveReader.verify(at: archive)
         #expect(index.assetPackID == "Tutorial")
         #expect(index.downloadPolicy == .onDemand)
         #expect(index.platforms == ["iOS"])
@@ -46,7 +46,7 @@ struct AppleArchiveTests {
         #expect(index.installSize == 70_000 + 12)
         let destination = scratch.root.appending("out")
         try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
-        _ = try PackReader.extract(archive, into: destination, limit: index.installSize)
+        _ = try PackArchiveReader.extract(archive, into: destination, limit: index.installSize)
         #expect(try scratch.read(destination.appending("Über/日本語 🎮.json")) == Data(#"{"level": 1}"#.utf8))
         #expect(try scratch.read(destination.appending("Videos/Intro.m4v")) == Scratch.noise(70_000, seed: 7))
         // Nothing but the files: Manifest.json is not installed.
@@ -62,7 +62,7 @@ struct AppleArchiveTests {
                 "s\(blockSize).aar",
                 AppleArchiveFixture.pbzStored(plain, blockSize: blockSize)
             )
-            let index = try PackReader.verify(at: archive)
+            let index = try PackArchiveReader.verify(at: archive)
             #expect(index.fileCount == 2, "block size \(blockSize)")
             // The same bytes arriving in chunks of any size (a download) read the same.
             let bytes = try scratch.read(archive)
@@ -72,7 +72,7 @@ struct AppleArchiveTests {
                 var offset = 0
                 let held = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 1)
                 defer { held.deallocate() }
-                let streamed = try PackReader.extract(streamNamed: "download", into: destination) {
+                let streamed = try PackArchiveReader.extract(streamNamed: "download", into: destination) {
                     let count = min(chunk, bytes.count - offset)
                     held.copyBytes(from: bytes[offset..<offset + count])
                     offset += count
@@ -89,7 +89,7 @@ struct AppleArchiveTests {
             .file("Contents/a.txt", Array("a".utf8), sha256: nil)
         ])
         let archive = try write(scratch, "Bare.aar", bytes)
-        #expect(throws: AssetPackFormatError.self) { try PackReader.verify(at: archive) }
+        #expect(throws: AssetPackFormatError.self) { try PackArchiveReader.verify(at: archive) }
         let named = PackIndex(
             formatVersion: 1,
             assetPackID: "Bare",
@@ -100,7 +100,7 @@ struct AppleArchiveTests {
             fileCount: 0,
             files: []
         )
-        let index = try PackReader.verify(at: archive, describedAs: named)
+        let index = try PackArchiveReader.verify(at: archive, describedAs: named)
         #expect(index.assetPackID == "Bare")
         #expect(index.files == [PackIndex.File(path: "a.txt", size: 1, sha256: FileDigest.sha256(of: Data("a".utf8)))])
     }
@@ -208,7 +208,7 @@ struct AppleArchiveTests {
         let destination = scratch.root.appending("out")
         try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
         do {
-            _ = try PackReader.extract(archive, into: destination)
+            _ = try PackArchiveReader.extract(archive, into: destination)
             Issue.record("\(what): extracted")
         } catch let error as AssetPackFormatError {
             #expect(error.code == .corruptPack, "\(what): \(error)")
@@ -231,7 +231,7 @@ struct AppleArchiveTests {
         }
         for cut in Set(cuts) where cut > 0 && cut < full.count {
             let archive = try write(scratch, "cut.aar", Array(full[0..<cut]))
-            #expect(throws: AssetPackFormatError.self, "cut at \(cut)") { try PackReader.verify(at: archive) }
+            #expect(throws: AssetPackFormatError.self, "cut at \(cut)") { try PackArchiveReader.verify(at: archive) }
         }
     }
 
@@ -241,7 +241,7 @@ struct AppleArchiveTests {
         func refused(_ bytes: [UInt8], saying: String) throws {
             let archive = try write(scratch, "h.aar", bytes)
             do {
-                _ = try PackReader.verify(at: archive)
+                _ = try PackArchiveReader.verify(at: archive)
                 Issue.record("read: \(saying)")
             } catch let error as AssetPackFormatError {
                 #expect(error.message.contains(saying), "\(error.message)")
@@ -277,7 +277,7 @@ struct AppleArchiveTests {
         let scratch = try Scratch()
         let archive = try write(scratch, "Notes.aar", Array("hello, world\n".utf8))
         do {
-            _ = try PackReader.verify(at: archive)
+            _ = try PackArchiveReader.verify(at: archive)
             Issue.record("read")
         } catch let error as AssetPackFormatError {
             #expect(error.message.contains("is not an Apple Archive (it starts with \"hell\", not pbz or AA01)"))
@@ -289,7 +289,9 @@ struct AppleArchiveTests {
         let archive = try write(scratch, "Tutorial.aar", Self.samplePack())
         let destination = scratch.root.appending("out")
         try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
-        #expect(throws: AssetPackFormatError.self) { try PackReader.extract(archive, into: destination, limit: 1000) }
+        #expect(throws: AssetPackFormatError.self) {
+            try PackArchiveReader.extract(archive, into: destination, limit: 1000)
+        }
     }
 }
 

@@ -139,7 +139,7 @@ extension FuzzTests {
         var absent: [String] = []
         let index: PackIndex
         if delta {
-            let extracted = try PackReader.extractDelta(
+            let extracted = try PackArchiveReader.extractDelta(
                 archive,
                 into: destination,
                 limit: 1 << 20,
@@ -148,7 +148,7 @@ extension FuzzTests {
             )
             (index, absent) = (extracted.index, extracted.absent.map(\.path.debugDescription))
         } else {
-            index = try PackReader.extract(archive, into: destination, limit: 1 << 20)
+            index = try PackArchiveReader.extract(archive, into: destination, limit: 1 << 20)
         }
         var files: [String] = []
         let walker = FileManager.default.enumerator(atPath: destination.string)

@@ -209,7 +209,7 @@ struct FuzzTests {
             let destination = scratch.root.appending("out/\(index)")
             try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
             do {
-                let index = try PackReader.extract(archive, into: destination, limit: 1 << 20)
+                let index = try PackArchiveReader.extract(archive, into: destination, limit: 1 << 20)
                 // Accepted: what was written is what the index lists, file for file and size for size.
                 let written = FileManager.default.enumerator(atPath: destination.string)?.allObjects as? [String]
                 let files = (written ?? []).filter {
@@ -308,7 +308,7 @@ struct FuzzTests {
                 ])
             )
             do {
-                let (_, absent) = try PackReader.extractDelta(
+                let (_, absent) = try PackArchiveReader.extractDelta(
                     delta,
                     into: folder,
                     limit: 1,

@@ -32,14 +32,14 @@ struct PackBuilderTests {
         #expect(built.fileCount == 3)
         #expect(built.installSize == levels.installSize)
 
-        let index = try PackReader.verify(at: output)
+        let index = try PackArchiveReader.verify(at: output)
         #expect(index.assetPackID == "Levels")
         #expect(index.downloadPolicy == .prefetch(installationEventTypes: [.firstInstallation, .subsequentUpdate]))
         #expect(index.files.map(\.path) == levels.files.map(\.path))
 
         let destination = scratch.root.appending("extracted")
         try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
-        _ = try PackReader.extract(output, into: destination, limit: built.installSize)
+        _ = try PackArchiveReader.extract(output, into: destination, limit: built.installSize)
         for file in levels.files {
             #expect(try scratch.read(destination.appending(file.path)) == scratch.read(file.source), "\(file.path)")
             let row = try #require(index.files.first { $0.path == file.path })
@@ -91,7 +91,7 @@ struct PackBuilderTests {
             }
         #expect(Array(bytes.prefix(magic.count)) == magic)
         if compression == .none { #expect(Array(bytes[257..<262]) == Array("ustar".utf8)) }
-        let index = try PackReader.verify(at: output)
+        let index = try PackArchiveReader.verify(at: output)
         #expect(index.fileCount == 3)
         // Reproducible for every filter (gzip without a timestamp).
         let again = scratch.root.appending("q.pack")
@@ -158,7 +158,7 @@ struct PackBuilderTests {
             options: PackBuildOptions(compression: .none)
         )
         #expect(built.fileCount == sizes.count)
-        #expect(try PackReader.verify(at: output) == index)
+        #expect(try PackArchiveReader.verify(at: output) == index)
         for (number, file) in index.files.enumerated() {
             let bytes = Scratch.noise(sizes[number], seed: UInt64(number))
             #expect(file.size == Int64(bytes.count))
@@ -166,7 +166,7 @@ struct PackBuilderTests {
         }
         let destination = scratch.root.appending("out")
         try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
-        _ = try PackReader.extract(output, into: destination)
+        _ = try PackArchiveReader.extract(output, into: destination)
         for (number, size) in sizes.enumerated() where [3 << 20, 1_048_577, 4095].contains(size) {
             let path = destination.appending(String(format: "Mixed/f%04d.bin", number))
             #expect(try scratch.read(path) == Scratch.noise(size, seed: UInt64(number)))
@@ -184,7 +184,7 @@ struct PackBuilderTests {
         let destination = scratch.root.appending("x")
         try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
         let copy = scratch.root.appending("x.index.json")
-        let header = try PackReader.extract(output, into: destination, indexCopy: copy)
+        let header = try PackArchiveReader.extract(output, into: destination, indexCopy: copy)
         #expect(header.files.isEmpty)
         #expect(header.fileCount == index.fileCount && header.installSize == index.installSize)
         #expect(try PackIndex.load(from: copy) == index)
@@ -193,7 +193,7 @@ struct PackBuilderTests {
         let again = scratch.root.appending("y")
         try FileManager.default.createDirectory(atPath: again.string, withIntermediateDirectories: true)
         let error = #expect(throws: AssetPackFormatError.self) {
-            try PackReader.extract(output, into: again, indexCopy: copy)
+            try PackArchiveReader.extract(output, into: again, indexCopy: copy)
         }
         #expect(error?.message.contains("File exists") == true, "\(error?.message ?? "")")
     }

@@ -50,7 +50,7 @@ struct PackDeltaRecipeTests {
         try scratch.write("big/small.txt", "kept")
         let v1 = try build(scratch, "v1")
         let installed = try folder(scratch, "installed")
-        _ = try PackReader.extract(v1.archive, into: installed)
+        _ = try PackArchiveReader.extract(v1.archive, into: installed)
         let expected = change(Self.original)
         try scratch.write("big/a.bin", expected)
         let v2 = try build(scratch, "v2")
@@ -77,7 +77,7 @@ struct PackDeltaRecipeTests {
         )
         #expect(again == built)
         let staging = try folder(scratch, "staging")
-        let (index, absent) = try PackReader.extractDelta(
+        let (index, absent) = try PackArchiveReader.extractDelta(
             delta,
             into: staging,
             limit: v2.index.installSize,
@@ -133,7 +133,7 @@ struct PackDeltaRecipeTests {
         )
         let staging = try folder(scratch, "staging")
         return #expect(throws: AssetPackFormatError.self) {
-            try PackReader.extractDelta(
+            try PackArchiveReader.extractDelta(
                 delta,
                 into: staging,
                 limit: 100,
@@ -163,7 +163,7 @@ struct PackDeltaRecipeTests {
             ])
         )
         let staging = try folder(scratch, "staging")
-        let (_, absent) = try PackReader.extractDelta(
+        let (_, absent) = try PackArchiveReader.extractDelta(
             delta,
             into: staging,
             limit: 100,
@@ -226,7 +226,7 @@ struct PackDeltaRecipeTests {
         #expect(built.downloadSize < 2_000, "\(built.downloadSize)")
         let staging = try folder(scratch, "staging")
         let copy = scratch.root.appending("index copy.json")
-        let (index, absent) = try PackReader.extractDelta(
+        let (index, absent) = try PackArchiveReader.extractDelta(
             delta,
             into: staging,
             limit: v2.index.installSize,
@@ -241,7 +241,7 @@ struct PackDeltaRecipeTests {
         var other = v1.index
         other.files.removeLast()
         let error = #expect(throws: AssetPackFormatError.self) {
-            try PackReader.extractDelta(
+            try PackArchiveReader.extractDelta(
                 delta,
                 into: try folder(scratch, "other"),
                 expecting: binding,

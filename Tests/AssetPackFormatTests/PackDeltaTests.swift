@@ -44,7 +44,7 @@ struct PackDeltaTests {
         expecting binding: PackDelta.Binding,
         baseFolder: FilePath? = nil
     ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
-        try PackReader.extractDelta(
+        try PackArchiveReader.extractDelta(
             delta,
             into: folder,
             limit: target.installSize,
@@ -88,7 +88,7 @@ struct PackDeltaTests {
         // A delta is not a whole pack: a full extraction refuses it; a delta extraction says what is absent.
         let staging = scratch.root.appending("staging")
         try FileManager.default.createDirectory(atPath: staging.string, withIntermediateDirectories: true)
-        #expect(throws: AssetPackFormatError.self) { try PackReader.extract(delta, into: staging) }
+        #expect(throws: AssetPackFormatError.self) { try PackArchiveReader.extract(delta, into: staging) }
         let fresh = scratch.root.appending("fresh")
         try FileManager.default.createDirectory(atPath: fresh.string, withIntermediateDirectories: true)
         // A delta names its base and its target: one offered for another version is refused before a file is
@@ -217,7 +217,7 @@ struct PackDeltaHostileRowTests {
         let folder = scratch.root.appending("staging")
         try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
         let error = #expect(throws: AssetPackFormatError.self) {
-            try PackReader.extractDelta(
+            try PackArchiveReader.extractDelta(
                 delta,
                 into: folder,
                 limit: 8,
@@ -246,7 +246,7 @@ struct PackDeltaHostileRowTests {
         let folder = scratch.root.appending("staging")
         try FileManager.default.createDirectory(atPath: folder.string, withIntermediateDirectories: true)
         let error = #expect(throws: AssetPackFormatError.self) {
-            try PackReader.extractDelta(delta, into: folder, limit: 100, expecting: binding, baseFileCount: 1)
+            try PackArchiveReader.extractDelta(delta, into: folder, limit: 100, expecting: binding, baseFileCount: 1)
         }
         #expect(error?.code == .corruptPack)
         let said = afterTheIndex ? "after Index.json, which comes last" : "which its index does not list"

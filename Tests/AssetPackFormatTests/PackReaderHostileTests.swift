@@ -165,7 +165,7 @@ struct PackReaderHostileTests {
         try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
         let copy = keepingACopy ? scratch.root.appending("app-group/staging.index.json") : nil
         let error = #expect(throws: AssetPackFormatError.self) {
-            try PackReader.extract(archive, into: destination, limit: 1024, indexCopy: copy)
+            try PackArchiveReader.extract(archive, into: destination, limit: 1024, indexCopy: copy)
         }
         #expect(error?.code == .corruptPack)
         #expect(error?.message.contains(hostile.expected) == true, "\(error?.message ?? "")")
@@ -195,7 +195,7 @@ struct PackReaderHostileTests {
         let destination = scratch.root.appending("out")
         try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
         let copy = keepingACopy ? scratch.root.appending("out.index.json") : nil
-        let index = try PackReader.extract(archive, into: destination, indexCopy: copy)
+        let index = try PackArchiveReader.extract(archive, into: destination, indexCopy: copy)
         #expect(index.fileCount == 4)
         for (path, data) in files { #expect(try scratch.read(destination.appending(path)) == data) }
 
@@ -210,7 +210,7 @@ struct PackReaderHostileTests {
                 ],
                 to: bad
             )
-            let error = #expect(throws: AssetPackFormatError.self) { try PackReader.verify(at: bad) }
+            let error = #expect(throws: AssetPackFormatError.self) { try PackArchiveReader.verify(at: bad) }
             #expect(error?.message.contains(expected) == true, "\(error?.message ?? "")")
         }
     }
@@ -233,7 +233,9 @@ struct PackReaderHostileTests {
             withIntermediateDirectories: true
         )
         try FileManager.default.createSymbolicLink(atPath: link.string, withDestinationPath: outside.string)
-        let error = #expect(throws: AssetPackFormatError.self) { try PackReader.extract(archive, into: destination) }
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try PackArchiveReader.extract(archive, into: destination)
+        }
         #expect(error?.code == .io, "\(String(describing: error))")
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside.string).isEmpty)
     }
@@ -241,7 +243,7 @@ struct PackReaderHostileTests {
     @Test func notAnArchiveIsRefused() throws {
         let scratch = try Scratch()
         let path = try scratch.write("notes.pack", "this is not an archive, just text\n")
-        let error = #expect(throws: AssetPackFormatError.self) { try PackReader.readIndex(at: path) }
+        let error = #expect(throws: AssetPackFormatError.self) { try PackArchiveReader.readIndex(at: path) }
         #expect(error?.code == .archive)
         #expect(error?.message.contains("notes.pack") == true)
     }
@@ -255,7 +257,7 @@ struct PackReaderHostileTests {
         var bytes = [UInt8](try scratch.read(output))
         for offset in stride(from: 100, to: bytes.count - 100, by: 997) { bytes[offset] ^= 0xFF }
         try scratch.write("t.pack", Data(bytes))
-        let error = #expect(throws: AssetPackFormatError.self) { try PackReader.verify(at: output) }
+        let error = #expect(throws: AssetPackFormatError.self) { try PackArchiveReader.verify(at: output) }
         #expect(error?.code == .archive || error?.code == .corruptPack)
     }
 
@@ -266,6 +268,6 @@ struct PackReaderHostileTests {
         let output = scratch.root.appending("t.pack")
         let built = try PackBuilder.build(try PackSource.resolve(parsed, root: scratch.root), to: output)
         try scratch.write("t.pack", try scratch.read(output).prefix(Int(built.downloadSize / 2)))
-        #expect(throws: AssetPackFormatError.self) { try PackReader.verify(at: output) }
+        #expect(throws: AssetPackFormatError.self) { try PackArchiveReader.verify(at: output) }
     }
 }

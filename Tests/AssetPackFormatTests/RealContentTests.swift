@@ -54,7 +54,7 @@ struct RealContentTests {
         #expect(try ArchiveFixture.entryNames(pack).contains("Contents/Über/b.txt"))
         let destination = scratch.root.appending("out")
         try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
-        let index = try PackReader.extract(pack, into: destination)
+        let index = try PackArchiveReader.extract(pack, into: destination)
         let expected = names.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
         #expect(index.files.map { Array($0.path.utf8) } == expected)
         #expect(try namesOnDisk(destination) == expected)
@@ -77,7 +77,9 @@ struct RealContentTests {
         )
         let destination = scratch.root.appending("out")
         try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
-        let error = #expect(throws: AssetPackFormatError.self) { try PackReader.extract(archive, into: destination) }
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try PackArchiveReader.extract(archive, into: destination)
+        }
         #expect(error?.code == .corruptPack)
         #expect(error?.message.contains("lacks") == true, "\(error?.message ?? "")")
     }
@@ -163,7 +165,7 @@ struct RealContentTests {
         let destination = scratch.root.appending("out")
         try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
         let error = #expect(throws: AssetPackFormatError.self) {
-            try PackReader.extract(archive, into: destination, limit: 1000)
+            try PackArchiveReader.extract(archive, into: destination, limit: 1000)
         }
         #expect(error?.code == .corruptPack, "\(error?.description ?? "")")
         // The same archive with names that agree byte for byte installs, under the entry's own bytes.
@@ -173,7 +175,7 @@ struct RealContentTests {
         ])
         let good = scratch.root.appending("good")
         try FileManager.default.createDirectory(atPath: good.string, withIntermediateDirectories: true)
-        _ = try PackReader.extract(try scratch.write("agree.tar", agreeing), into: good, limit: 1000)
+        _ = try PackArchiveReader.extract(try scratch.write("agree.tar", agreeing), into: good, limit: 1000)
         #expect(try namesOnDisk(good) == [Array("caf\(entry).txt".utf8)])
     }
 
@@ -191,7 +193,7 @@ struct RealContentTests {
         let destination = scratch.root.appending("out")
         try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
         let error = #expect(throws: AssetPackFormatError.self) {
-            try PackReader.extract(archive, into: destination, limit: 1000)
+            try PackArchiveReader.extract(archive, into: destination, limit: 1000)
         }
         #expect(error?.code == .corruptPack, "\(error?.description ?? "")")
     }
@@ -218,7 +220,7 @@ struct RealContentTests {
             [.init("Contents/a.txt", .file(data)), .init("Index.json", .file(index))],
             to: archive
         )
-        let error = #expect(throws: AssetPackFormatError.self) { try PackReader.verify(at: archive) }
+        let error = #expect(throws: AssetPackFormatError.self) { try PackArchiveReader.verify(at: archive) }
         #expect(error?.code == .corruptPack)
         #expect(error?.message.contains("the most its files can need") == true, "\(error?.message ?? "")")
     }

@@ -103,7 +103,7 @@ struct SelectorTests {
         _ = try PackBuilder.build(source, to: pack)
         let out = scratch.root.appending("out")
         try FileManager.default.createDirectory(atPath: out.string, withIntermediateDirectories: true)
-        let index = try PackReader.extract(pack, into: out)
+        let index = try PackArchiveReader.extract(pack, into: out)
         #expect(index.files.map(\.path) == ["Images/logo.png", "Voice/intro.ogg", "Voice/outro.ogg"])
         #expect(try scratch.read(out.appending("Voice/intro.ogg")) == Data("content of Voice/fr/intro.ogg".utf8))
 

@@ -37,7 +37,7 @@ struct BAMockEndToEndTests {
             let archive = try scratch.write("downloads/\(entry.id)-\(UUID().uuidString)", pack)
             let destination = scratch.root.appending("extracted/\(entry.id)-\(UUID().uuidString)")
             try FileManager.default.createDirectory(atPath: destination.string, withIntermediateDirectories: true)
-            let index = try PackReader.extract(archive, into: destination, limit: entry.installSize)
+            let index = try PackArchiveReader.extract(archive, into: destination, limit: entry.installSize)
             #expect(index.fileCount == entry.fileCount)
             #expect(index.downloadPolicy == entry.downloadPolicy)
             let parsed = try PackagingManifest.load(from: folder.appending("\(entry.id).json"))

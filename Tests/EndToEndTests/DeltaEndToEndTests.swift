@@ -94,7 +94,7 @@ struct DeltaEndToEndTests {
         )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let index = try PackReader.readIndex(at: site.appending("assets/Big"))
+        let index = try PackArchiveReader.readIndex(at: site.appending("assets/Big"))
         let recipe =
             kind == "outside the base"
             ? #"{"pieces":[{"from":"../escape.db","length":300000,"offset":0}],"size":300000}"#
@@ -129,7 +129,12 @@ struct DeltaEndToEndTests {
         let probe = scratch.root.appending("probe")
         try FileManager.default.createDirectory(atPath: probe.string, withIntermediateDirectories: true)
         let refused = #expect(throws: AssetPackFormatError.self) {
-            try PackReader.extractDelta(site.appending(deltaURL), into: probe, expecting: binding, base: installedBase)
+            try PackArchiveReader.extractDelta(
+                site.appending(deltaURL),
+                into: probe,
+                expecting: binding,
+                base: installedBase
+            )
         }
         let said = kind == "outside the base" ? "which the base version does not hold" : "but its index says"
         #expect(refused?.message.contains(said) == true, "\(refused?.message ?? "")")

@@ -125,7 +125,7 @@ struct PackInstaller: Sendable {
             do {
                 let (index, absent) = try Self.extract(pack) {
                     if let delta {
-                        try PackReader.extractDelta(
+                        try PackArchiveReader.extractDelta(
                             archive,
                             into: staging,
                             limit: pack.installSize,
@@ -135,7 +135,7 @@ struct PackInstaller: Sendable {
                         )
                     } else {
                         (
-                            try PackReader.extract(
+                            try PackArchiveReader.extract(
                                 archive,
                                 into: staging,
                                 limit: pack.installSize,
@@ -166,7 +166,7 @@ struct PackInstaller: Sendable {
                 let name = pack.url.absoluteString
                 let (index, absent) = try Self.extract(pack) {
                     if let delta {
-                        try PackReader.extractDelta(
+                        try PackArchiveReader.extractDelta(
                             streamNamed: name,
                             into: staging,
                             limit: pack.installSize,
@@ -177,7 +177,7 @@ struct PackInstaller: Sendable {
                         )
                     } else {
                         (
-                            try PackReader.extract(
+                            try PackArchiveReader.extract(
                                 streamNamed: name,
                                 into: staging,
                                 limit: pack.installSize,

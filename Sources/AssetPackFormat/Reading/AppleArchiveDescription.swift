@@ -9,7 +9,7 @@ import SystemPackage
 /// manifest it carries (a JSON entry at the archive's root, outside `Contents/`: where `ba-package` puts it is
 /// unconfirmed, so any root JSON entry that is a packaging manifest is read), else from the caller (a
 /// download manifest's entry, or a name).
-enum AppleArchivePack {
+enum AppleArchiveDescription {
     /// The largest root JSON entry read as a packaging manifest.
     static let maximumManifestSize = 1 << 20
 
@@ -210,7 +210,7 @@ public struct PackagingManifestSummary: Sendable, Hashable, Codable {
     }
 }
 
-extension PackReader {
+extension PackArchiveReader {
     /// Lists an archive's entries (folders and the carried manifest included), reading the archive once and
     /// checking no digest: ``verify(at:describedAs:)`` does that.
     /// - Throws: ``AssetPackFormatError`` for an archive that does not read.
@@ -239,8 +239,8 @@ extension PackReader {
                         sha256: header.sha256?.hexString
                     )
                 )
-                if reader.format == .aar, AppleArchivePack.isManifestCandidate(header) {
-                    switch try AppleArchivePack.readManifest(reader, header: header) {
+                if reader.format == .aar, AppleArchiveDescription.isManifestCandidate(header) {
+                    switch try AppleArchiveDescription.readManifest(reader, header: header) {
                     case .success(let manifest):
                         listing.manifest = PackagingManifestSummary(
                             assetPackID: manifest.assetPackID,

@@ -6,7 +6,7 @@ import SystemPackage
     import Glibc
 #endif
 
-extension PackReader {
+extension PackArchiveReader {
     /// What a delta extraction checks the delta against: what it must say it is for, and the installed base.
     typealias DeltaScan = (binding: PackDelta.Binding, base: PackDelta.Base)
 
@@ -170,19 +170,22 @@ extension PackReader {
             if pieces == nil {
                 guard let newline = rest.firstIndex(of: UInt8(ascii: "\n")) else {
                     guard rest.count <= maximumLine - line.count else {
-                        throw PackReader.rule(archive, "holds a recipe for \(path) longer than \(maximumLine) bytes")
+                        throw PackArchiveReader.rule(
+                            archive,
+                            "holds a recipe for \(path) longer than \(maximumLine) bytes"
+                        )
                     }
                     line += rest
                     return
                 }
                 line += rest[..<newline]
                 rest = rest[(newline + 1)...]
-                pieces = try PackReader.checkedPieces(line, path, base: baseSizes, room: room, archive: archive)
+                pieces = try PackArchiveReader.checkedPieces(line, path, base: baseSizes, room: room, archive: archive)
                 try advance(buffer: buffer, write: write)
             }
             while !rest.isEmpty {
                 guard let pieces, at < pieces.count else {
-                    throw PackReader.rule(archive, "holds more bytes for \(path) than its recipe uses")
+                    throw PackArchiveReader.rule(archive, "holds more bytes for \(path) than its recipe uses")
                 }
                 let count = Int(min(Int64(rest.count), literalLeft))
                 try emit(UnsafeRawBufferPointer(rebasing: rest.prefix(count)), write: write)
@@ -216,7 +219,7 @@ extension PackReader {
                 do {
                     fd = try base.open(from)
                 } catch {
-                    throw PackReader.corrupt(
+                    throw PackArchiveReader.corrupt(
                         archive,
                         "rebuilds \(path) from the installed \(from), which cannot be read: \(error)"
                     )
@@ -238,7 +241,7 @@ extension PackReader {
                     throw AssetPackFormatError.io("read", FilePath(from), errno)
                 }
                 guard count > 0 else {
-                    throw PackReader.corrupt(
+                    throw PackArchiveReader.corrupt(
                         archive,
                         "rebuilds \(path) from bytes past the end of the installed \(from)"
                     )
@@ -264,7 +267,7 @@ extension PackReader {
         /// The rebuilt file's size and SHA-256; throws when the entry ended before its recipe did.
         func finish() throws -> (size: Int64, sha256: SHA256.Digest) {
             guard let pieces, at == pieces.count else {
-                throw PackReader.corrupt(archive, "holds fewer bytes for \(path) than its recipe uses")
+                throw PackArchiveReader.corrupt(archive, "holds fewer bytes for \(path) than its recipe uses")
             }
             return (size, hasher.finalize())
         }

@@ -1,7 +1,7 @@
 import Crypto
 import SystemPackage
 
-extension PackReader {
+extension PackArchiveReader {
     static func scanEntries(
         _ reader: ArchiveReader,
         _ archive: String,
@@ -34,7 +34,7 @@ struct PackScan {
     let archive: String
     let limit: Int64?
     let indexCopy: FilePath?
-    let delta: PackReader.DeltaScan?
+    let delta: PackArchiveReader.DeltaScan?
     let fallback: PackIndex?
     let apple: Bool
     let root: FilePath?
@@ -59,7 +59,7 @@ struct PackScan {
         destination: FilePath?,
         limit: Int64?,
         indexCopy: FilePath?,
-        delta: PackReader.DeltaScan?,
+        delta: PackArchiveReader.DeltaScan?,
         fallback: PackIndex?
     ) throws {
         self.reader = reader
@@ -86,13 +86,13 @@ struct PackScan {
     private mutating func entry(_ header: ArchiveEntryHeader) throws {
         if apple, try appleEntry(header) { return }
         if let delta, !bound {  // a delta's first entry says what it is for
-            try PackReader.checkBinding(reader, header: header, expected: delta.binding)
+            try PackArchiveReader.checkBinding(reader, header: header, expected: delta.binding)
             bound = true
             return
         }
         // The index comes last: an entry after it (which a delta's check of rows missed) is refused.
         guard indexFile == nil else {
-            throw PackReader.rule(
+            throw PackArchiveReader.rule(
                 archive,
                 "holds \(AssetPackID.printable(header.name)) after \(PackPath.indexEntryName), which comes last"
             )
@@ -109,12 +109,12 @@ struct PackScan {
             return
         }
         if let delta, header.name.hasBytePrefix(PackPath.patchesPrefix) {
-            let relative = try PackReader.entryPath(header, archive: archive, prefix: PackPath.patchesPrefix)
+            let relative = try PackArchiveReader.entryPath(header, archive: archive, prefix: PackPath.patchesPrefix)
             try claim(relative, header, size: 0)  // a recipe's own size is checked once it is read
             try rebuild(relative, base: delta.base)
             return
         }
-        let relative = try PackReader.entryPath(header, archive: archive)
+        let relative = try PackArchiveReader.entryPath(header, archive: archive)
         try claim(relative, header, size: header.size)
         try extract(header, relative)
     }
@@ -127,7 +127,7 @@ struct PackScan {
             // Held to the rule for names, though nothing is made of it: a folder named `Contents/../..` is
             // refused as a file of that name would be.
             guard header.name.isEmpty || PackPath.normalize(header.name) == header.name else {
-                throw PackReader.rule(
+                throw PackArchiveReader.rule(
                     archive,
                     "holds a folder named \"\(AssetPackID.printable(header.name))\", with '..', '.', '//' "
                         + "or an absolute path; refused"
@@ -135,11 +135,11 @@ struct PackScan {
             }
             return true
         }
-        guard AppleArchivePack.isManifestCandidate(header) else { return false }
-        switch try AppleArchivePack.readManifest(reader, header: header) {
+        guard AppleArchiveDescription.isManifestCandidate(header) else { return false }
+        switch try AppleArchiveDescription.readManifest(reader, header: header) {
         case .success(let manifest):
             guard carried == nil else {
-                throw PackReader.rule(archive, "carries two packaging manifests (\(header.name) is the second)")
+                throw PackArchiveReader.rule(archive, "carries two packaging manifests (\(header.name) is the second)")
             }
             carried = manifest
         case .failure(let problem): unreadable = problem
@@ -153,9 +153,12 @@ struct PackScan {
     private mutating func spool(_ header: ArchiveEntryHeader, changes: Bool) throws {
         let baseFiles = delta.map { max($0.base.index.files.count, $0.base.index.fileCount) } ?? 0
         let kept = 4352 * Int64(min(baseFiles, 1 << 20))
-        let bound = min(PackReader.maximumIndexSize, 64 << 10 + Int64(nameBytes) + 256 * Int64(seen.count) + kept)
+        let bound = min(
+            PackArchiveReader.maximumIndexSize,
+            64 << 10 + Int64(nameBytes) + 256 * Int64(seen.count) + kept
+        )
         // Index changes are not the index: the copy is written once the index is rebuilt from them.
-        indexFile = try PackReader.spoolIndex(
+        indexFile = try PackArchiveReader.spoolIndex(
             reader,
             header: header,
             maximumSize: bound,
@@ -170,18 +173,18 @@ struct PackScan {
     private mutating func claim(_ relative: String, _ header: ArchiveEntryHeader, size: Int64) throws {
         let entryKey = PathKey(relative)
         guard !seen.contains(entryKey) else {
-            throw PackReader.rule(archive, "holds \(header.name) twice")
+            throw PackArchiveReader.rule(archive, "holds \(header.name) twice")
         }
         // A path that is a file and a folder at once cannot be installed: say so, not "cannot create".
         guard !folders.contains(entryKey) else {
-            throw PackReader.rule(archive, "holds \(relative) as a file and as a folder")
+            throw PackArchiveReader.rule(archive, "holds \(relative) as a file and as a folder")
         }
         var ancestor = Substring(relative).utf8
         while let slash = ancestor.lastIndex(of: UInt8(ascii: "/")) {
             ancestor = ancestor[..<slash]
             let key = PathKey(String(Substring(ancestor)))
             if seen.contains(key) {
-                throw PackReader.rule(archive, "holds \(key.path) as a file and as a folder")
+                throw PackArchiveReader.rule(archive, "holds \(key.path) as a file and as a folder")
             }
             // A folder seen before was checked with all of its parents.
             guard folders.insert(key).inserted else { break }
@@ -194,7 +197,7 @@ struct PackScan {
     }
 
     private func tooLarge(at name: String? = nil) -> AssetPackFormatError {
-        PackReader.corrupt(
+        PackArchiveReader.corrupt(
             archive,
             "unpacks to more than its declared install size of \(limit ?? 0) bytes" + (name.map { " (at \($0))" } ?? "")
         )
@@ -224,7 +227,7 @@ struct PackScan {
         let digest = hasher.finalize()
         if header.sha256 != nil { digestsCarried += 1 }
         if let carriedDigest = header.sha256, !digest.elementsEqual(carriedDigest) {
-            throw PackReader.corrupt(
+            throw PackArchiveReader.corrupt(
                 archive,
                 "holds \(relative) with SHA-256 \(digest.hexString.prefix(12)), but its SH2 field says "
                     + "\(carriedDigest.hexString.prefix(12))"
@@ -237,12 +240,12 @@ struct PackScan {
     /// Rebuilds a file from a delta's recipe into the extraction, bounded by the install size.
     private mutating func rebuild(_ relative: String, base: PackDelta.Base) throws {
         guard let disk else {
-            throw PackReader.rule(archive, "holds a recipe (\(relative)), which only an extraction can follow")
+            throw PackArchiveReader.rule(archive, "holds a recipe (\(relative)), which only an extraction can follow")
         }
         var result: (size: Int64, sha256: SHA256.Digest)?
         let (reader, baseSizes, room) = (self.reader, self.baseSizes, limit.map { $0 - written })
         try disk.writeFile(at: relative) { write in
-            result = try PackReader.rebuild(
+            result = try PackArchiveReader.rebuild(
                 relative,
                 from: reader,
                 base: base,
@@ -260,7 +263,7 @@ struct PackScan {
     /// Checks the index against the files seen.
     private mutating func finish() throws -> (index: PackIndex, absent: [PackIndex.File]) {
         if apple {
-            var index = try AppleArchivePack.index(
+            var index = try AppleArchiveDescription.index(
                 appleRows,
                 described: carried,
                 fallback: fallback,
@@ -268,13 +271,13 @@ struct PackScan {
                 archive: archive
             )
             index.fileDigestsCarried = digestsCarried
-            if let indexCopy { try AppleArchivePack.writeCopy(index, to: indexCopy) }
+            if let indexCopy { try AppleArchiveDescription.writeCopy(index, to: indexCopy) }
             return (indexCopy == nil ? index : index.withoutRows, [])
         }
-        guard bound else { throw PackReader.missingBinding(archive) }
-        guard let indexFile else { throw PackReader.missingIndex(archive) }
+        guard bound else { throw PackArchiveReader.missingBinding(archive) }
+        guard let indexFile else { throw PackArchiveReader.missingIndex(archive) }
         if let delta {
-            return try PackReader.finishDelta(
+            return try PackArchiveReader.finishDelta(
                 indexFile,
                 asChanges: indexIsChanges,
                 base: delta.base,
@@ -287,9 +290,9 @@ struct PackScan {
         if indexCopy == nil {
             // Every row kept: a caller without a copy gets the whole index.
             let index = try PackIndex.decode(&parser, source: archive)
-            _ = try PackReader.check(index.files, against: &seen, partial: false, archive: archive)
+            _ = try PackArchiveReader.check(index.files, against: &seen, partial: false, archive: archive)
             if let extra = seen.firstKey {
-                throw PackReader.rule(archive, "holds \(extra), which its index does not list")
+                throw PackArchiveReader.rule(archive, "holds \(extra), which its index does not list")
             }
             return (index, [])
         }
@@ -310,31 +313,31 @@ struct PackScan {
                 rows += 1
                 let (sum, overflow) = total.addingReportingOverflow(size)
                 guard size >= 0, !overflow else {
-                    throw PackReader.corrupt(archive, "has an index that gives \(path) an impossible size")
+                    throw PackArchiveReader.corrupt(archive, "has an index that gives \(path) an impossible size")
                 }
                 total = sum
-                guard try PackReader.check(path, size, sha256, against: &seen, archive: archive) else {
-                    throw PackReader.corrupt(archive, "lacks \(path), which its index lists")
+                guard try PackArchiveReader.check(path, size, sha256, against: &seen, archive: archive) else {
+                    throw PackArchiveReader.corrupt(archive, "lacks \(path), which its index lists")
                 }
             }
         } catch let error as AssetPackFormatError {
             throw error
         } catch {
-            throw PackReader.corrupt(archive, "has an index that does not decode: \(error)")
+            throw PackArchiveReader.corrupt(archive, "has an index that does not decode: \(error)")
         }
         let index: PackIndex
         do {
             index = try PackIndex(header, files: [])
         } catch {
-            throw PackReader.corrupt(archive, "has an index that does not decode: \(error)")
+            throw PackArchiveReader.corrupt(archive, "has an index that does not decode: \(error)")
         }
-        if let problem = index.versionProblem { throw PackReader.corrupt(archive, problem) }
+        if let problem = index.versionProblem { throw PackArchiveReader.corrupt(archive, problem) }
         // The rows' paths cannot be a file and a folder at once: each matched a file seen, and those cannot.
         if let problem = index.headerProblem(rows: rows, total: total) {
-            throw PackReader.corrupt(archive, "has an index that \(problem)")
+            throw PackArchiveReader.corrupt(archive, "has an index that \(problem)")
         }
         if let extra = seen.firstKey {
-            throw PackReader.rule(archive, "holds \(extra), which its index does not list")
+            throw PackArchiveReader.rule(archive, "holds \(extra), which its index does not list")
         }
         return index
     }

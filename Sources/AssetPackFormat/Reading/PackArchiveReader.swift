@@ -3,7 +3,7 @@ import Foundation
 import SystemPackage
 
 /// Reads pack archives back: their index, a full verification, or an extraction.
-public enum PackReader {
+public enum PackArchiveReader {
     /// The largest index this reader accepts (a 100 000-file pack's index is about 15 MiB).
     static let maximumIndexSize: Int64 = 256 << 20
 

@@ -158,9 +158,9 @@ extension ServedPack {
     /// - Returns: The pack, and a warning when its ID was taken from the file name.
     /// - Throws: ``AssetPackFormatError`` for an archive that does not read or does not verify.
     public static func archive(at path: FilePath, version: Int) throws -> (pack: ServedPack, warning: String?) {
-        let listing = try PackReader.list(at: path)
+        let listing = try PackArchiveReader.list(at: path)
         let fallback = listing.fallbackDescription(of: path, doing: "it is served as")
-        let index = try PackReader.verify(at: path, describedAs: fallback?.index)
+        let index = try PackArchiveReader.verify(at: path, describedAs: fallback?.index)
         let sha256 = try FileDigest.sha256(of: path)
         let attributes = try? FileManager.default.attributesOfItem(atPath: path.string)
         let size = (attributes?[.size] as? NSNumber)?.int64Value ?? 0
