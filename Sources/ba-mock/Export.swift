@@ -55,46 +55,24 @@ struct Export: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (folder, options, pins, depth) = (
-            self.folder, build.packOptions, try PackVersionPins.parse(packVersions), deltas.deltaDepth
-        )
-        // The folder's .ba-mock is written only while claimed: a folder being served is exported from a copy.
-        let claimed = try await BlockingIO.longJob { try AssetFolder(root: folder).claimState() }
-        if let note = claimed.note { Console.err(note) }
-        let catalog: PackCatalog
-        let result: Exporter.Result
-        do {
-            catalog = try await BlockingIO.shortCall {  // reads the state file
-                try PackCatalog(
-                    folder: claimed.folder,
-                    options: options,
-                    pinnedVersions: pins,
-                    deltaDepth: depth,
-                    log: { Console.err($0) }
-                )
-            }
-            for warning in try await catalog.load() { Console.err("warning: \(warning)") }
-            let (snapshot, out, baseURL) = (catalog.snapshot, self.out, self.baseURL)
-            let platforms = self.platforms.compactMap(DownloadManifest.platform(named:))
-            result = try await BlockingIO.longJob {  // copies every archive
-                try Exporter.export(snapshot, to: out, baseURL: baseURL, platforms: platforms)
-            }
-            try await BlockingIO.longJob { claimed.folder.removeStateAside() }
-        } catch {
-            try await BlockingIO.longJob { claimed.folder.removeStateAside() }
-            throw error
-        }
-        withExtendedLifetime(claimed.claim) {}
-        for warning in result.warnings { Console.err("warning: \(warning)") }
+        var options = Exporter.Options(folder: folder, out: out)
+        options.baseURL = baseURL
+        options.pinnedVersions = try PackVersionPins.parse(packVersions)
+        options.platforms = platforms.compactMap(DownloadManifest.platform(named:))
+        options.packOptions = build.packOptions
+        options.deltaDepth = deltas.deltaDepth
+        let report = try await Exporter.export(options, log: { Console.err($0) })
+        for warning in report.result.warnings { Console.err("warning: \(warning)") }
         if json {
-            Console.out(String(decoding: try result.manifest.encoded(), as: UTF8.self))
+            Console.out(String(decoding: try report.result.manifest.encoded(), as: UTF8.self))
             return
         }
-        Console.out(PackTable.render(catalog.snapshot))
+        Console.out(PackTable.render(report.snapshot))
         Console.out(
-            "wrote \(result.manifestFile) and \(result.manifest.assetPacks.count) packs in \(out.appending("assets"))"
+            "wrote \(report.result.manifestFile) and \(report.result.manifest.assetPacks.count) packs in "
+                + "\(out.appending("assets"))"
         )
-        for (platform, file) in result.platformManifests.sorted(by: { $0.key < $1.key }) {
+        for (platform, file) in report.result.platformManifests.sorted(by: { $0.key < $1.key }) {
             Console.out("wrote \(file): the packs for \(platform)")
         }
     }

@@ -9,18 +9,9 @@ import Synchronization
 import SystemPackage
 
 extension Serve {
-    /// Serves `assetFolder` (its state claimed or aside) and the archives at `archivePaths` until a signal.
-    func serve(_ assetFolder: AssetFolder, given: FilePath?, archivePaths: [FilePath], note: String?) async throws {
-        let events = OutputQueue(.standardError, what: "messages")
-        defer { events.flush() }  // what was queued is written before an error (or the end) is printed
-        if let note { events.writeLine(note) }
-        let archives = try await readArchives(archivePaths, events: events)
-        let catalog = try await makeCatalog(assetFolder, archives: archives, events: events)
-        // Manifests are checked before listening; packs are built once the server listens, each served as
-        // soon as it is built.
-        let (warnings, rules) = try await check(catalog, events: events)
-        let tls = try await makeTLS(for: assetFolder, events: events)
-        let plan = FaultPlan(rules: rules, seed: seed ?? UInt64.random(in: 0...UInt64.max))
+    /// Serves what `server` was prepared with until a signal, saying on stdout and stderr what it serves.
+    func serve(_ server: MockServer, events: OutputQueue) async throws {
+        let plan = server.faults
         if !plan.rules.isEmpty {
             events.writeLine("faults: \(plan.rules.map(\.description).joined(separator: "; ")) (seed \(plan.seed))")
         }
@@ -31,155 +22,37 @@ extension Serve {
         // while the folder is checked) wait for it, the first 1 000 of them.
         let early = EarlyLines()
         let servedURL = Mutex("")  // the URL printed first, for the line after the table
+        let options = server.options
         let start = StartMessages(
             events: events,
-            catalog: catalog,
-            manifestWarnings: warnings,
-            caFile: tls?.caFile,
-            dashboard: dashboard,
-            token: ServerConfiguration.token(forHost: host),
-            host: host,
-            jsonLog: jsonLog,
-            served: ((given.map { [$0.string] } ?? []) + archivePaths.map(\.string)).joined(separator: ", "),
-            folder: assetFolder.root
+            catalog: server.catalog,
+            manifestWarnings: server.manifestWarnings,
+            caFile: server.tls?.caFile,
+            dashboard: options.dashboard,
+            token: server.token,
+            host: options.host,
+            jsonLog: options.jsonLog,
+            served: ((options.folder.map { [$0.string] } ?? []) + options.archives.map(\.string))
+                .joined(separator: ", "),
+            folder: server.catalog.folder.root
         )
-        let configuration = serverConfiguration(
-            faults: plan,
-            events: events,
+        let archiveCount = options.archives.count
+        let app = try server.application(
             requestLog: quiet ? nil : { @Sendable line in if !early.hold(line) { requestLines.writeLine(line) } },
+            log: { events.writeLine($0) },
+            onListening: { url in
+                servedURL.withLock { $0 = url }
+                start.listening(at: url, archiveCount: archiveCount)
+            },
             onFirstBuild: { built in
                 let url = servedURL.withLock { $0 }
                 Console.out(url)
                 defer { early.release { requestLines.writeLine($0) } }
                 start.firstBuild(built, url: url)
-            },
-            token: start.token
-        )
-        let (host, publicName, archiveCount) = (self.host, tlsName.first, archives.count)
-        let app = try buildApplication(catalog: catalog, configuration: configuration, tls: tls) { listening in
-            let url = ServerConfiguration.publicURL(listening: listening, host: host, publicName: publicName)
-            servedURL.withLock { $0 = url }
-            start.listening(at: url, archiveCount: archiveCount)
-        }
-        do {
-            var logger = Logger(label: "ba-mock")
-            logger.logLevel = .warning
-            try await runUntilSignalled(app, grace: .milliseconds(Int64(shutdownGrace * 1000)), logger: logger)
-            requestLines.flush()
-        } catch {
-            throw AssetPackServerError.listening(error, host: host, port: port)
-        }
-    }
-
-    /// The archives given as files, each read once and checked; their warnings said on `events`.
-    /// - Throws: What reading an archive throws; a usage error when two are the same pack.
-    private func readArchives(_ paths: [FilePath], events: OutputQueue) async throws -> [(
-        pack: ServedPack, warning: String?
-    )] {
-        let versions = assetPackVersions
-        let archives = try await BlockingIO.longJob {
-            try paths.enumerated().map { number, path in
-                try ServedPack.archive(at: path, version: number < versions.count ? versions[number] : 1)
             }
-        }
-        for warning in archives.compactMap(\.warning) { events.writeLine("warning: \(warning)") }
-        if let twice = Dictionary(grouping: archives.map(\.pack), by: \.id).first(where: { $0.value.count > 1 }) {
-            throw ValidationError(
-                "\(twice.value.map(\.archive.string).joined(separator: " and ")) are both pack \(twice.key); serve one"
-            )
-        }
-        return archives
-    }
-
-    /// The catalog of the folder and the archives, its state read (a short call: it reads the state file).
-    private func makeCatalog(
-        _ folder: AssetFolder,
-        archives: [(pack: ServedPack, warning: String?)],
-        events: OutputQueue
-    )
-        async throws -> PackCatalog
-    {
-        let (options, pins, kept, depth) = (
-            build.packOptions, try PackVersionPins.parse(packVersions), keepArchives, deltas.deltaDepth
         )
-        return try await BlockingIO.shortCall {
-            try PackCatalog(
-                folder: folder,
-                options: options,
-                pinnedVersions: pins,
-                archivesKept: kept,
-                deltaDepth: depth,
-                archives: archives.map(\.pack),
-                log: { events.writeLine($0) }
-            )
-        }
-    }
-
-    /// Checks the manifests (their warnings said on `events`) and that every pin and fault names a pack.
-    /// - Returns: The manifests' warnings, and the fault rules.
-    private func check(_ catalog: PackCatalog, events: OutputQueue) async throws -> ([String], [FaultRule]) {
-        let (warnings, packIDs) = try await catalog.check()
-        for warning in warnings { events.writeLine("warning: \(warning)") }
-        let rules = try faults.map(FaultRule.init(parsing:))
-        do {
-            try NamedPacks.check(
-                pins: Array(try PackVersionPins.parse(packVersions).keys),
-                faults: rules.compactMap(\.pack),
-                known: packIDs.union(await catalog.knownPackIDs)
-            )
-        } catch let error as AssetPackServerError {
-            throw ValidationError(error.message)
-        }
-        return (warnings, rules)
-    }
-
-    /// The TLS setup the options ask for (`nil`: plain HTTP), its notes said on `events`; a long job: it may
-    /// generate keys, and reads and writes PEM files.
-    private func makeTLS(for folder: AssetFolder, events: OutputQueue) async throws -> TLSSetup? {
-        let mode: TLSMode =
-            if let tlsCert, let tlsKey { .files(certificate: tlsCert, key: tlsKey) } else if tlsSelfSigned {
-                .selfSigned
-            } else { .none }
-        let (host, names, tlsFolder) = (host, tlsName, tlsDir ?? TLSSetup.defaultFolder())
-        let tls = try await BlockingIO.longJob {
-            try TLSSetup.make(
-                mode: mode,
-                host: host,
-                names: names,
-                folder: tlsFolder,
-                legacyFolder: folder.stateFolder.appending("tls"),
-                assetFolder: folder.root
-            )
-        }
-        for note in tls?.notes ?? [] { events.writeLine(note) }
-        return tls
-    }
-
-    /// The server's configuration from the options.
-    private func serverConfiguration(
-        faults: FaultPlan,
-        events: OutputQueue,
-        requestLog: (@Sendable (String) -> Void)?,
-        onFirstBuild: @escaping @Sendable (Result<CatalogReport, any Error>) -> Void,
-        token: String?
-    ) -> ServerConfiguration {
-        var configuration = ServerConfiguration(
-            host: host,
-            port: port,
-            baseURL: baseURL,
-            jsonLog: jsonLog,
-            watchInterval: watchInterval > 0 ? .milliseconds(Int64(watchInterval * 1000)) : nil,
-            requestLog: requestLog,
-            eventLog: { events.writeLine($0) },
-            faults: faults,
-            sendTimeout: .milliseconds(Int64(sendTimeout * 1000)),
-            maxConnections: maxConnections ?? ServerConfiguration.defaultMaxConnections,
-            onFirstBuild: onFirstBuild
-        )
-        configuration.settle = .milliseconds(Int64(settle * 1000))
-        configuration.dashboard = dashboard
-        configuration.controlToken = token
-        return configuration
+        try await server.run(app)
+        requestLines.flush()
     }
 }
 

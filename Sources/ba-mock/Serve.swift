@@ -223,34 +223,43 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         ProcessTuning.limitAllocatorRetention()
-        let (given, archivePaths) = try splitInputs()
-        // With archives only, the catalog keeps its state in a folder of its own, removed at the end.
-        let scratchFolder = given == nil ? try Self.makeEmptyFolder() : nil
-        defer { if let scratchFolder { try? FileManager.default.removeItem(atPath: scratchFolder.string) } }
-        let folder = given ?? scratchFolder ?? "Assets"
-        // The folder's .ba-mock is written only while claimed: a folder another ba-mock serves is served from a
-        // copy of its state, removed at the end.
-        let claimed = try await BlockingIO.longJob {
-            try AssetFolder(root: folder, mayBeEmpty: given == nil).claimState()
-        }
+        let options = try serveOptions()
+        let events = OutputQueue(.standardError, what: "messages")
+        defer { events.flush() }  // what was queued is written before an error (or the end) is printed
+        let prepared = Mutex(false)
         do {
-            try await serve(claimed.folder, given: given, archivePaths: archivePaths, note: claimed.note)
-            try await BlockingIO.longJob { claimed.folder.removeStateAside() }
-        } catch {
-            try await BlockingIO.longJob { claimed.folder.removeStateAside() }
-            throw error
+            try await MockServer.with(options, log: { events.writeLine($0) }) { server in
+                prepared.withLock { $0 = true }
+                try await serve(server, events: events)
+            }
+        } catch let error as AssetPackServerError where error.code == .invalidOption && !prepared.withLock({ $0 }) {
+            throw ValidationError(error.message)  // two archives of one pack, a pin or a fault naming no pack
         }
-        withExtendedLifetime(claimed.claim) {}
     }
-}
 
-extension Serve {
-    /// A new, empty, private folder under the temporary folder.
-    static func makeEmptyFolder() throws -> FilePath {
-        var template = Array((NSTemporaryDirectory() + "/ba-mock-serve-XXXXXX").utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ $0.baseAddress.flatMap(mkdtemp) }) else {
-            throw AssetPackServerError(code: .state, message: "cannot create a folder in \(NSTemporaryDirectory())")
-        }
-        return FilePath(String(cString: made))
+    /// The options as the library takes them.
+    func serveOptions() throws -> ServeOptions {
+        let (folder, archives) = try splitInputs()
+        var options = ServeOptions(folder: folder, archives: archives)
+        options.archiveVersions = assetPackVersions
+        (options.host, options.port) = (host, port)
+        options.tls =
+            if let tlsCert, let tlsKey { .files(certificate: tlsCert, key: tlsKey) } else if tlsSelfSigned {
+                .selfSigned
+            } else { .none }
+        (options.tlsFolder, options.tlsNames) = (tlsDir, tlsName)
+        options.archivesKept = keepArchives
+        options.pinnedVersions = try PackVersionPins.parse(packVersions)
+        options.baseURL = baseURL
+        options.watchInterval = watchInterval > 0 ? .milliseconds(Int64(watchInterval * 1000)) : nil
+        options.settle = .milliseconds(Int64(settle * 1000))
+        options.sendTimeout = .milliseconds(Int64(sendTimeout * 1000))
+        options.shutdownGrace = .milliseconds(Int64(shutdownGrace * 1000))
+        options.maxConnections = maxConnections ?? ServerConfiguration.defaultMaxConnections
+        (options.dashboard, options.jsonLog) = (dashboard, jsonLog)
+        options.faults = try faults.map(FaultRule.init(parsing:))
+        options.seed = seed
+        (options.packOptions, options.deltaDepth) = (build.packOptions, deltas.deltaDepth)
+        return options
     }
 }

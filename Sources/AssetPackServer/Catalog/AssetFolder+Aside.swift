@@ -38,6 +38,35 @@ public struct ClaimedState: Sendable {
 }
 
 extension AssetFolder {
+    /// Runs `body` on the folder at `root` with its state claimed (``claimState()``), or beside a copy of it
+    /// when another ba-mock holds it (the note naming that process goes to `log`); the copy is removed after
+    /// `body`, whatever it does, and the claim is held until then.
+    /// - Throws: What ``claimState()`` and `body` throw.
+    public static func withClaimedState<T: Sendable>(
+        root: FilePath,
+        mayBeEmpty: Bool = false,
+        log: @Sendable (String) -> Void,
+        _ body: (AssetFolder) async throws -> T
+    ) async throws -> T {
+        let claimed = try await BlockingIO.longJob {
+            try AssetFolder(root: root, mayBeEmpty: mayBeEmpty).claimState()
+        }
+        if let note = claimed.note { log(note) }
+        // The jobs below take the folder alone: a closure that held the claim could keep it past the return on
+        // the job's thread, and a next command of this process would find the folder still held.
+        let folder = claimed.folder
+        let result: T
+        do {
+            result = try await body(folder)
+        } catch {
+            try await BlockingIO.longJob { folder.removeStateAside() }
+            throw error
+        }
+        try await BlockingIO.longJob { folder.removeStateAside() }
+        withExtendedLifetime(claimed.claim) {}
+        return result
+    }
+
     /// Claims the folder's `.ba-mock` for this process, or, when another process holds it, sets up a copy
     /// aside (``withStateAside()``): a second ba-mock never writes the state another one serves from.
     ///
