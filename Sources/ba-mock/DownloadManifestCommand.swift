@@ -71,17 +71,15 @@ struct SelfHostedOptions: ParsableArguments {
         }
     }
 
-    /// Makes the manifest on a thread of its own (archives are read whole), writes it to `path`, and says
-    /// what was done.
-    func write(to path: FilePath, _ make: @escaping @Sendable () throws -> SelfHostedManifest.Result) async throws {
+    /// Runs `make` (a library call that reads the archives and writes the manifest), and says what was done.
+    func run(writing path: FilePath, _ make: () async throws -> SelfHostedManifest.Result) async throws {
         let result: SelfHostedManifest.Result
         do {
-            result = try await BlockingIO.longJob(make)
+            result = try await make()
         } catch {
             throw usageError(error)
         }
         for warning in result.warnings { Console.err("warning: \(warning)") }
-        try SelfHostedManifest.write(result.manifest, to: path)
         guard !quiet else { return }
         for line in result.changes { Console.out(line) }
         Console.out("wrote \(path): \(result.manifest.assetPacks.count) pack(s) for \(platform.platform)")

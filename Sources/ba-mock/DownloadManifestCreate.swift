@@ -38,9 +38,15 @@ struct DownloadManifestCreate: AsyncParsableCommand {
 
     func run() async throws {
         let (archives, versions) = (archives, assetPackVersions.isEmpty ? nil : assetPackVersions)
-        let (platform, baseURL) = (options.platform.platform, options.downloadBaseURL)
-        try await options.write(to: outputPath) {
-            try SelfHostedManifest.create(archives: archives, versions: versions, platform: platform, baseURL: baseURL)
+        let (platform, baseURL, path) = (options.platform.platform, options.downloadBaseURL, outputPath)
+        try await options.run(writing: path) {
+            try await SelfHostedManifest.create(
+                archives: archives,
+                versions: versions,
+                platform: platform,
+                baseURL: baseURL,
+                writingTo: path
+            )
         }
     }
 }

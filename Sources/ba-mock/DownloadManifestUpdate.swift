@@ -34,9 +34,13 @@ struct DownloadManifestUpdate: AsyncParsableCommand {
     func run() async throws {
         let (path, archives) = (manifest, assetPackPaths)
         let (platform, baseURL) = (options.platform.platform, options.downloadBaseURL)
-        try await options.write(to: path) {
-            let published = try SelfHostedManifest.load(path)
-            return try SelfHostedManifest.update(published, archives: archives, platform: platform, baseURL: baseURL)
+        try await options.run(writing: path) {
+            try await SelfHostedManifest.update(
+                manifestAt: path,
+                archives: archives,
+                platform: platform,
+                baseURL: baseURL
+            )
         }
     }
 }

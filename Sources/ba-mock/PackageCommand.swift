@@ -38,22 +38,23 @@ struct PackageCommand: ParsableCommand {
 
     func run() throws {
         let options = try build.packOptions(writing: output)
-        try AtomicFile.makeFolders(for: output, option: "-o")
-        let parsed = try PackagingManifest.load(from: manifest)
-        let source = try PackSource.resolve(parsed, root: root)
-        for warning in source.warnings { Console.err("warning: \(warning)") }
-        let total = source.installSize
         var lastShown = -1
-        let showProgress = Console.stderrIsTerminal && total > 64 << 20
-        let built = try PackBuilder.build(source, to: output, options: options) { done in
-            guard showProgress else { return }
-            let percent = Int(done * 100 / max(total, 1))
-            if percent != lastShown {
-                lastShown = percent
-                Console.statusLine("packing \(source.manifest.assetPackID): \(percent)%")
+        let built = try PackBuilder.build(
+            manifest: manifest,
+            root: root,
+            to: output,
+            options: options,
+            warn: { Console.err("warning: \($0)") },
+            progress: { id, done, total in
+                guard Console.stderrIsTerminal && total > 64 << 20 else { return }
+                let percent = Int(done * 100 / max(total, 1))
+                if percent != lastShown {
+                    lastShown = percent
+                    Console.statusLine("packing \(id): \(percent)%")
+                }
             }
-        }
-        if showProgress { Console.statusLine(nil) }
+        )
+        if lastShown >= 0 { Console.statusLine(nil) }
         if json {
             try Console.json(built)
         } else {

@@ -40,6 +40,48 @@ struct SelfHostedManifestTests {
         }
     }
 
+    /// The commands' library calls: create writes the file (its folder made), update carries it forward in
+    /// place; an archive that did not change keeps its version, one that did goes up by one.
+    @Test func createWritesTheFileAndUpdateCarriesItForward() async throws {
+        let scratch = try Scratch()
+        let archive = try tutorial(scratch)
+        let file = scratch.root.appending("site/v1/manifest.json")
+        let created = try await SelfHostedManifest.create(
+            archives: [archive],
+            versions: [3],
+            platform: "iOS",
+            baseURL: "https://cdn.example.com/packs",
+            writingTo: file
+        )
+        #expect(try SelfHostedManifest.load(file) == created.manifest)
+        #expect(created.manifest.assetPacks.map(\.version) == [3])
+
+        let kept = try await SelfHostedManifest.update(
+            manifestAt: file,
+            archives: [archive],
+            platform: "iOS",
+            baseURL: "https://cdn.example.com/packs"
+        )
+        #expect(kept.changes == ["Tutorial: version 3 kept (archive unchanged)"])
+        try scratch.write("Videos/Intro.m4v", Scratch.noise(1000, seed: 9))
+        _ = try PackBuilder.build(
+            try PackSource.resolve(
+                try PackagingManifest.load(from: scratch.root.appending("Tutorial.json")),
+                root: scratch.root
+            ),
+            to: archive,
+            options: PackBuildOptions(format: .aar)
+        )
+        let bumped = try await SelfHostedManifest.update(
+            manifestAt: file,
+            archives: [archive],
+            platform: "iOS",
+            baseURL: "https://cdn.example.com/packs"
+        )
+        #expect(bumped.changes == ["Tutorial: version 3 → 4 (archive changed)"])
+        #expect(try SelfHostedManifest.load(file).assetPacks.map(\.version) == [4])
+    }
+
     @Test func aPackForAnotherPlatformIsSkippedWithAWarning() throws {
         let scratch = try Scratch()
         let archive = try tutorial(scratch)

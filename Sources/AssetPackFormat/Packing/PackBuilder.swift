@@ -157,6 +157,38 @@ public enum PackBuilder {
         try make(source, to: output, options: options, keepIndex: false, progress: progress).built
     }
 
+    /// Builds the pack a packaging manifest file describes, as `ba-package Manifest.json -o Pack.aar` does:
+    /// selector paths resolved against `root`, the output's folders made.
+    /// - Parameters:
+    ///   - manifest: The packaging manifest (JSON; comments allowed).
+    ///   - root: The folder selector paths are relative to.
+    ///   - output: Where to write the archive; replaced only when the build succeeds.
+    ///   - options: Format and compression.
+    ///   - warn: Told each warning of the manifest and its files, before the build.
+    ///   - progress: Called with the pack's ID, the bytes of file content packed so far, and the total.
+    /// - Returns: The archive's digest and sizes.
+    /// - Throws: ``AssetPackFormatError`` for a manifest that does not check, a file that does not read, or an
+    ///   output that cannot be written.
+    public static func build(
+        manifest: FilePath,
+        root: FilePath,
+        to output: FilePath,
+        options: PackBuildOptions,
+        warn: (String) -> Void = { _ in },
+        progress: ((_ assetPackID: String, _ done: Int64, _ total: Int64) -> Void)? = nil
+    ) throws -> BuiltPack {
+        try AtomicFile.makeFolders(for: output, option: "-o")
+        let source = try PackSource.resolve(try PackagingManifest.load(from: manifest), root: root)
+        for warning in source.warnings { warn(warning) }
+        let (id, total) = (source.manifest.assetPackID, source.installSize)
+        return try build(
+            source,
+            to: output,
+            options: options,
+            progress: progress.map { report in { report(id, $0, total) } }
+        )
+    }
+
     /// ``build(_:to:options:progress:)``, also returning the index written into the archive (what a server
     /// keeps to build deltas from this version later).
     public static func buildIndexed(

@@ -137,6 +137,39 @@ public enum SelfHostedManifest {
         return result
     }
 
+    /// `download-manifest create` as a library call: ``create(archives:versions:platform:baseURL:)`` on a
+    /// thread of its own (archives are read whole), then the manifest written to `path` atomically.
+    /// - Throws: What ``create(archives:versions:platform:baseURL:)`` and ``write(_:to:)`` throw.
+    public static func create(
+        archives: [FilePath],
+        versions: [Int]?,
+        platform: String,
+        baseURL: String,
+        writingTo path: FilePath
+    ) async throws -> Result {
+        let result = try await BlockingIO.longJob {
+            try create(archives: archives, versions: versions, platform: platform, baseURL: baseURL)
+        }
+        try await BlockingIO.longJob { try write(result.manifest, to: path) }
+        return result
+    }
+
+    /// `download-manifest update` as a library call: the manifest at `path` read, carried forward by
+    /// ``update(_:archives:platform:baseURL:)`` on a thread of its own, and written back atomically.
+    /// - Throws: What ``load(_:)``, ``update(_:archives:platform:baseURL:)`` and ``write(_:to:)`` throw.
+    public static func update(
+        manifestAt path: FilePath,
+        archives: [FilePath],
+        platform: String,
+        baseURL: String
+    ) async throws -> Result {
+        let result = try await BlockingIO.longJob {
+            try update(try load(path), archives: archives, platform: platform, baseURL: baseURL)
+        }
+        try await BlockingIO.longJob { try write(result.manifest, to: path) }
+        return result
+    }
+
     /// Reads a published manifest from a file.
     /// - Throws: ``AssetPackFormatError`` with code `.notFound` (saying to create one), `.io`, `.invalidJSON`
     ///   or `.invalidManifest`.
