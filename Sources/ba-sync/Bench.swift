@@ -150,61 +150,24 @@ struct Bench: AsyncParsableCommand {
         settings.iterations = iterations
         settings.seed = seed
         settings.repeats = repeats
-        let saved = try baseline.map(loadBaseline)
-        // A file that cannot be written is said before the run, not after it.
-        if let histogram {
-            try AtomicFile.makeFolders(for: FilePath(histogram), option: "--histogram")
-            guard FileManager.default.createFile(atPath: histogram, contents: nil) else {
-                throw ValidationError("cannot write --histogram \(histogram). Fix: give a file in a writable folder")
-            }
-        }
-        if let html {
-            try AtomicFile.makeFolders(for: FilePath(html), option: "--html")
-            let folder = FilePath(html).removingLastComponent()
-            guard FileManager.default.isWritableFile(atPath: folder.isEmpty ? "." : folder.string) else {
-                throw ValidationError("cannot write --html \(html). Fix: give a file in a writable folder")
-            }
-        }
+        var request = ReadBenchmark.Request(options: settings, tool: "ba-sync \(BASync.configuration.version)")
+        request.paths = paths.map { FilePath($0) }
+        request.assetPackID = pack
+        request.baselineFile = baseline.map { FilePath($0) }
+        request.tolerance = tolerance
+        request.histogramFile = histogram.map { FilePath($0) }
+        request.htmlFile = html.map { FilePath($0) }
         try app.read { reader in
-            let benchmark = try ReadBenchmark(
-                reader: reader,
-                paths: paths.map { FilePath($0) },
-                assetPackID: pack,
-                options: settings
-            )
             let showProgress = !app.json && !csv && Console.stderrIsTerminal
-            let results = try benchmark.run { benchCase, index, count in
-                if showProgress { Console.statusLine("[\(index + 1)/\(count)] \(benchCase)") }
+            let report: ReadBenchmark.Report
+            do {
+                report = try ReadBenchmark.run(request, reader: reader) { benchCase, index, count in
+                    if showProgress { Console.statusLine("[\(index + 1)/\(count)] \(benchCase)") }
+                }
+            } catch let error as AssetPackFormatError where error.code == .invalidOption {
+                throw ValidationError(error.message)  // a baseline or a report file the user can fix
             }
             if showProgress { Console.statusLine(nil) }
-            let environment = ReadBenchmark.Environment(
-                tool: "ba-sync \(BASync.configuration.version)",
-                folder: reader.store.root,
-                options: settings
-            )
-            var report = ReadBenchmark.Report(benchmark: benchmark, results: results, environment: environment)
-            report.baseline = saved.map { report.compared(with: $0, tolerance: tolerance) }
-            if let saved, let note = report.noiseNote(baseline: saved) { report.warnings.append(note) }
-            if let histogram {
-                do {
-                    try AtomicFile.write(Array(report.histograms().utf8), to: FilePath(histogram))
-                } catch {
-                    throw ValidationError("cannot write --histogram \(histogram): \(error)")
-                }
-            }
-            if let html {
-                let options = ReadBenchmark.Report.HTMLOptions(
-                    appGroup: reader.store.root.string,
-                    baselineFile: baseline,
-                    baselineResults: saved,
-                    tolerance: saved == nil ? nil : tolerance
-                )
-                do {
-                    try AtomicFile.write(Array(report.html(options).utf8), to: FilePath(html))
-                } catch {
-                    throw ValidationError("cannot write --html \(html): \(error)")
-                }
-            }
             if ReadBenchmark.Environment.isDebugBuild && !app.json {
                 Console.err("ba-sync bench: a DEBUG build; its numbers say little about a release build (make install)")
             }
@@ -239,23 +202,6 @@ struct Bench: AsyncParsableCommand {
                     "\(slower) case(s) slower than the baseline by more than their gate (the tolerance or their noise)"
                 )
             }
-        }
-    }
-
-    private func loadBaseline(_ file: String) throws -> [ReadBenchmark.Result] {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: file))
-        } catch {
-            throw ValidationError("cannot read --baseline \(file): \(error.localizedDescription)")
-        }
-        do {
-            return try ReadBenchmark.Report.savedResults(data)
-        } catch {
-            throw ValidationError(
-                "--baseline \(file) is not a report of `ba-sync bench --json` (\(error)). Fix: save a run with "
-                    + "`ba-sync bench --json > FILE` and give that FILE"
-            )
         }
     }
 }

@@ -1,5 +1,6 @@
 import AssetPackBench
 import AssetPackClient
+import AssetPackFormat
 import Foundation
 import SystemPackage
 import TestSupport
@@ -68,6 +69,51 @@ struct ReadBenchmarkTests {
                     }
                 }
             }
+        }
+    }
+
+    /// `ba-sync bench` as a library call: a run saved as the baseline gates the next (its histogram and page
+    /// written), and a baseline that is not a report is refused before anything is measured.
+    @Test func aRunComparesWithItsBaselineAndWritesItsFiles() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: scratch.root.appending("AppGroup"))
+            )
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            var options = ReadBenchmark.Options()
+            (options.methods, options.patterns, options.caches) = ([.descriptor], [.lookup], [.warm])
+            options.iterations = 200
+            var request = ReadBenchmark.Request(options: options, tool: "tests")
+            let first = try ReadBenchmark.run(request, reader: manager.reader)
+            #expect(first.results.map(\.operations) == [200] && first.baseline == nil)
+            let saved = try scratch.write("out/base.json", try first.json())
+
+            request.baselineFile = saved
+            request.tolerance = 1_000_000
+            (request.histogramFile, request.htmlFile) = (
+                scratch.root.appending("out/h.hgrm"), scratch.root.appending("out/r/x.html")
+            )
+            let second = try ReadBenchmark.run(request, reader: manager.reader)
+            #expect(second.baseline?.count == 1 && second.baseline?.contains(where: \.regressed) == false)
+            #expect(
+                String(decoding: try scratch.read(scratch.root.appending("out/h.hgrm")), as: UTF8.self).hasPrefix(
+                    "# namespace lookup"
+                )
+            )
+            #expect(
+                String(decoding: try scratch.read(scratch.root.appending("out/r/x.html")), as: UTF8.self).contains(
+                    "<svg"
+                )
+            )
+
+            request.baselineFile = try scratch.write("out/not.json", "[1, 2]")
+            let refused = #expect(throws: AssetPackFormatError.self) {
+                try ReadBenchmark.run(request, reader: manager.reader)
+            }
+            #expect(refused?.code == .invalidOption)
+            #expect(refused?.message.contains("is not a report of `ba-sync bench --json`") == true)
         }
     }
 }
