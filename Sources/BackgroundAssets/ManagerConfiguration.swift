@@ -51,14 +51,9 @@ package struct ManagerConfiguration: Sendable {
         var plist: AppInfoPlist?
         if let file = value("BA_SYNC_INFO_PLIST") {
             do {
-                let check = try AppInfoPlist.read(file: SystemPackage.FilePath(file))
-                let errors = (check.plist.map { check.problems + $0.problems(file: file) } ?? check.problems)
-                    .filter { $0.severity == .error }
-                guard let read = check.plist, errors.isEmpty else {
-                    let listed = errors.map(\.description).joined(separator: "\n")
-                    return .failure(Problem(description: "BA_SYNC_INFO_PLIST=\(file): \(listed)"))
-                }
-                plist = read
+                plist = try AppInfoPlist.readValid(file: SystemPackage.FilePath(file))
+            } catch let error as AssetPackFormatError where error.code == .invalidManifest {
+                return .failure(Problem(description: "BA_SYNC_INFO_PLIST=\(file): \(error.message)"))
             } catch {
                 return .failure(Problem(description: "BA_SYNC_INFO_PLIST=\(file): \(error)"))
             }

@@ -39,15 +39,13 @@ public struct SharedManagerConfiguration: Sendable {
         configuration.caCertificate = caCertificate
         configuration.deltaUpdates = deltaUpdates
         if let infoPlist {
-            let check = try AppInfoPlist.read(file: infoPlist.underlying)
-            let errors = (check.plist.map { check.problems + $0.problems(file: infoPlist.string) } ?? check.problems)
-                .filter { $0.severity == .error }
-            guard let plist = check.plist, errors.isEmpty else {
-                throw MockAssetPackServerError(
-                    description: "the Info.plist \(infoPlist): " + errors.map(\.description).joined(separator: "\n")
+            do {
+                configuration.initialDownloadLimits = InitialDownloadLimits(
+                    try AppInfoPlist.readValid(file: infoPlist.underlying)
                 )
+            } catch let error as AssetPackFormatError where error.code == .invalidManifest {
+                throw MockAssetPackServerError(description: "the Info.plist \(infoPlist): \(error.message)")
             }
-            configuration.initialDownloadLimits = InitialDownloadLimits(plist)
         }
         return configuration
     }

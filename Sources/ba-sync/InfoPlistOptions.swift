@@ -20,13 +20,12 @@ struct InfoPlistOptions: ParsableArguments {
     func apply(to app: inout AppGroupOptions, server: inout ServerOptions) async throws -> InitialDownloadLimits? {
         guard let infoPlist else { return nil }
         let file = FilePath(infoPlist)
-        let check = try await BlockingIO.shortCall { try AppInfoPlist.read(file: file) }
-        let errors = (check.plist.map { check.problems + $0.problems(file: infoPlist) } ?? check.problems)
-            .filter { $0.severity == .error }
-        guard let plist = check.plist, errors.isEmpty else {
+        let plist: AppInfoPlist
+        do {
+            plist = try await BlockingIO.shortCall { try AppInfoPlist.readValid(file: file) }
+        } catch let error as AssetPackFormatError where error.code == .invalidManifest {
             throw ValidationError(
-                "--info-plist: " + errors.map(\.description).joined(separator: "\n")
-                    + "\n(`ba-mock validate --info-plist \(infoPlist)` lists every problem)"
+                "--info-plist: \(error.message)\n(`ba-mock validate --info-plist \(infoPlist)` lists every problem)"
             )
         }
         // Where the Info.plist comes last (``ClientSettings``: flags, then the environment): what it gives

@@ -95,6 +95,24 @@ public struct AppInfoPlistCheck: Sendable, Hashable {
 }
 
 extension AppInfoPlist {
+    /// The Info.plist at `file` when it has no error (warnings aside): what a client configures itself from
+    /// (ba-sync's `--info-plist`, `BA_SYNC_INFO_PLIST`, a test's configuration). Blocks: call it through
+    /// ``BlockingIO``.
+    /// - Throws: ``AssetPackFormatError`` with code `.io` when the file cannot be read, `.invalidManifest` with
+    ///   each error of the file and its keys, one a line (`ba-mock validate --info-plist` lists warnings too).
+    public static func readValid(file: FilePath) throws -> AppInfoPlist {
+        let check = try read(file: file)
+        let errors = (check.plist.map { check.problems + $0.problems(file: file.string) } ?? check.problems)
+            .filter { $0.severity == .error }
+        guard let plist = check.plist, errors.isEmpty else {
+            throw AssetPackFormatError(
+                code: .invalidManifest,
+                message: errors.map(\.description).joined(separator: "\n")
+            )
+        }
+        return plist
+    }
+
     /// Reads and checks an Info.plist file. Blocks: call it through ``BlockingIO``.
     /// - Parameter file: The file (XML or binary property list).
     /// - Returns: The keys and the problems of reading them (the configuration is checked by ``problems(file:)``).
