@@ -71,6 +71,48 @@ struct SourceRulesTests {
         #expect(found.isEmpty, "write an Encodable type through JSONOutput:\n\(found.joined(separator: "\n"))")
     }
 
+    /// The executables only parse, call and print (issue 33): the work of a command (building a catalog or a
+    /// server, claiming a folder, reading archives on a thread of their own, loading a baseline) is a library
+    /// call that tests reach without a process, and no command's `run()` passes 45 lines. `serve` built its
+    /// catalog, TLS and server in the executable, `export` its catalog, `bench` read its baseline (a `run()` of
+    /// 79 lines).
+    @Test func commandsOnlyParseCallAndPrint() throws {
+        let work = [
+            "BlockingIO.longJob", "PackCatalog(", "AssetFolder(", "claimState(", "buildApplication(",
+            "runUntilSignalled(", "TLSSetup.make(", "Data(contentsOf:", "mkdtemp", "PackSource.resolve(",
+            "ServedPack.archive(", "ReadBenchmark(",
+        ]
+        var found: [String] = []
+        for (path, text) in try swiftSources() where path.hasPrefix("ba-mock/") || path.hasPrefix("ba-sync/") {
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            for (number, line) in lines.enumerated() {
+                let code = line.components(separatedBy: "//").first ?? ""
+                for call in work where code.contains(call) {
+                    found.append("Sources/\(path):\(number + 1): \(call) (make it a library call)")
+                }
+            }
+            for (start, length) in Self.functions(in: lines) where length > 45 && lines[start].contains("func run(") {
+                found.append("Sources/\(path):\(start + 1): a run() of \(length) lines (at most 45)")
+            }
+        }
+        #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
+    }
+
+    /// The sendfile path names NIO's file types in one file (issue 33): they stood in three, and an upgrade of
+    /// NIO or Hummingbird that moved them touched each.
+    @Test func nioFileTypesLiveInTheSendfileTransport() throws {
+        var found: [String] = []
+        for (path, text) in try swiftSources() where path != "AssetPackServer/Bodies/SendfileTransport.swift" {
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = line.components(separatedBy: "//").first ?? ""
+                if code.contains("NIOFileHandle") || code.contains("FileRegion(") || code.contains(".fileRegion(") {
+                    found.append("Sources/\(path):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                }
+            }
+        }
+        #expect(found.isEmpty, "go through SendfileTransport:\n\(found.joined(separator: "\n"))")
+    }
+
     /// Each declaration with a body (`func`, `init`, `deinit`, `subscript`): its first line and its length in
     /// lines, signature to closing brace. Braces in strings, comments and multi-line string literals are not
     /// counted.
