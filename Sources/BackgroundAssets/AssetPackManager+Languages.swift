@@ -23,7 +23,7 @@ extension AssetPackManager {
         set {
             if let tag = newValue.flatMap({ try? LanguageTag(parsing: $0.bcp47) }) {
                 engine.reader.language = tag
-            } else if let device = backend.configuration.language.flatMap({ try? LanguageTag(parsing: $0) }) {
+            } else if let device = backend.configuration.engine.language.flatMap({ try? LanguageTag(parsing: $0) }) {
                 engine.reader.language = device  // the device's language, as the configuration plays it
             } else {
                 engine.reader.useSystemLanguage()  // the environment's

@@ -28,24 +28,11 @@ package final class Backend: Sendable {
             // A device's app-group container exists from the app's install on, so that what the system caches
             // (the last manifest, for `assetPack(withID:)`) has a place before the first pack is installed.
             var isFolder: ObjCBool = false
-            if !FileManager.default.fileExists(atPath: configuration.appGroup.string, isDirectory: &isFolder) {
-                try FileManager.default.createDirectory(
-                    atPath: configuration.appGroup.string,
-                    withIntermediateDirectories: true
-                )
+            let appGroup = configuration.engine.appGroup.string
+            if !FileManager.default.fileExists(atPath: appGroup, isDirectory: &isFolder) {
+                try FileManager.default.createDirectory(atPath: appGroup, withIntermediateDirectories: true)
             }
-            engine = try AssetPackClient.AssetPackManager(
-                configuration: .init(
-                    server: nil,
-                    manifestURL: configuration.manifestURL,
-                    appGroup: configuration.appGroup,
-                    platform: configuration.platform,
-                    language: configuration.language,
-                    primaryLanguage: configuration.primaryLanguage,
-                    deltaUpdates: configuration.deltaUpdates
-                ),
-                client: client
-            )
+            engine = try AssetPackClient.AssetPackManager(configuration: configuration.engine, client: client)
         } catch {
             try? client.syncShutdown()
             throw error

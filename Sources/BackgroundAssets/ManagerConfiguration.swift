@@ -7,26 +7,25 @@ package import SystemPackage
 /// language. Read from the environment as `ba-sync` reads it (``fromEnvironment(_:)``), or given in code by a
 /// test (`BackgroundAssetsTesting`).
 package struct ManagerConfiguration: Sendable {
-    /// The app-group directory packs are installed into (Apple's `BAAppGroupID` container).
-    package var appGroup: SystemPackage.FilePath
-    /// The download manifest's URL (Apple's `BAManifestURL`); `nil` for reads, removal and local status only.
-    package var manifestURL: URL?
-    /// The platform played (`iOS`, `macOS`, `tvOS`, `visionOS`); `nil` sees every pack.
-    package var platform: String? = "iOS"
-    /// The app's preferred language (a BCP-47 tag); `nil` takes the app group's, then the environment's.
-    package var language: String?
-    /// The app's primary language (App Store Connect's), the fallback of the resolved language.
-    package var primaryLanguage = "en"
+    /// What the engine plays: the app group (Apple's `BAAppGroupID` container), the download manifest's URL
+    /// (Apple's `BAManifestURL`; `nil` for reads, removal and local status only), the platform (iOS unless
+    /// told; `nil` sees every pack), the languages and delta updates (ours; a device downloads whole packs).
+    package var engine: AssetPackClient.AssetPackManager.Configuration
     /// A PEM CA certificate to trust for https (what `ba-mock serve --tls-self-signed` prints).
     package var caCertificate: String?
-    /// Updates through ba-mock's deltas (ours; a device downloads whole packs).
-    package var deltaUpdates = false
     /// The Info.plist's first-install limits, when one was given.
     package var initialDownloadLimits: InitialDownloadLimits?
 
+    /// The app group packs are installed into (the engine's).
+    package var appGroup: SystemPackage.FilePath { engine.appGroup }
+    /// The download manifest's URL (the engine's).
+    package var manifestURL: URL? { engine.manifestURL }
+    /// The platform played (the engine's).
+    package var platform: String? { engine.platform }
+
+    /// A configuration for `appGroup` and the manifest at `manifestURL`, playing iOS.
     package init(appGroup: SystemPackage.FilePath, manifestURL: URL?) {
-        self.appGroup = appGroup
-        self.manifestURL = manifestURL
+        engine = .init(server: nil, manifestURL: manifestURL, appGroup: appGroup, platform: "iOS")
     }
 
     /// Apple's trap when the bundle names no app group, word for word, then how to configure one here.
@@ -68,11 +67,11 @@ package struct ManagerConfiguration: Sendable {
         }
         guard let appGroup = settings.appGroup else { return .failure(Problem(description: unconfiguredMessage)) }
         var configuration = ManagerConfiguration(appGroup: appGroup, manifestURL: settings.location?.manifest)
-        configuration.platform = settings.platform
-        configuration.language = settings.language
-        configuration.primaryLanguage = settings.primaryLanguage
+        configuration.engine.platform = settings.platform
+        configuration.engine.language = settings.language
+        configuration.engine.primaryLanguage = settings.primaryLanguage
+        configuration.engine.deltaUpdates = settings.deltaUpdates
         configuration.caCertificate = settings.caCertificate
-        configuration.deltaUpdates = settings.deltaUpdates
         configuration.initialDownloadLimits = plist.map(InitialDownloadLimits.init)
         return .success(configuration)
     }

@@ -33,11 +33,11 @@ public struct SharedManagerConfiguration: Sendable {
     /// The configuration of the package's backend.
     func managerConfiguration() throws -> ManagerConfiguration {
         var configuration = ManagerConfiguration(appGroup: appGroup.underlying, manifestURL: manifestURL)
-        configuration.platform = platform
-        configuration.language = language
-        configuration.primaryLanguage = primaryLanguage
+        configuration.engine.platform = platform
+        configuration.engine.language = language
+        configuration.engine.primaryLanguage = primaryLanguage
+        configuration.engine.deltaUpdates = deltaUpdates
         configuration.caCertificate = caCertificate
-        configuration.deltaUpdates = deltaUpdates
         if let infoPlist {
             do {
                 configuration.initialDownloadLimits = InitialDownloadLimits(
