@@ -19,18 +19,18 @@ struct IndexParser {
         var sawFiles = false
     }
 
-    typealias Failure = JSONTokenizer.Failure
+    typealias Failure = JSONScanner.Failure
 
-    private var json: JSONTokenizer
+    private var json: JSONScanner
 
     /// Parses bytes in memory.
     init(_ data: some Collection<UInt8>) {
-        json = JSONTokenizer(data)
+        json = JSONScanner(data)
     }
 
     /// Parses a file from its start, 64 KiB at a time.
     init(reading fd: FileDescriptor) {
-        json = JSONTokenizer(reading: fd)
+        json = JSONScanner(reading: fd)
     }
 
     /// Reads the whole document.

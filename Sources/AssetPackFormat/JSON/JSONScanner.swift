@@ -4,7 +4,7 @@ import SystemPackage
 /// A JSON tokenizer that reads a document a byte at a time from memory or from a file (64 KiB at a time),
 /// never holding it whole: strings, integers and literals as JSONDecoder reads them, values skipped or
 /// captured with a bound on depth. ``IndexParser`` reads an index's fields and rows with it.
-struct JSONTokenizer {
+struct JSONScanner {
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }
