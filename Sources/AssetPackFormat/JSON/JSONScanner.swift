@@ -1,258 +1,83 @@
 import Foundation
 import SystemPackage
 
-/// A JSON tokenizer that reads a document a byte at a time from memory or from a file (64 KiB at a time),
-/// never holding it whole: strings, integers and literals as JSONDecoder reads them, values skipped or
-/// captured with a bound on depth. ``IndexParser`` reads an index's fields and rows with it.
+/// The one JSON scanner of this package. It reads a document a byte at a time from memory or from a file
+/// (64 KiB at a time), never holding it whole: strings, numbers and literals as JSONDecoder reads them, values
+/// skipped or captured with a bound on depth. ``IndexParser`` reads an index's fields and rows with it;
+/// ``document(_:comments:)`` reads a packaging manifest into a ``JSONValue`` in the same pass that reads past
+/// its comments and notes what JSON readers disagree on (commas before a closing bracket, keys given twice).
 struct JSONScanner {
+    /// Why a document is refused: in the index's words with a byte offset (`description`), and as a kind in
+    /// JSONSerialization's words with a place, which a packaging manifest's message shows.
     struct Failure: Error, CustomStringConvertible {
+        /// What is wrong.
+        enum Kind: Equatable, Sendable {
+            case unexpectedEnd
+            case invalidValue
+            case leadingZero
+            case invalidEscape
+            case controlCharacter
+            case invalidUTF8
+            case tooDeep
+            /// A number out of a Double's range, as written.
+            case unrepresentable(String)
+            case unclosedComment
+
+            /// What it is in JSONSerialization's words, which manifest messages keep.
+            var words: String {
+                switch self {
+                case .unexpectedEnd: "Unexpected end of file"
+                case .invalidValue: "Invalid value"
+                case .leadingZero: "Number with leading zero"
+                case .invalidEscape: "Invalid escape sequence"
+                case .controlCharacter: "Unescaped control character"
+                case .invalidUTF8: "Invalid UTF-8 sequence"
+                case .tooDeep: "Too many nested arrays or dictionaries"
+                case .unrepresentable(let number): "Number \(number) is not representable in Swift"
+                case .unclosedComment: "A /* comment is never closed"
+                }
+            }
+        }
+
         var description: String
+        var kind = Kind.invalidValue
+        /// Where it is: a byte offset from the document's first byte (comments and byte order mark counted).
+        var offset: Int?
+        /// The line and column of `offset`, for a document read whole by ``JSONScanner/document(_:comments:)``.
+        var place: TextPlace?
     }
 
-    private var bytes: [UInt8]
+    private(set) var bytes: [UInt8]
     var position = 0
     private var count = 0
     private let fd: FileDescriptor?
     private var fileOffset: Int64 = 0
     private var base: Int64 = 0  // where bytes[0] is in the document
-    private static let numberBytes = Set("+-.eE0123456789".utf8)
-    private static let maximumDepth = 511  // JSONDecoder takes 512 levels, the index object one of them
+    /// Whether `//` and `/* */` comments outside strings are read past as spaces (documents in memory only).
+    private let allowsComments: Bool
+    /// The offsets of commas right before a closing bracket, when they are being noted.
+    var trailingCommas: [Int]?
+    static let maximumDepth = 512  // JSONDecoder's bound on nested arrays and objects
 
     /// Parses bytes in memory.
-    init(_ data: some Collection<UInt8>) {
+    /// - Parameters:
+    ///   - data: The document.
+    ///   - comments: Whether `//` and `/* */` comments outside strings are read past as spaces.
+    init(_ data: some Collection<UInt8>, comments: Bool = false) {
         bytes = Array(data)
         count = bytes.count
         fd = nil
+        allowsComments = comments
     }
 
     /// Parses a file from its start, 64 KiB at a time.
     init(reading fd: FileDescriptor) {
         bytes = [UInt8](repeating: 0, count: 64 << 10)
         self.fd = fd
+        allowsComments = false
     }
 
-    // MARK: - Values
-
-    mutating func strings(_ key: String) throws -> [String] {
-        var result: [String] = []
-        try expect(UInt8(ascii: "["))
-        if try peekSkippingSpace() == UInt8(ascii: "]") {
-            position += 1
-            return result
-        }
-        repeat { result.append(try string()) } while try separator(closing: UInt8(ascii: "]"))
-        return result
-    }
-
-    /// A JSON number that is a whole number fitting an Int64: digits as they are, or with a fraction or an
-    /// exponent (`6.0`, `6e0`, `60e-1`) when its value is whole, as JSONDecoder reads integer fields.
-    mutating func integer(_ key: String) throws -> Int64 {
-        guard try peekSkippingSpace() != nil else { throw failure("\(key) has no value") }
-        var text: [UInt8] = []
-        func digits() throws -> Int {
-            var count = 0
-            while let byte = try peek(), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
-                text.append(byte)
-                position += 1
-                count += 1
-            }
-            return count
-        }
-        if try peek() == UInt8(ascii: "-") {
-            text.append(UInt8(ascii: "-"))
-            position += 1
-        }
-        let whole = try digits()
-        guard whole > 0 else { throw failure("\(key) is not a number") }
-        if whole > 1 && text[text.count - whole] == UInt8(ascii: "0") { throw failure("\(key) has a leading zero") }
-        var exact = true
-        if try peek() == UInt8(ascii: ".") {
-            text.append(UInt8(ascii: "."))
-            position += 1
-            guard try digits() > 0 else { throw failure("\(key) is not a number") }
-            exact = false
-        }
-        if let byte = try peek(), byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E") {
-            text.append(byte)
-            position += 1
-            if let sign = try peek(), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
-                text.append(sign)
-                position += 1
-            }
-            guard try digits() > 0 else { throw failure("\(key) is not a number") }
-            exact = false
-        }
-        let spelled = String(decoding: text, as: UTF8.self)
-        if exact {
-            guard let value = Int64(spelled) else { throw failure("\(key) does not fit in 64 bits") }
-            return value
-        }
-        guard let value = Double(spelled), value.isFinite, value.rounded() == value,
-            value >= -9_223_372_036_854_775_808, value < 9_223_372_036_854_775_808
-        else {
-            throw failure("\(key) is not a whole number of 64 bits")
-        }
-        return Int64(value)
-    }
-
-    /// A JSON string, its escapes decoded; the bytes must be UTF-8.
-    mutating func string() throws -> String {
-        guard let text = try decodedString() else { throw failure("a string is not UTF-8") }
-        return text
-    }
-
-    /// A string whose value is not used (an unknown key's), read past as JSONDecoder does: up to its closing
-    /// quote, its bytes unchecked.
-    mutating func skipString() throws {
-        try expect(UInt8(ascii: "\""))
-        while true {
-            guard let byte = try peek() else { throw failure("a string does not end") }
-            position += 1
-            if byte == UInt8(ascii: "\\"), try peek() != nil {
-                position += 1
-            } else if byte == UInt8(ascii: "\"") {
-                return
-            }
-        }
-    }
-
-    /// The string's text, or `nil` when its bytes are not UTF-8.
-    mutating func decodedString() throws -> String? {
-        try expect(UInt8(ascii: "\""))
-        var out: [UInt8] = []
-        while true {
-            guard let byte = try peek() else { throw failure("a string does not end") }
-            position += 1
-            switch byte {
-            case UInt8(ascii: "\""):
-                return String(validating: out, as: UTF8.self)
-            case UInt8(ascii: "\\"):
-                guard let escape = try peek() else { throw failure("a string does not end") }
-                position += 1
-                switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "u"):
-                    var scalar = try hex4()
-                    if (0xD800..<0xDC00).contains(scalar) {
-                        guard try peek() == UInt8(ascii: "\\") else { throw failure("a lone surrogate in a string") }
-                        position += 1
-                        guard try peek() == UInt8(ascii: "u") else { throw failure("a lone surrogate in a string") }
-                        position += 1
-                        let low = try hex4()
-                        guard (0xDC00..<0xE000).contains(low) else { throw failure("a lone surrogate in a string") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    }
-                    guard let unicode = Unicode.Scalar(scalar) else { throw failure("a lone surrogate in a string") }
-                    out.append(contentsOf: Array(String(unicode).utf8))
-                default: throw failure("a string has the escape \\\(Character(UnicodeScalar(escape)))")
-                }
-            case 0..<0x20: throw failure("a string holds a control character")
-            default: out.append(byte)
-            }
-        }
-    }
-
-    mutating func hex4() throws -> UInt32 {
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            guard let byte = try peek() else { throw failure("a string does not end") }
-            position += 1
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw failure("a \\u escape is not hexadecimal")
-            }
-            value = value << 4 | UInt32(digit)
-        }
-        return value
-    }
-
-    /// The bytes of the next value, as written (for the few fields decoded by JSONDecoder).
-    mutating func capturedValue() throws -> [UInt8] {
-        guard try peekSkippingSpace() != nil else { throw failure("a value is missing") }
-        var captured: [UInt8]? = []
-        try skipValue(depth: 0, into: &captured)
-        return captured ?? []
-    }
-
-    mutating func skipValue(depth: Int) throws {
-        var ignored: [UInt8]?
-        try skipValue(depth: depth, into: &ignored)
-    }
-
-    /// Reads past one value of any type, checking its syntax; appends its bytes to `sink` when given.
-    mutating func skipValue(depth: Int, into sink: inout [UInt8]?) throws {
-        guard depth < Self.maximumDepth else { throw failure("nests deeper than \(Self.maximumDepth) levels") }
-        guard let byte = try peekSkippingSpace() else { throw failure("a value is missing") }
-        switch byte {
-        case UInt8(ascii: "{"), UInt8(ascii: "["):
-            let closing = byte == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")
-            position += 1
-            sink?.append(byte)
-            if try peekSkippingSpace() == closing {
-                position += 1
-                sink?.append(closing)
-                return
-            }
-            repeat {
-                if byte == UInt8(ascii: "{") {
-                    if sink != nil {
-                        sink?.append(contentsOf: Self.quoted(try string()) + [UInt8(ascii: ":")])
-                    } else {
-                        try skipString()
-                    }
-                    try expect(UInt8(ascii: ":"))
-                }
-                try skipValue(depth: depth + 1, into: &sink)
-                if try peekSkippingSpace() == UInt8(ascii: ",") { sink?.append(UInt8(ascii: ",")) }
-            } while try separator(closing: closing)
-            sink?.append(closing)
-        case UInt8(ascii: "\""):
-            if sink != nil {
-                sink?.append(contentsOf: Self.quoted(try string()))
-            } else {
-                try skipString()
-            }
-        case UInt8(ascii: "t"): try literal("true", into: &sink)
-        case UInt8(ascii: "f"): try literal("false", into: &sink)
-        case UInt8(ascii: "n"): try literal("null", into: &sink)
-        default:
-            guard byte == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else {
-                throw failure("a value begins with \"\(Character(UnicodeScalar(byte)))\"")
-            }
-            while let next = try peek(), Self.numberBytes.contains(next) {
-                sink?.append(next)
-                position += 1
-            }
-        }
-    }
-
-    static func quoted(_ text: String) -> [UInt8] {
-        (try? JSONEncoder().encode(text)).map(Array.init) ?? []
-    }
-
-    mutating func literal(_ word: String) throws {
-        var ignored: [UInt8]?
-        try literal(word, into: &ignored)
-    }
-
-    mutating func literal(_ word: String, into sink: inout [UInt8]?) throws {
-        _ = try peekSkippingSpace()
-        for expected in word.utf8 {
-            guard try peek() == expected else { throw failure("a value is not \(word)") }
-            position += 1
-        }
-        sink?.append(contentsOf: Array(word.utf8))
-    }
-
-    // MARK: - Bytes
+    // MARK: - Structure
 
     /// Reads past a UTF-8 byte order mark; a document in UTF-16 or UTF-32 (which JSONDecoder reads too,
     /// and no index this tool writes is) is read whole and turned into UTF-8 first.
@@ -287,30 +112,28 @@ struct JSONScanner {
         if bytes.first == 0xEF, bytes.starts(with: [0xEF, 0xBB, 0xBF]) { position = 3 }
     }
 
-    /// Reads more of the file after what is in the buffer, keeping the buffer's unread bytes; whether any
-    /// came.
-    mutating func refillKeeping() throws -> Bool {
-        guard let fd else { return false }
-        let kept = Array(bytes[position..<count])
-        var more = [UInt8](repeating: 0, count: 64 << 10)
-        let read = try Self.read(fd, at: fileOffset, into: &more)
-        guard read > 0 else { return false }
-        base += Int64(position)
-        fileOffset += Int64(read)
-        bytes = kept + more[0..<read]
-        position = 0
-        count = bytes.count
-        return true
+    /// Reads the elements of the array or object whose `opening` bracket is next, calling `element` for each
+    /// (at a key, for an object) up to the closing bracket.
+    mutating func container(_ opening: UInt8, _ element: (inout JSONScanner) throws -> Void) throws {
+        try expect(opening)
+        let closing = opening == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")
+        if try peekSkippingSpace() == closing {
+            position += 1
+            return
+        }
+        repeat { try element(&self) } while try separator(closing: closing)
     }
 
     /// After an element: true for a comma (another follows), false for `closing`. A comma before the
-    /// closing bracket is allowed, as JSONDecoder allows it.
+    /// closing bracket is allowed, as JSONDecoder allows it, and noted in ``trailingCommas``.
     mutating func separator(closing: UInt8) throws -> Bool {
         switch try peekSkippingSpace() {
         case UInt8(ascii: ","):
+            let comma = offset
             position += 1
             if try peekSkippingSpace() == closing {
                 position += 1
+                trailingCommas?.append(comma)
                 return false
             }
             return true
@@ -326,21 +149,63 @@ struct JSONScanner {
         position += 1
     }
 
+    /// The next byte that is neither a space nor in a comment, without taking it; `nil` at the end.
     mutating func peekSkippingSpace() throws -> UInt8? {
         while let byte = try peek() {
             switch byte {
             case 0x20, 0x0A, 0x0D, 0x09: position += 1
+            case UInt8(ascii: "/") where allowsComments:
+                guard try skipComment() else { return byte }
             default: return byte
             }
         }
         return nil
     }
 
+    /// Reads past the `//` or `/* */` comment at `position` (comments are read in memory only, so the whole
+    /// comment is in `bytes`); false when the `/` begins none.
+    private mutating func skipComment() throws -> Bool {
+        guard position + 1 < count else { return false }
+        switch bytes[position + 1] {
+        case UInt8(ascii: "/"):
+            position = bytes[position..<count].firstIndex(of: UInt8(ascii: "\n")) ?? count
+            return true
+        case UInt8(ascii: "*"):
+            var end = position + 2
+            while end + 1 < count, bytes[end] != UInt8(ascii: "*") || bytes[end + 1] != UInt8(ascii: "/") { end += 1 }
+            guard end + 1 < count else { throw failure("a /* comment is never closed", .unclosedComment) }
+            position = end + 2
+            return true
+        default: return false
+        }
+    }
+
+    // MARK: - Bytes
+
+    /// The byte offset of the next byte in the document.
+    var offset: Int { Int(base) + position }
+
     /// The next byte without taking it; `nil` at the end.
     @inline(__always)
     mutating func peek() throws -> UInt8? {
         if position < count { return bytes[position] }
         return try refill() ? bytes[position] : nil
+    }
+
+    /// Reads more of the file after what is in the buffer, keeping the buffer's unread bytes; whether any
+    /// came.
+    mutating func refillKeeping() throws -> Bool {
+        guard let fd else { return false }
+        let kept = Array(bytes[position..<count])
+        var more = [UInt8](repeating: 0, count: 64 << 10)
+        let read = try Self.read(fd, at: fileOffset, into: &more)
+        guard read > 0 else { return false }
+        base += Int64(position)
+        fileOffset += Int64(read)
+        bytes = kept + more[0..<read]
+        position = 0
+        count = bytes.count
+        return true
     }
 
     mutating func refill() throws -> Bool {
@@ -363,7 +228,13 @@ struct JSONScanner {
         }
     }
 
-    func failure(_ what: String) -> Failure {
-        Failure(description: "\(what) (near byte \(base + Int64(position)))")
+    /// A failure at the current byte (or at `offset`): of `kind`, or when none is given an invalid value, or
+    /// the end of the document when no byte is left in memory.
+    func failure(_ what: String, _ kind: Failure.Kind? = nil, at offset: Int? = nil) -> Failure {
+        Failure(
+            description: "\(what) (near byte \(base + Int64(position)))",
+            kind: kind ?? (position < count ? .invalidValue : .unexpectedEnd),
+            offset: offset ?? self.offset
+        )
     }
 }

@@ -5,21 +5,20 @@ extension PackagingManifest {
     /// Finds every problem of a manifest given as bytes: each key is checked, so one mistake does not hide
     /// the next.
     public static func check(_ bytes: [UInt8], file: String) -> ManifestCheck {
-        let text: [UInt8]
+        let document: JSONDocument
         let object: [String: JSONValue]
         switch decodeObject(bytes, file: file) {
         case .success(let decoded):
-            text = decoded.text
+            document = decoded.document
             object = decoded.object
         case .failure(let problem):
             return ManifestCheck(parsed: nil, problems: [problem])
         }
         var problems: [ManifestProblem] = []
         let misspelt = checkUnknownKeys(of: object, file: file, problems: &problems)
-        let lint = JSONLint(text)
-        var warnings = trailingCommaWarnings(lint, in: text, file: file)
+        var warnings = trailingCommaWarnings(document, file: file)
         // Readers disagree on which of two values counts (Foundation, and so this tool, keeps the first).
-        problems += duplicateKeyProblems(lint, in: text, file: file)
+        problems += duplicateKeyProblems(document, file: file)
         let id = take(file: file, problems: &problems) {
             try parseID(object["assetPackID"], file: file, warnings: &warnings)
         }
@@ -63,46 +62,56 @@ extension PackagingManifest {
         return ManifestCheck(parsed: parsed, problems: problems, assetPackID: id, selection: parsed)
     }
 
-    /// The text without comments and its top-level object, or the one problem that keeps them from being read.
+    /// The manifest's JSON and its top-level object, or the one problem that keeps them from being read.
     private static func decodeObject(
         _ bytes: [UInt8],
         file: String
-    ) -> Result<(text: [UInt8], object: [String: JSONValue]), ManifestProblem> {
-        if let line = JSONValue.unterminatedComment(in: bytes) {
-            let problem = ManifestProblem.error(
-                file,
-                "(file)",
-                "is not valid JSON: the /* comment on line \(line) is never closed",
-                fix: "close it with */ (or remove it)",
-                code: .invalidJSON
-            )
-            return .failure(problem)
-        }
-        let text = JSONValue.stripComments(bytes)
-        let value: JSONValue
+    ) -> Result<(document: JSONDocument, object: [String: JSONValue]), ManifestProblem> {
+        let document: JSONDocument
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: Data(text))
+            document = try JSONScanner.document(bytes, comments: true)
         } catch {
-            let problem = ManifestProblem.error(
-                file,
-                "(file)",
-                "is not valid JSON: \(Self.syntaxProblem(in: text))",
-                fix: "check quotes, commas and brackets there; `//` and `/* */` comments are allowed",
-                code: .invalidJSON
-            )
-            return .failure(problem)
+            return .failure(syntaxProblem(error, file: file))
         }
-        guard case .object(let object) = value else {
+        guard case .object(let object) = document.value else {
             return .failure(
                 .error(
                     file,
                     "(top level)",
-                    "is \(value.typeName), not an object",
+                    "is \(document.value.typeName), not an object",
                     fix: "start from `ba-mock template`"
                 )
             )
         }
-        return .success((text: text, object: object))
+        return .success((document: document, object: object))
+    }
+
+    /// What and where the syntax error is, as "line 3, column 5: Invalid value", in JSONSerialization's words
+    /// (which this message gave when JSONSerialization read manifests).
+    private static func syntaxProblem(_ error: any Error, file: String) -> ManifestProblem {
+        guard let failure = error as? JSONScanner.Failure, let place = failure.place else {
+            return .error(file, "(file)", "is not valid JSON: \(error)", fix: nil, code: .invalidJSON)
+        }
+        let what: String
+        switch failure.kind {
+        case .unclosedComment:
+            return .error(
+                file,
+                "(file)",
+                "is not valid JSON: the /* comment on line \(place.line) is never closed",
+                fix: "close it with */ (or remove it)",
+                code: .invalidJSON
+            )
+        case .invalidUTF8: what = "Invalid UTF-8 sequence in the string at \(place)"
+        default: what = "\(place): \(failure.kind.words)"
+        }
+        return .error(
+            file,
+            "(file)",
+            "is not valid JSON: \(what)",
+            fix: "check quotes, commas and brackets there; `//` and `/* */` comments are allowed",
+            code: .invalidJSON
+        )
     }
 
     /// The known keys that the unknown keys of `object` are near misses of; each unknown key is an error.
@@ -141,26 +150,26 @@ extension PackagingManifest {
         return nil
     }
 
-    /// A warning for each comma before a closing bracket in `text`, as `lint` found them.
-    private static func trailingCommaWarnings(_ lint: JSONLint, in text: [UInt8], file: String) -> [ManifestProblem] {
-        lint.trailingCommas.map { offset in
+    /// A warning for each comma before a closing bracket in `document`.
+    private static func trailingCommaWarnings(_ document: JSONDocument, file: String) -> [ManifestProblem] {
+        document.trailingCommas.map { offset in
             .warning(
                 file,
                 "(file)",
-                "has a comma before a closing bracket (\(lineAndColumn(of: offset, in: text))); this tool reads it, "
+                "has a comma before a closing bracket (\(document.place(of: offset))); this tool reads it, "
                     + "but JSON does not allow it and whether ba-package accepts it is not known",
                 fix: "remove the comma"
             )
         }
     }
 
-    /// An error for each key written twice in one object of `text`, as `lint` found them.
-    private static func duplicateKeyProblems(_ lint: JSONLint, in text: [UInt8], file: String) -> [ManifestProblem] {
-        lint.duplicateKeys.map { duplicate in
+    /// An error for each key written twice in one object of `document`.
+    private static func duplicateKeyProblems(_ document: JSONDocument, file: String) -> [ManifestProblem] {
+        document.duplicateKeys.map { duplicate in
             .error(
                 file,
                 duplicate.path,
-                "is written twice in one object (the second at \(lineAndColumn(of: duplicate.offset, in: text))); "
+                "is written twice in one object (the second at \(document.place(of: duplicate.offset))); "
                     + "JSON readers disagree on which value counts",
                 fix: "keep one of them"
             )
