@@ -71,7 +71,7 @@ extension PackagingManifest {
         do {
             document = try JSONScanner.document(bytes, comments: true)
         } catch {
-            return .failure(syntaxProblem(error, file: file))
+            return .failure(invalidJSONProblem(error, file: file))
         }
         guard case .object(let object) = document.value else {
             return .failure(
@@ -88,7 +88,7 @@ extension PackagingManifest {
 
     /// What and where the syntax error is, as "line 3, column 5: Invalid value", in JSONSerialization's words
     /// (which this message gave when JSONSerialization read manifests).
-    private static func syntaxProblem(_ error: any Error, file: String) -> ManifestProblem {
+    private static func invalidJSONProblem(_ error: any Error, file: String) -> ManifestProblem {
         guard let failure = error as? JSONScanner.Failure, let place = failure.place else {
             return .error(file, "(file)", "is not valid JSON: \(error)", fix: nil, code: .invalidJSON)
         }

@@ -66,27 +66,6 @@ extension PackagingManifest {
         return Checked(value: value)
     }
 
-    /// Where and what the syntax error is, as "line 3, column 5: Invalid value".
-    static func syntaxProblem(in text: [UInt8]) -> String {
-        let detail: String
-        do {
-            _ = try JSONSerialization.jsonObject(with: Data(text), options: [.fragmentsAllowed])
-            return "unexpected structure"
-        } catch {
-            detail = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? "\(error)"
-        }
-        // Foundation says "... around character N." (a byte offset); turn it into a line and column.
-        guard let range = detail.range(of: "around character "),
-            let offset = Int(detail[range.upperBound...].prefix { $0.isNumber })
-        else {
-            let what = detail.trimmingCharacters(in: CharacterSet(charactersIn: "."))
-            // "Unexpected end of file" has no place: it is the end.
-            return what.contains("end of file") ? "\(lineAndColumn(of: text.count, in: text)): \(what)" : what
-        }
-        let what = detail[..<range.lowerBound].trimmingCharacters(in: .whitespaces)
-        return "\(lineAndColumn(of: offset, in: text)): \(what)"
-    }
-
     static func parseID(_ value: JSONValue?, file: String, warnings: inout [ManifestProblem]) throws -> String {
         guard let value else {
             throw ManifestProblem.error(

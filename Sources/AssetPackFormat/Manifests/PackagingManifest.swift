@@ -195,14 +195,6 @@ extension PackagingManifest {
         throw error
     }
 
-    /// "line L, column C" of a byte offset.
-    static func lineAndColumn(of offset: Int, in text: [UInt8]) -> String {
-        let before = text.prefix(min(offset, text.count))
-        let line = before.filter { $0 == UInt8(ascii: "\n") }.count + 1
-        let column = before.count - (before.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0) + 1
-        return "line \(line), column \(column)"
-    }
-
     /// The known key a misspelt one was meant to be: same letters in another case, or one or two edits away.
     static func nearMiss(_ key: String, in known: [String]) -> String? {
         let lowered = key.lowercased()
