@@ -39,6 +39,7 @@ public struct AppleArchiveInspection: Sendable, Encodable {
         listing.entries.filter { $0.type == "file" && $0.path.hasPrefix(PackPath.contentsPrefix) }
     }
 
+    /// Encodes the listing's keys (format, compression, manifest, entries) and `verified`.
     public func encode(to encoder: any Encoder) throws {
         try listing.encode(to: encoder)
         var container = encoder.container(keyedBy: Key.self)
