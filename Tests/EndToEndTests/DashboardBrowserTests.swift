@@ -168,6 +168,28 @@ struct DashboardBrowserTests {
         }
     }
 
+    /// A version being typed in a row's Pin box survives the table being drawn again (here a fault added
+    /// through the control API, which every open page is sent), focus included, and Pin publishes it: the table
+    /// was rebuilt from each snapshot, and what was typed went back to the published version.
+    @Test func aVersionBeingTypedSurvivesARedraw() async throws {
+        try await withDashboard { browser, url, _ in
+            try await browser.wait(for: Self.cell("Levels", "version")) { $0 as? String == "1" }
+            let input = "#packs tr[data-pack=\"Levels\"] td.steer input"
+            try await browser.type("7", into: input)
+            var request = HTTPClientRequest(url: url + "/_mock/faults")
+            request.method = .POST
+            request.body = .bytes(ByteBuffer(string: "latency=1,pack=Tutorial"))
+            _ = try await HTTPClient.shared.execute(request, timeout: .seconds(30)).body.collect(upTo: 1 << 20)
+            try await browser.wait(for: "return document.querySelectorAll('#faults li').length === 1")
+            #expect(try await browser.run("return document.querySelector('\(input)').value") as? String == "7")
+            let focused = "return document.activeElement === document.querySelector('\(input)')"
+            #expect(try await browser.run(focused) as? Bool == true)
+            try await browser.click("#packs tr[data-pack=\"Levels\"] button.pin")
+            try await browser.wait(for: Self.cell("Levels", "version")) { $0 as? String == "7 (content 1)" }
+            #expect(try await manifestVersions(url)["Levels"] == 7)
+        }
+    }
+
     func manifestVersions(_ url: String) async throws -> [String: Int] {
         let response = try await HTTPClient.shared.execute(
             HTTPClientRequest(url: url + "/manifest"),

@@ -194,13 +194,20 @@ enum DashboardPage {
           promise.then(() => { out.textContent = ""; }, (error) => { out.textContent = error.message; });
         }
 
+        // The stream's first snapshot is most often the one the page was served with: not drawn twice.
+        let drawnSnapshot = null;
         function renderPacks(snapshot) {
+          const text = JSON.stringify(snapshot);
+          if (text === drawnSnapshot) return;
+          drawnSnapshot = text;
           state.packs = snapshot.packs; state.faults = snapshot.faults;
           document.getElementById("seed").textContent = "fault seed " + snapshot.seed;
           const problems = document.getElementById("problems");
           problems.replaceChildren(...snapshot.problems.filter((p) => !p.pack).map(problemNode));
           const body = document.querySelector("#packs tbody");
+          const typed = typedVersions(body);
           body.replaceChildren(...snapshot.packs.flatMap(packRows));
+          restoreTypedVersions(body, typed);
           for (const select of [document.getElementById("fault-pack"), document.getElementById("log-pack")]) {
             const chosen = select.value;
             select.replaceChildren(select.options[0], ...snapshot.packs.map((p) => el("option", { value: p.id }, p.id)));
@@ -210,6 +217,25 @@ enum DashboardPage {
             el("li", { "data-rule": rule }, el("code", {}, rule),
               el("button", { type: "button", class: "fault-remove",
                 onclick: () => report(control("DELETE", "faults/" + index)) }, "Remove"))));
+        }
+        // A version being typed in a Pin box survives the table being drawn again (another pack built, a fault
+        // added), focus included: it went back to the published version, and Pin published that.
+        function typedVersions(body) {
+          const typed = new Map();
+          for (const input of body.querySelectorAll("td.steer input[data-typed]")) {
+            typed.set(input.closest("tr").dataset.pack, { value: input.value, focused: document.activeElement === input });
+          }
+          return typed;
+        }
+        function restoreTypedVersions(body, typed) {
+          for (const row of body.querySelectorAll("tr[data-pack]")) {
+            const kept = typed.get(row.dataset.pack);
+            const input = row.querySelector("td.steer input");
+            if (!kept || !input) continue;
+            input.value = kept.value;
+            input.dataset.typed = "";
+            if (kept.focused) input.focus();
+          }
         }
         function problemNode(problem) {
           return el("div", { class: "problem" },
@@ -223,11 +249,13 @@ enum DashboardPage {
             String(pack.publishedVersion) + (pack.contentVersion !== null && pack.contentVersion !== pack.publishedVersion
               ? " (content " + pack.contentVersion + ")" : "");
           const pinInput = el("input", { type: "number", min: "1", "aria-label": "version to publish",
-            value: pack.publishedVersion || 1 });
+            value: pack.publishedVersion || 1, oninput: () => { pinInput.dataset.typed = ""; } });
           const steer = el("td", { class: "steer", "data-label": "Steer" },
             pinInput,
-            el("button", { type: "button", class: "pin", onclick: () =>
-              report(control("PUT", "packs/" + id + "/version/" + pinInput.value)) }, "Pin"),
+            el("button", { type: "button", class: "pin", onclick: () => {
+              delete pinInput.dataset.typed;  // sent: the next snapshot shows it published
+              report(control("PUT", "packs/" + id + "/version/" + pinInput.value));
+            } }, "Pin"),
             pack.pinnedBy === "control" ? el("button", { type: "button", class: "unpin", onclick: () =>
               report(control("DELETE", "packs/" + id + "/version")) }, "Unpin") : null,
             pack.obsolete
