@@ -19,7 +19,17 @@ public final class WebDriver: Sendable {
     /// A failed WebDriver command: what was asked and what the driver said.
     public struct Failure: Error, CustomStringConvertible {
         public var description: String
+        /// The driver's error code (WebDriver's `error`, e.g. `stale element reference`), when it gave one.
+        public var code: String?
+
+        public init(description: String, code: String? = nil) {
+            self.description = description
+            self.code = code
+        }
     }
+
+    /// WebDriver's code for a handle to an element the page has since replaced (a table drawn again).
+    static let staleElement = "stale element reference"
 
     private let driver: RunningTool
     private let base: String
@@ -126,15 +136,29 @@ public final class WebDriver: Sendable {
 
     /// Clicks the element `selector` finds, as a user would.
     public func click(_ selector: String) async throws {
-        let id = try await element(selector)
-        _ = try await Self.command(base, .POST, "/session/\(session)/element/\(id)/click", [String: Any]())
+        try await withElement(selector) { id in
+            _ = try await Self.command(base, .POST, "/session/\(session)/element/\(id)/click", [String: Any]())
+        }
     }
 
     /// Types `text` into the element `selector` finds, after clearing it.
     public func type(_ text: String, into selector: String) async throws {
-        let id = try await element(selector)
-        _ = try await Self.command(base, .POST, "/session/\(session)/element/\(id)/clear", [String: Any]())
-        _ = try await Self.command(base, .POST, "/session/\(session)/element/\(id)/value", ["text": text])
+        try await withElement(selector) { id in
+            _ = try await Self.command(base, .POST, "/session/\(session)/element/\(id)/clear", [String: Any]())
+            _ = try await Self.command(base, .POST, "/session/\(session)/element/\(id)/value", ["text": text])
+        }
+    }
+
+    /// Runs `body` with the element `selector` finds; when the page replaced that element in between (a live
+    /// table drawn again), finds it again and runs `body` once more, as a person would aim again; 5 tries.
+    private func withElement(_ selector: String, _ body: (String) async throws -> Void) async throws {
+        for attempt in 1...5 {
+            do {
+                return try await body(try await element(selector))
+            } catch let failure as Failure where failure.code == Self.staleElement && attempt < 5 {
+                continue
+            }
+        }
     }
 
     /// Chooses the option of value `value` in the `<select>` `selector` finds, as a user would.
@@ -186,7 +210,10 @@ public final class WebDriver: Sendable {
         let json = try JSONSerialization.jsonObject(with: Data(bytes.readableBytesView), options: [.fragmentsAllowed])
         let value = (json as? [String: Any])?["value"] ?? NSNull()
         guard response.status == .ok else {
-            throw Failure(description: "\(method) \(path): \(response.status.code) \(value)")
+            throw Failure(
+                description: "\(method) \(path): \(response.status.code) \(value)",
+                code: (value as? [String: Any])?["error"] as? String
+            )
         }
         return value
     }
