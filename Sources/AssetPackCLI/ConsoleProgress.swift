@@ -42,6 +42,16 @@ public final class ConsoleProgress: Sendable {
     /// The packs whose failure was shown (with its message): a command's summary need not repeat it.
     public var failuresShown: Set<String> { failed.withLock { $0 } }
 
+    /// Says which device conditions the run plays (nothing for a happy device).
+    public func show(_ conditions: DeviceConditions) {
+        guard !conditions.isDefault else { return }
+        if json {
+            writeJSON(SyncOutput.Conditions(conditions))
+        } else {
+            err("device: \(conditions.summary) (simulated)\n")
+        }
+    }
+
     /// Shows one event.
     public func show(_ event: AssetPackManager.Event) {
         switch event {

@@ -40,6 +40,7 @@ public struct ManagerSession: Sendable {
             throw error
         }
         let progress = ConsoleProgress(json: json, appGroup: appGroup.string)
+        progress.show(manager.conditions)
         let events = manager.events
         let printer = Task { for await event in events { progress.show(event) } }
         let result: Result<T, any Error>

@@ -34,14 +34,21 @@ public func listValues<T>(_ text: String, _ make: (String) -> T?, _ what: String
     return .success(values)
 }
 
-/// `4096`, `4k`, `64K`, `1m`, `2g` → bytes; `nil` for anything else, a count that does not fit in an `Int`
-/// included.
+/// `4096`, `4k`, `64K`, `1m`, `2g` (binary: 1k = 1024), `64KiB`, `1MiB`, `2GiB` (binary too), `200MB`, `1GB`,
+/// `500kB` (decimal: 1MB = 1 000 000, as a disk's or a phone's storage is labelled), `4096B` → bytes; `nil` for
+/// anything else, a count that does not fit in an `Int` included.
 public func byteCount(_ text: String) -> Int? {
     let lower = text.lowercased()
-    let multipliers: [Character: Int] = ["k": 1 << 10, "m": 1 << 20, "g": 1 << 30]
-    guard let last = lower.last, let multiplier = multipliers[last] else { return Int(lower) }
-    guard let count = Int(lower.dropLast()) else { return nil }
-    let (bytes, overflow) = count.multipliedReportingOverflow(by: multiplier)
+    let units: [(suffix: String, multiplier: Int)] = [
+        ("kib", 1 << 10), ("mib", 1 << 20), ("gib", 1 << 30), ("kb", 1000), ("mb", 1_000_000),
+        ("gb", 1_000_000_000), ("k", 1 << 10), ("m", 1 << 20), ("g", 1 << 30), ("b", 1),
+    ]
+    let unit = units.first { lower.hasSuffix($0.suffix) }
+    let digits = lower.dropLast(unit?.suffix.count ?? 0)
+    guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), let count = Int(digits) else {
+        return nil
+    }
+    let (bytes, overflow) = count.multipliedReportingOverflow(by: unit?.multiplier ?? 1)
     return overflow ? nil : bytes
 }
 

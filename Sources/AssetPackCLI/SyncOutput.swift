@@ -56,6 +56,36 @@ public enum SyncOutput {
         public init(seed: UInt64) { self.seed = String(seed) }
     }
 
+    /// The device conditions a command plays (`--network`, `--free-space`, `--network-drop`), said first so
+    /// that a log shows what the run was under.
+    public struct Conditions: Encodable, Equatable, Sendable {
+        public let event = "conditions"
+        public var network: String
+        /// `null`: as much as the disk has.
+        public var freeSpace: Int64?
+        /// `null`: no drop.
+        public var dropAfterBytes: Int64?
+        public var dropSeconds: Double?
+
+        public init(_ conditions: DeviceConditions) {
+            network = conditions.network.rawValue
+            freeSpace = conditions.freeSpace
+            dropAfterBytes = conditions.drop?.afterBytes
+            dropSeconds = conditions.drop?.downFor.inSeconds
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(event, forKey: .event)
+            try container.encode(network, forKey: .network)
+            try container.encode(freeSpace, forKey: .freeSpace)
+            try container.encode(dropAfterBytes, forKey: .dropAfterBytes)
+            try container.encode(dropSeconds, forKey: .dropSeconds)
+        }
+
+        enum CodingKeys: String, CodingKey { case event, network, freeSpace, dropAfterBytes, dropSeconds }
+    }
+
     /// `sync`'s result.
     public struct Sync: Encodable, Equatable, Sendable {
         public let event = "result"

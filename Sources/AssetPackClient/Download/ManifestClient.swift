@@ -14,6 +14,8 @@ struct ManifestClient: Sendable {
     /// The deadline of one fetch, from the request to the body's last byte: a server that drips its manifest
     /// a byte at a time cannot hold the client past it.
     let timeout: Duration
+    /// The device played: no manifest comes while its network is away.
+    var device: SimulatedDevice?
 
     /// The largest manifest accepted.
     static let maximumSize = DownloadManifest.maximumSize
@@ -27,8 +29,10 @@ struct ManifestClient: Sendable {
     /// - Throws: ``AssetPackClientError`` with code `.network`, `.httpStatus` or `.badManifest`.
     func fetchCountingBytes() async throws -> (packs: [String: AssetPack], bytes: Int64) {
         let url = self.url
+        let device = self.device
         let body = try await retryPolicy.run {
-            try await withDeadline(timeout, url: url) { try await fetchOnce(url) }
+            try device?.requireNetwork(for: "the manifest at \(url)")
+            return try await withDeadline(timeout, url: url) { try await fetchOnce(url) }
         }
         return (try decode(body, url: url), Int64(body.readableBytes))
     }

@@ -10,6 +10,8 @@ struct DownloadEvents: Sendable {
     var progress: @Sendable (DownloadProgress) -> Void
     /// A connection broke, or the bytes were bad: the download is about to resume, or start over.
     var paused: @Sendable (RetryNotice) -> Void
+    /// The download goes on after a pause (the network is back).
+    var resumed: @Sendable () -> Void = {}
     /// A request goes on from a byte offset.
     var resuming: @Sendable (Int64) -> Void
     /// An update goes through a delta archive.
@@ -25,6 +27,8 @@ struct DownloadEvents: Sendable {
 struct PackDownloader: Sendable {
     let transfer: PackTransfer
     let policy: RetryPolicy
+    /// The device played: its network can be away, or drop in the middle.
+    var device = SimulatedDevice(DeviceConditions())
 
     /// Downloads `pack` through consumers made by `start`.
     /// - Parameters:
@@ -41,8 +45,18 @@ struct PackDownloader: Sendable {
         end: (TransferConsumer<Product>, any Error) async -> Void
     ) async throws -> Product {
         var current: TransferConsumer<Product>?
+        var paused = false
+        let device = self.device
         do {
             return try await policy.run {
+                if paused {
+                    // A paused download waits for the network, as a device's does, then goes on.
+                    try await device.waitForNetwork()
+                    paused = false
+                    events.resumed()
+                } else {
+                    try device.requireNetwork(for: "pack \(pack.id) from \(pack.url)", pack: pack.id)
+                }
                 let consumer: TransferConsumer<Product>
                 if let current {
                     consumer = current
@@ -60,6 +74,7 @@ struct PackDownloader: Sendable {
                             progress: events.progress
                         ) { chunk in
                             try await consumer.push(chunk)
+                            try device.received(consumer.pushed, of: pack)
                         }
                     }
                     let outcome = try await consumer.finish()
@@ -77,6 +92,7 @@ struct PackDownloader: Sendable {
                     throw error
                 }
             } onRetry: { notice in
+                paused = true
                 events.paused(notice)
             }
         } catch {

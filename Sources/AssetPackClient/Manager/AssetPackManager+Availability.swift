@@ -144,13 +144,15 @@ extension AssetPackManager {
             paused: { retry in
                 broadcaster.publish(.retrying(pack, retry))
                 broadcaster.publish(.paused(pack))
-                broadcaster.publish(.began(pack))  // Apple's "began" also means "resumed after being paused"
             },
+            resumed: { broadcaster.publish(.began(pack)) },  // Apple's "began or resumed after being paused"
             resuming: { broadcaster.publish(.resuming(pack, from: $0)) },
             delta: { broadcaster.publish(.delta(pack, $0)) },
             deltaFailed: { broadcaster.publish(.deltaFailed(pack, reason: $0)) }
         )
         do {
+            let held = try await holdRoom(for: pack)
+            defer { device.release(held) }
             let installed = try await installer.install(pack, events: events)
             if let carried = installed.fileDigestsCarried, carried < installed.fileCount {
                 broadcaster.publish(
@@ -172,5 +174,19 @@ extension AssetPackManager {
             broadcaster.publish(.failed(pack, failure))
             throw failure
         }
+    }
+
+    /// Holds room for `pack` on the device played, or fails as a full disk would, before anything downloads:
+    /// the new version is written beside the one it replaces (and, for a resumable download, its archive too).
+    /// - Returns: The bytes held, for ``SimulatedDevice/release(_:)``.
+    private func holdRoom(for pack: AssetPack) async throws -> Int64 {
+        let device = self.device
+        guard device.conditions.freeSpace != nil else { return 0 }
+        let store = self.store
+        let installed = try await BlockingIO.shortCall {
+            try store.loadState().installed.values.reduce(Int64(0)) { $0 + $1.installSize }
+        }
+        let written = (pack.installSize ?? pack.downloadSize) + (installer.resumableDownloads ? pack.downloadSize : 0)
+        return try device.reserve(written, for: pack, installed: installed, estimated: pack.installSize == nil)
     }
 }

@@ -54,6 +54,9 @@ extension AssetPackManager {
         /// Where the preferred languages come from when none is given or kept in the app group (GNU's
         /// `LANGUAGE` list, then `LC_ALL` or `LANG`).
         public var environment: [String: String] = ProcessInfo.processInfo.environment
+        /// The device played: its free space and its network (``DeviceConditions``); a happy device by default.
+        /// ``AssetPackManager/setConditions(_:)`` changes them while the manager works.
+        public var conditions = DeviceConditions()
 
         /// A configuration with every default; set what differs.
         public init(server: URL?, manifestURL: URL? = nil, appGroup: FilePath) {

@@ -48,6 +48,8 @@ public actor AssetPackManager {
     let gate = InstallGate()
     private let lock: AppGroupLockHolder
     nonisolated let broadcaster = StatusBroadcaster()
+    /// The device's conditions, as played now.
+    nonisolated let device: SimulatedDevice
     let maxConcurrentDownloads: Int
 
     /// Opens an app group against a server, as `configuration` says.
@@ -90,6 +92,8 @@ public actor AssetPackManager {
             throw AssetPackClientError.invalidLanguage(primaryLanguage, error)
         }
         self.platform = configuration.platform
+        let device = SimulatedDevice(configuration.conditions)
+        self.device = device
         self.reader = AssetPackReader(
             appGroup: appGroup,
             language: given,
@@ -99,7 +103,13 @@ public actor AssetPackManager {
         )
         self.store = reader.store
         self.manifests = manifestLocation.map {
-            ManifestClient(url: $0, client: client, retryPolicy: retryPolicy, timeout: configuration.manifestTimeout)
+            ManifestClient(
+                url: $0,
+                client: client,
+                retryPolicy: retryPolicy,
+                timeout: configuration.manifestTimeout,
+                device: device
+            )
         }
         self.installer = PackInstaller(
             store: reader.store,
@@ -109,7 +119,8 @@ public actor AssetPackManager {
                     timeout: configuration.timeout,
                     stallTimeout: configuration.stallTimeout
                 ),
-                policy: retryPolicy
+                policy: retryPolicy,
+                device: device
             ),
             resumableDownloads: configuration.resumableDownloads,
             deltaUpdates: configuration.deltaUpdates,
@@ -142,6 +153,15 @@ public actor AssetPackManager {
         configuration.timeout.read = TimeAmount(readTimeout)
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
+
+    // MARK: Device conditions
+
+    /// The device's conditions played now (``DeviceConditions``).
+    public nonisolated var conditions: DeviceConditions { device.conditions }
+
+    /// Changes the device's conditions while the manager works: going offline pauses the downloads under way
+    /// (they resume when the network is back) and fails new fetches at once; the free space counts from now.
+    public nonisolated func setConditions(_ conditions: DeviceConditions) { device.set(conditions) }
 
     // MARK: Server information
 
