@@ -18,6 +18,14 @@ package final class Backend: Sendable {
     /// The tasks running `ensureLocalAvailability` calls, by pack ID, so that cancelling a download's
     /// `Progress` cancels them.
     private let waiting = Mutex<[String: [UUID: Task<Void, any Error>]]>([:])
+    /// The OS behaviours played (`BackgroundAssetsTesting`), and how many downloads were cancelled so far.
+    private let behaviours = Mutex<(played: Set<KnownOSBehaviour>, cancels: Int)>(([], 0))
+
+    /// The OS behaviours played, which an app must survive on a device (none by default).
+    package var knownBehaviours: Set<KnownOSBehaviour> {
+        get { behaviours.withLock { $0.played } }
+        set { behaviours.withLock { $0.played = newValue } }
+    }
 
     /// Opens the app group with `configuration`.
     /// - Throws: The engine's errors: a manifest URL it will not fetch, an app group that is a file, a
@@ -82,6 +90,11 @@ package final class Backend: Sendable {
     }
 
     private func cancelWaiting(_ id: String) {
+        let ignored = behaviours.withLock { state in
+            defer { state.cancels += 1 }
+            return state.played.contains(.laterCancelsIgnored) && state.cancels > 0
+        }
+        if ignored { return }  // the download goes on to the end, as on iOS 26.0–26.3
         for task in waiting.withLock({ Array(($0[id] ?? [:]).values) }) { task.cancel() }
     }
 
@@ -184,4 +197,13 @@ private final class UpdateFanOut: Sendable {
     func finish() {
         for (_, target) in subscribers.withLock({ Array($0) }) { target.continuation.finish() }
     }
+}
+
+/// A behaviour of Apple's OS that an app must survive, played on purpose (`BackgroundAssetsTesting`), each
+/// with its source.
+package enum KnownOSBehaviour: String, Sendable, Hashable, CaseIterable {
+    /// iOS 26.0–26.3: after a first download was cancelled through its `Progress`, cancelling another in the
+    /// same process does nothing, and that download runs to the end (Apple Developer Forums thread 814877,
+    /// "Second and subsequent download cancellations fail": the system logs `BAErrorDomain` 113).
+    case laterCancelsIgnored
 }

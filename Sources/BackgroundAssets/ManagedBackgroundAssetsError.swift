@@ -7,7 +7,8 @@ public import System
 /// (developer.apple.com/documentation/backgroundassets/managedbackgroundassetserror), so that an app's
 /// `catch ManagedBackgroundAssetsError.fileNotFound(let path)` compiles and catches here as on a device.
 ///
-/// Every other failure (the network, a digest, a full disk) is thrown as the engine's error, whose
+/// No network and a full disk are thrown as the system's errors (`URLError`, `CocoaError`; see
+/// `FaceError.systemError`); every other failure (a server's answer, a digest) as the engine's error, whose
 /// `description` names the pack and the fix; an app sees it as `any Error`, as on a device.
 public enum ManagedBackgroundAssetsError: Error, Hashable, Sendable {
     /// No asset pack with this ID.
@@ -38,7 +39,8 @@ package enum FaceError {
             case .fileNotFound(let path): return ManagedBackgroundAssetsError.fileNotFound(at: System.FilePath(path))
             }
         case let error as AssetPackClientError:
-            return error.managed.map(translate) ?? error
+            if let managed = error.managed { return translate(managed) }
+            return systemError(error) ?? error
         case let error as AssetPackClient.AssetPackManager.LocalAvailabilityError:
             return AssetPackManager.LocalAvailabilityError(
                 successes: Set(error.successes.map(AssetPack.init)),
@@ -47,6 +49,22 @@ package enum FaceError {
         default:
             return error
         }
+    }
+
+    /// The system's error for what a device reports in the system's terms. Apple documents neither, so the
+    /// forms are those of the frameworks Background Assets works through: no network is `URLSession`'s
+    /// `URLError(.notConnectedToInternet)` (a cancelled download of it logs `NSURLErrorDomain -999`, Apple
+    /// Developer Forums thread 814877), and a full disk is Foundation's `CocoaError(.fileWriteOutOfSpace)`
+    /// over `POSIXError(.ENOSPC)`. The engine's message is the description in both.
+    static func systemError(_ error: AssetPackClientError) -> (any Error)? {
+        if let cause = error.cause as? URLError {
+            return URLError(cause.code, userInfo: [NSLocalizedDescriptionKey: error.description])
+        }
+        guard AssetPackClientError.isDiskFull(error) else { return nil }
+        return CocoaError(
+            .fileWriteOutOfSpace,
+            userInfo: [NSLocalizedDescriptionKey: error.description, NSUnderlyingErrorKey: POSIXError(.ENOSPC)]
+        )
     }
 
     /// Runs `body`, throwing what it throws in the face's shape.

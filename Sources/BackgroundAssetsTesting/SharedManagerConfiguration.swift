@@ -83,3 +83,76 @@ extension BackgroundAssets.AssetPackManager {
     /// The app group `shared` installs into, to look at what a device would hold.
     public nonisolated var appGroup: System.FilePath { System.FilePath(backend.configuration.appGroup) }
 }
+
+/// The device a test plays on purpose, which an app cannot set on a device: its free space, its network, and
+/// the known OS behaviours an app must survive. The default is a happy device on a fixed OS.
+public struct SimulatedConditions: Sendable, Hashable {
+    /// The network.
+    public enum Network: Sendable, Hashable {
+        /// A working network.
+        case wifi
+        /// No network: fetches fail at once with `URLError(.notConnectedToInternet)`; a download under way
+        /// pauses and resumes when the network is back.
+        case offline
+    }
+
+    /// A behaviour of Apple's OS, played on purpose, each with its source.
+    public enum OSBehaviour: Sendable, Hashable, CaseIterable {
+        /// iOS 26.0–26.3: once a download was cancelled through its `Progress`, a later cancel in the same
+        /// process does nothing and that download runs to `finished` (Apple Developer Forums thread 814877).
+        case laterCancelsIgnored
+    }
+
+    /// The network.
+    public var network: Network = .wifi
+    /// The bytes free for the app group from now on; `nil` for as much as the disk has. An install that would
+    /// not fit fails before a byte of it is written, with `CocoaError(.fileWriteOutOfSpace)`.
+    public var freeSpace: Int64?
+    /// A drop of the network in each pack's download: after `afterBytes` bytes, for `downFor` (the download
+    /// pauses, then resumes where it stopped).
+    public var networkDrop: (afterBytes: Int64, downFor: Duration)?
+    /// The OS behaviours played.
+    public var osBehaviours: Set<OSBehaviour> = []
+
+    public init(
+        network: Network = .wifi,
+        freeSpace: Int64? = nil,
+        networkDrop: (afterBytes: Int64, downFor: Duration)? = nil,
+        osBehaviours: Set<OSBehaviour> = []
+    ) {
+        (self.network, self.freeSpace, self.networkDrop, self.osBehaviours) =
+            (network, freeSpace, networkDrop, osBehaviours)
+    }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.network == b.network && a.freeSpace == b.freeSpace && a.osBehaviours == b.osBehaviours
+            && a.networkDrop?.afterBytes == b.networkDrop?.afterBytes
+            && a.networkDrop?.downFor == b.networkDrop?.downFor
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(network)
+        hasher.combine(freeSpace)
+        hasher.combine(osBehaviours)
+        hasher.combine(networkDrop?.afterBytes)
+        hasher.combine(networkDrop?.downFor)
+    }
+
+    /// The engine's conditions.
+    var device: DeviceConditions {
+        DeviceConditions(
+            network: network == .offline ? .offline : .wifi,
+            freeSpace: freeSpace,
+            drop: networkDrop.map { .init(afterBytes: $0.afterBytes, downFor: $0.downFor) }
+        )
+    }
+}
+
+extension BackgroundAssets.AssetPackManager {
+    /// Plays `conditions` from now on, while downloads run too: going offline pauses a download under way
+    /// (fetches fail at once), free space counts from now.
+    public nonisolated func simulate(_ conditions: SimulatedConditions) {
+        backend.engine.setConditions(conditions.device)
+        backend.knownBehaviours = Set(conditions.osBehaviours.map { _ in .laterCancelsIgnored })
+    }
+}

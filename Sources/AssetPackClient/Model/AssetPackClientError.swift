@@ -140,7 +140,7 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         + "and use the name or address its certificate holds (--tls-name)"
 
     /// Whether `error` comes from a full disk, however deep in the chain of causes.
-    static func isDiskFull(_ error: any Error) -> Bool {
+    package static func isDiskFull(_ error: any Error) -> Bool {
         if let errno = error as? Errno { return errno == .noSpace }
         if let status = error as? LibArchiveStatus { return status.errno == Errno.noSpace.rawValue }
         if let error = error as? AssetPackFormatError { return error.cause.map(isDiskFull) ?? false }
