@@ -146,4 +146,34 @@ struct DeviceEndToEndTests {
         let bad = try runTool(sync, ["sync", "--in-app-content", "maybe"] + common)
         #expect(bad.status == 64)
     }
+
+    /// `--free-space`, `--network offline` and `--network-drop`: each said first, and what a user sees.
+    @Test func theDevicesConditionsArePlayedAndSaid() throws {
+        let scratch = try Scratch()
+        let (server, url) = try startServer(scratch)
+        defer { server.interrupt() }
+        let common = ["--server", url, "--app-group", scratch.root.appending("AppGroup").string]
+        let full = try runTool(sync, ["ensure", "Levels", "--free-space", "100KB"] + common)
+        #expect(full.status == 1, "\(full.stderr)")
+        #expect(full.stderr.hasPrefix("device: network wifi; free space 100000 bytes (simulated)\n"), "\(full.stderr)")
+        #expect(full.stderr.contains("no space left on the device for pack Levels: it needs "), "\(full.stderr)")
+        #expect(full.stderr.contains("Fix: free space"), "\(full.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: scratch.root.appending("AppGroup/AssetPacks/Levels").string))
+        let offline = try runTool(sync, ["ensure", "Levels", "--network", "offline", "--json"] + common)
+        #expect(offline.status == 1, "\(offline.stderr)")
+        let lines = jsonLines(offline.stdout)
+        #expect(lines.first?["event"] as? String == "conditions", "\(offline.stdout)")
+        #expect(lines.first?["network"] as? String == "offline", "\(offline.stdout)")
+        #expect(lines.last?["event"] as? String == "error", "\(offline.stdout)")
+        #expect((lines.last?["message"] as? String)?.contains("the device is offline") == true, "\(offline.stdout)")
+        let dropped = try runTool(sync, ["ensure", "Levels", "--network-drop", "64KiB:0.3", "--json"] + common)
+        #expect(dropped.status == 0, "\(dropped.stderr)")
+        let events = jsonLines(dropped.stdout).compactMap { $0["event"] as? String }.filter { $0 != "progress" }
+        #expect(
+            events == ["conditions", "began", "retrying", "paused", "began", "resuming", "finished", "result"],
+            "\(dropped.stdout)"
+        )
+        let bad = try runTool(sync, ["ensure", "Levels", "--network", "cellular"] + common)
+        #expect(bad.status == 64 && bad.stderr.contains("--network cellular is not one of wifi, offline"), "\(bad.stderr)")
+    }
 }
