@@ -169,8 +169,22 @@ let package = Package(
             name: "AssetPackCLI",
             dependencies: [
                 "AssetPackClient",
+                "AssetPackMatrix",
                 "AssetPackServer",
                 "AssetPackFormat",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: sourceSettings
+        ),
+        .target(
+            name: "AssetPackMatrix",
+            dependencies: [
+                "AssetPackClient",
+                "AssetPackServer",
+                "AssetPackFormat",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
@@ -181,6 +195,7 @@ let package = Package(
             dependencies: [
                 "AssetPackCLI",
                 "AssetPackBench",
+                "AssetPackMatrix",
                 "AssetPackClient",
                 "AssetPackFormat",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -262,7 +277,7 @@ let package = Package(
         .testTarget(
             name: "AssetPackCLITests",
             dependencies: [
-                "AssetPackCLI", "AssetPackClient", "AssetPackServer", "TestSupport",
+                "AssetPackCLI", "AssetPackClient", "AssetPackMatrix", "AssetPackServer", "TestSupport",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: swiftSettings

@@ -1,24 +1,11 @@
+import AssetPackFormat
 import Foundation
 
 /// The charts of `ba-sync bench --html`, drawn as SVG text: a percentile plot as HdrHistogram's plotter draws
 /// it, and horizontal bars with whiskers. Every text that reaches the markup goes through ``escape(_:)``.
 enum SVGPlot {
     /// `text` safe inside an element or a quoted attribute of HTML, SVG and XML.
-    static func escape(_ text: String) -> String {
-        var escaped = ""
-        escaped.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&#39;"
-            default: escaped.append(character)
-            }
-        }
-        return escaped
-    }
+    static func escape(_ text: String) -> String { MarkupText.escaped(text) }
 
     /// A coordinate, to a tenth of a pixel.
     static func coordinate(_ value: Double) -> String { String(format: "%.1f", value) }

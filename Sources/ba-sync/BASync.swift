@@ -12,6 +12,7 @@ struct BASync: AsyncParsableCommand {
             (--platform any sees every pack) that downloads whole packs (--delta uses ba-mock's deltas). Packs and manifests are fetched over https, or plain http to this machine only, \
             unless --allow-http is given (Background Assets uses HTTPS for all downloads).
             Offline (no server needed): status (reports what the app group knows), remove, cat, url, verify, bench.
+            upgrade-matrix serves the releases it is given itself, and plays every update between them.
             With --json every command prints JSON lines and ends with one {"event": "result"} line; a failure \
             is an {"event": "error", "code", "message"} line.
             Exit codes: 0 done; 1 failed (the message names the pack, URL and cause; what was installed \
@@ -21,7 +22,7 @@ struct BASync: AsyncParsableCommand {
         version: ToolVersion.current,
         subcommands: [
             List.self, Sync.self, Ensure.self, CheckUpdates.self, Reconcile.self, Remove.self, Status.self, Cat.self,
-            URLCommand.self, Verify.self, Bench.self,
+            URLCommand.self, Verify.self, Bench.self, UpgradeMatrixCommand.self,
         ]
     )
 
