@@ -174,6 +174,9 @@ struct DeviceEndToEndTests {
             "\(dropped.stdout)"
         )
         let bad = try runTool(sync, ["ensure", "Levels", "--network", "cellular"] + common)
-        #expect(bad.status == 64 && bad.stderr.contains("--network cellular is not one of wifi, offline"), "\(bad.stderr)")
+        #expect(
+            bad.status == 64 && bad.stderr.contains("--network cellular is not one of wifi, offline"),
+            "\(bad.stderr)"
+        )
     }
 }
