@@ -42,7 +42,7 @@ extension UpgradeMatrix {
                 } catch {
                     // The build folder is the matrix's own: the user knows the release by what was given.
                     let text = "\(error)".replacingOccurrences(of: build.string, with: input.string)
-                    throw UpgradeMatrixError("release \(number) (\(input)) cannot be built: \(text)")
+                    throw UpgradeMatrixError("release \(number) (\(input)) cannot be built: \(text)", isUsage: false)
                 }
             }
             let manifest = try await BlockingIO.shortCall {

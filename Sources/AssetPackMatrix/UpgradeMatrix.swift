@@ -133,5 +133,8 @@ public enum UpgradeMatrix {
 /// A request the matrix cannot play: the message says which and why.
 public struct UpgradeMatrixError: Error, Sendable, CustomStringConvertible {
     public var description: String
-    init(_ description: String) { self.description = description }
+    /// Whether the request itself is wrong (a release that is no folder, a pair out of range), rather than
+    /// something found while playing it (a release that does not build).
+    public var isUsage: Bool
+    init(_ description: String, isUsage: Bool = true) { (self.description, self.isUsage) = (description, isUsage) }
 }

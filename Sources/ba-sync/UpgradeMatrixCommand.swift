@@ -68,9 +68,11 @@ struct UpgradeMatrixCommand: AsyncParsableCommand {
         let report: UpgradeMatrix.Report
         do {
             report = try await UpgradeMatrix.run(request) { MatrixOutput.show($0, json: json) }
-        } catch let error as UpgradeMatrixError {
+        } catch let error as UpgradeMatrixError where error.isUsage {
+            throw ValidationError(error.description)  // main prints it (a JSON line with --json)
+        } catch {
             if json { Console.jsonError(error) }
-            throw ValidationError(error.description)
+            throw error
         }
         if json { try Console.json(report) } else { Console.out(MatrixOutput.table(report)) }
         if report.failures > 0 { throw ExitCode.failure }
