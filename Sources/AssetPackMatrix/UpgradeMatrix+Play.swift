@@ -33,10 +33,10 @@ extension UpgradeMatrix {
         )
         do {
             if let from {
-                let older = try manager(release: from.number, base: base, appGroup: appGroup, request, client)
+                let older = try manager(from.manifestURL(base), appGroup: appGroup, request, client)
                 try await older.ensureLocalAvailability(ofAssetPacksWithIDs: Array(from.packs.keys))
             }
-            let newer = try manager(release: to.number, base: base, appGroup: appGroup, request, client)
+            let newer = try manager(to.manifestURL(base), appGroup: appGroup, request, client)
             if from != nil {
                 for entry in try await newer.statusReport().entries { pair.statusBefore[entry.id] = entry.status.names }
             }
@@ -63,17 +63,16 @@ extension UpgradeMatrix {
         return pair
     }
 
-    /// A manager of `appGroup` against release `number`'s manifest.
+    /// A manager of `appGroup` against the manifest at `manifestURL`.
     private static func manager(
-        release number: Int,
-        base: URL,
+        _ manifestURL: URL,
         appGroup: FilePath,
         _ request: Request,
         _ client: HTTPClient
     ) throws -> AssetPackManager {
         var configuration = AssetPackManager.Configuration(
             server: nil,
-            manifestURL: base.appendingPathComponent("r\(number)/manifest"),
+            manifestURL: manifestURL,
             appGroup: appGroup
         )
         configuration.platform = request.platform

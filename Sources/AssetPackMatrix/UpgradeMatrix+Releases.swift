@@ -4,7 +4,7 @@ import Foundation
 import SystemPackage
 
 extension UpgradeMatrix {
-    /// A release ready to serve: the folder holding its `manifest`, and what it publishes.
+    /// A release ready to serve: the folder served at `/r<n>/`, and what it publishes.
     struct Published: Sendable {
         var folder: FilePath
         var release: Release
@@ -28,10 +28,15 @@ extension UpgradeMatrix {
         for (offset, input) in inputs.enumerated() {
             let number = offset + 1
             let kind = try await BlockingIO.shortCall { try Self.kind(of: input) }
-            let folder: FilePath
+            var folder: FilePath
+            var name = "manifest"
             switch kind {
             case .export:
                 folder = input
+            case .manifest:
+                // Served from its own folder, so that relative pack URLs find what lies beside it.
+                folder = input.removingLastComponent()
+                name = input.lastComponent?.string ?? name
             case .assets:
                 try await BlockingIO.longJob { try Self.replaceContent(of: build, with: input) }
                 folder = work.appending("releases/\(number)")
@@ -45,37 +50,42 @@ extension UpgradeMatrix {
                     throw UpgradeMatrixError("release \(number) (\(input)) cannot be built: \(text)", isUsage: false)
                 }
             }
+            let file = folder.appending(name)
             let manifest = try await BlockingIO.shortCall {
                 try DownloadManifest.decode(
-                    try Data(contentsOf: URL(fileURLWithPath: folder.appending("manifest").string)),
-                    source: folder.appending("manifest").string
+                    try Data(contentsOf: URL(fileURLWithPath: file.string)),
+                    source: file.string
                 )
             }
             let visible = manifest.assetPacks.filter { entry in
                 guard let platform, let platforms = entry.platforms else { return true }
                 return platforms.contains { $0.caseInsensitiveCompare(platform) == .orderedSame }
             }
-            let release = Release(
+            var release = Release(
                 number: number,
                 source: input.string,
                 packs: Dictionary(visible.map { ($0.id, $0.version) }) { first, _ in first }
             )
+            release.manifestName = name
             progress(.release(release))
             published.append(Published(folder: folder, release: release))
         }
         return published
     }
 
-    enum Kind { case assets, export }
+    enum Kind { case assets, export, manifest }
 
-    /// Whether `input` is an export (it holds a `manifest` file) or an asset folder.
+    /// Whether `input` is a download manifest (a file), an export (a folder holding a `manifest` file) or an
+    /// asset folder.
     static func kind(of input: FilePath) throws -> Kind {
         var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: input.string, isDirectory: &isFolder), isFolder.boolValue else {
+        guard FileManager.default.fileExists(atPath: input.string, isDirectory: &isFolder) else {
             throw UpgradeMatrixError(
-                "\(input) is not a folder. Fix: give each release as an asset folder, or a folder `ba-mock export` wrote"
+                "\(input) does not exist. Fix: give each release as an asset folder, a folder `ba-mock export` "
+                    + "wrote, or a download manifest"
             )
         }
+        if !isFolder.boolValue { return .manifest }
         let manifest = input.appending("manifest").string
         if FileManager.default.fileExists(atPath: manifest, isDirectory: &isFolder), !isFolder.boolValue {
             return .export

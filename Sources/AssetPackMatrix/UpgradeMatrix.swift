@@ -14,7 +14,8 @@ public enum UpgradeMatrix {
     /// What to play.
     public struct Request: Sendable {
         /// The releases, oldest first: asset folders (built in turn, so that versions go up as a server's do),
-        /// or folders `ba-mock export` wrote (a `manifest` file inside), served as they are.
+        /// folders `ba-mock export` wrote (a `manifest` file inside), or download manifests (a file, as
+        /// `ba-mock download-manifest create` writes; relative pack URLs resolve beside it), served as they are.
         public var releases: [FilePath]
         /// Which pairs: every older release to the newest and a first install at the newest (the default),
         /// or every older release to every newer one.
@@ -45,6 +46,13 @@ public enum UpgradeMatrix {
         public var source: String
         /// Its packs' versions, by ID: those the platform played sees.
         public var packs: [String: Int]
+        /// Its manifest's name where the matrix serves it (`/r<number>/<name>`).
+        var manifestName = "manifest"
+
+        enum CodingKeys: String, CodingKey { case number, source, packs }
+
+        /// Its manifest's URL on the matrix's server at `base`.
+        func manifestURL(_ base: URL) -> URL { base.appendingPathComponent("r\(number)/\(manifestName)") }
     }
 
     /// One pair's outcome.

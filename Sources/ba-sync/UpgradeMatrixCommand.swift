@@ -9,8 +9,9 @@ struct UpgradeMatrixCommand: AsyncParsableCommand {
         abstract: "Play every update a user can take between releases, each in a fresh app group, and check it.",
         discussion: """
             RELEASE... are the releases, oldest first: asset folders (built in turn, as `ba-mock serve` would \
-            publish them: a pack's version goes up when its archive changes), or folders `ba-mock export` wrote \
-            (a manifest file inside), served as they are. They are served on 127.0.0.1 side by side. For each \
+            publish them: a pack's version goes up when its archive changes), folders `ba-mock export` wrote \
+            (a manifest file inside), or download manifests (files; relative pack URLs resolve beside them), \
+            served as they are. They are served on 127.0.0.1 side by side. For each \
             pair, a fresh app group gets every pack of the older release, then what a device does after an app \
             update to the newer one (sync --event update: updates, removals of obsolete packs, new packs by \
             policy); a first install at the newest is played too. Each pair is checked: every pack the newer \

@@ -78,7 +78,8 @@ struct UpgradeMatrixTests {
     }
 
     /// A release whose Levels archive is damaged (an export with one byte flipped): the pairs that download
-    /// it fail, naming the pack and how to replay the pair; the others pass.
+    /// it fail, naming the pack and how to replay the pair; the others pass. The first release is given as
+    /// a download manifest, the second as an export folder.
     @Test func aDamagedPackFailsThePairsThatNeedItAndSaysHowToReplay() async throws {
         let scratches = try releases()
         let exports = try Scratch()
@@ -99,7 +100,14 @@ struct UpgradeMatrixTests {
         var bytes = try exports.read(archive)
         bytes[bytes.count / 2] ^= 0xFF
         try bytes.write(to: URL(fileURLWithPath: archive.string))
-        var request = UpgradeMatrix.Request(releases: [exports.root.appending("1"), exports.root.appending("2")])
+        // Release 1 given as its download manifest under another name: its relative URLs resolve beside it.
+        try FileManager.default.copyItem(
+            atPath: exports.root.appending("1/manifest").string,
+            toPath: exports.root.appending("1/catalog.json").string
+        )
+        var request = UpgradeMatrix.Request(
+            releases: [exports.root.appending("1/catalog.json"), exports.root.appending("2")]
+        )
         request.allPairs = true
         let report = try await UpgradeMatrix.run(request)
         #expect(report.pairs.map { "\($0.from)>\($0.to):\($0.ok)" } == ["0>1:true", "0>2:false", "1>2:false"])

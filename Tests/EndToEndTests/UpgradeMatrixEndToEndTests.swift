@@ -52,7 +52,9 @@ struct UpgradeMatrixEndToEndTests {
         let bad = try runTool(sync, ["upgrade-matrix", scratch.root.appending("nothing").string])
         #expect(bad.status == 64, "\(bad.stderr)")
         #expect(
-            bad.stderr.contains("nothing is not a folder. Fix: give each release as an asset folder"),
+            bad.stderr.contains(
+                "nothing does not exist. Fix: give each release as an asset folder, a folder `ba-mock export` wrote, or a download manifest"
+            ),
             "\(bad.stderr)"
         )
 
