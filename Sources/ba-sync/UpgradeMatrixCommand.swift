@@ -48,6 +48,19 @@ struct UpgradeMatrixCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let only, parsedOnly == nil { throw ValidationError("--only \(only) is not FROM:TO, e.g. 2:5 or 0:3") }
+        // The groups shared with the other commands hold options that mean nothing here: said, not ignored.
+        let ignored = [
+            ("--server", server.server != nil), ("--manifest-url", server.manifestURL != nil),
+            ("--app-group", app.appGroup != nil), ("--free-space", downloads.device.freeSpace != nil),
+            ("--network", downloads.device.network != "wifi"), ("--network-drop", downloads.device.networkDrop != nil),
+            ("--resumable", downloads.resumable),
+        ]
+        if let (name, _) = ignored.first(where: \.1) {
+            throw ValidationError(
+                "\(name) does not apply to upgrade-matrix: it serves the releases itself, in app groups of its own "
+                    + "(--keep-app-groups DIR keeps them), on a happy device"
+            )
+        }
     }
 
     private var parsedOnly: (from: Int, to: Int)? {
