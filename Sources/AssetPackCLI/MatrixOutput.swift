@@ -43,7 +43,11 @@ public enum MatrixOutput {
             text += pair.problems.map { "  \($0)\n" }.joined()
             text += "  replay: \(pair.replay)\n"
         }
-        let summary = "\(report.pairs.count) pairs over \(report.releases.count) releases, \(report.failures) failed"
+        let notes = Set(report.pairs.flatMap(\.notes)).sorted()
+        if !notes.isEmpty { text += "\nnote:\n" + notes.map { "  \($0)\n" }.joined() }
+        let summary =
+            "\(ByteFormat.count(report.pairs.count, "pair")) over \(ByteFormat.count(report.releases.count, "release")), "
+            + "\(report.failures) failed"
         return text + "\n\(summary), \(String(format: "%.1f", report.seconds)) s"
     }
 

@@ -17,7 +17,8 @@ extension UpgradeMatrix.Report {
             td.ok { background: #e6f4ea } td.failed { background: #fce8e6 } code { font-size: 12px }
             </style></head><body>
             <h1>Upgrade matrix</h1>
-            <p id="summary">\(pairs.count) pairs over \(releases.count) releases, \(failures) failed, \
+            <p id="summary">\(ByteFormat.count(pairs.count, "pair")) over \(ByteFormat.count(releases.count, "release")), \
+            \(failures) failed, \
             \(String(format: "%.1f", seconds)) s in all.</p>
             <table id="grid"><tr><th>from \\ to</th>
             """
@@ -64,6 +65,9 @@ extension UpgradeMatrix.Report {
                 + "<td>\(e((pair.updates[id] ?? []).joined(separator: " → ")))</td><td>\(e(after))</td></tr>\n"
         }
         text += "</table>\n"
+        if !pair.notes.isEmpty {
+            text += "<ul class=\"notes\">" + pair.notes.map { "<li>\(e($0))</li>" }.joined() + "</ul>\n"
+        }
         if !pair.problems.isEmpty {
             text += "<ul class=\"problems\">" + pair.problems.map { "<li>\(e($0))</li>" }.joined() + "</ul>\n"
             text += "<p>Replay: <code>\(e(pair.replay))</code></p>\n"

@@ -25,7 +25,13 @@ extension UpgradeMatrix {
             )
         }
         let start = ContinuousClock.now
-        let work = FilePath(FileManager.default.temporaryDirectory.path).appending("ba-matrix-\(UUID().uuidString)")
+        let temporary = FilePath(FileManager.default.temporaryDirectory.path)
+        try await BlockingIO.shortCall {
+            try checkOutputs(request)
+            sweepAbandoned(in: temporary)
+        }
+        let pid = ProcessInfo.processInfo.processIdentifier
+        let work = temporary.appending("ba-matrix-\(pid)-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(atPath: work.string) }
         let published = try await publish(
             request.releases,
@@ -106,6 +112,40 @@ extension UpgradeMatrix {
                 if let result { return result }
             }
             throw UpgradeMatrixError("the server of the releases stopped")
+        }
+    }
+
+    /// Fails before any work when the report or the app groups cannot be written where asked.
+    static func checkOutputs(_ request: Request) throws {
+        let files = FileManager.default
+        var isFolder: ObjCBool = false
+        if let html = request.htmlFile {
+            let parent = html.removingLastComponent()
+            let folder = parent.isEmpty ? "." : parent.string
+            guard files.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+                throw UpgradeMatrixError("--html \(html): the folder \(folder) does not exist. Fix: create it first")
+            }
+        }
+        if let keep = request.keepAppGroups {
+            if files.fileExists(atPath: keep.string, isDirectory: &isFolder), !isFolder.boolValue {
+                throw UpgradeMatrixError("--keep-app-groups \(keep) is a file. Fix: name a folder (it is created)")
+            }
+            do {
+                try files.createDirectory(atPath: keep.string, withIntermediateDirectories: true)
+            } catch {
+                throw UpgradeMatrixError("--keep-app-groups \(keep) cannot be created: \(error.localizedDescription)")
+            }
+        }
+    }
+
+    /// Removes the working folders of matrices whose process is gone (killed before it could clean up).
+    static func sweepAbandoned(in temporary: FilePath) {
+        let files = FileManager.default
+        for name in (try? files.contentsOfDirectory(atPath: temporary.string)) ?? [] where name.hasPrefix("ba-matrix-")
+        {
+            let pid = name.dropFirst("ba-matrix-".count).prefix { $0.isNumber }
+            guard !pid.isEmpty, !files.fileExists(atPath: "/proc/\(pid)") else { continue }
+            try? files.removeItem(atPath: temporary.appending(name).string)
         }
     }
 }

@@ -86,6 +86,16 @@ extension UpgradeMatrix {
     private static func check(_ pair: inout Pair, from: Release?, to: Release, reader: AssetPackReader) async throws {
         let installed = try await BlockingIO.shortCall { reader.installedPacks }
         pair.installed = Dictionary(installed.map { ($0.id, $0.version) }) { first, _ in first }
+        for pack in installed.sorted(by: { $0.id < $1.id }) {
+            guard let held = pack.sha256, let published = to.digests[pack.id], held != published,
+                to.packs[pack.id] == pack.version
+            else { continue }
+            pair.problems.append(
+                "\(pack.id): release \(to.number) changed its content (SHA-256 \(published.prefix(12))) but kept "
+                    + "version \(pack.version), so a device holding version \(pack.version) (\(held.prefix(12))) keeps "
+                    + "the old files. Fix: publish it as a new version"
+            )
+        }
         for (id, version) in pair.installed.sorted(by: { $0.key < $1.key }) {
             guard let published = to.packs[id] else {
                 pair.problems.append(
@@ -101,6 +111,12 @@ extension UpgradeMatrix {
         for id in expected.subtracting(pair.installed.keys).sorted() {
             pair.problems.append("\(id): not installed after the update, though release \(to.number) lists it")
         }
+        for id in Set(to.packs.keys).subtracting(expected).subtracting(pair.installed.keys).sorted() {
+            pair.notes.append(
+                "\(id): new in release \(to.number), and its download policy does not download it at an update: "
+                    + "users who update get it when the app calls ensureLocalAvailability"
+            )
+        }
         let verification = try await BlockingIO.longJob { try reader.verification() }
         for problem in verification.problems {
             pair.problems.append("\(problem.pack): \(problem.path ?? "its index") \(problem.kind)")
@@ -109,8 +125,11 @@ extension UpgradeMatrix {
 
     /// The command that plays one pair alone and keeps its app group.
     static func replay(_ request: Request, from: Int, to: Int) -> String {
-        var words = ["ba-sync", "upgrade-matrix"] + request.releases.map { shellQuoted($0.string) }
-        words += ["--only", "\(from):\(to)", "--keep-app-groups", "./matrix-app-groups"]
+        let here = FilePath(FileManager.default.currentDirectoryPath)
+        let absolute = { (path: FilePath) in path.isAbsolute ? path : here.pushing(path) }
+        var words = ["ba-sync", "upgrade-matrix"] + request.releases.map { shellQuoted(absolute($0).string) }
+        let keep = request.keepAppGroups.map(absolute)?.string ?? "./matrix-app-groups"
+        words += ["--only", "\(from):\(to)", "--keep-app-groups", shellQuoted(keep)]
         if request.deltaUpdates { words.append("--delta") }
         if let platform = request.platform, platform != "iOS" { words += ["--platform", platform] }
         if request.platform == nil { words += ["--platform", "any"] }

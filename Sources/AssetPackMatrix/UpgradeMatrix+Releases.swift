@@ -51,22 +51,30 @@ extension UpgradeMatrix {
                 }
             }
             let file = folder.appending(name)
-            let manifest = try await BlockingIO.shortCall {
-                try DownloadManifest.decode(
-                    try Data(contentsOf: URL(fileURLWithPath: file.string)),
-                    source: file.string
+            let manifest: DownloadManifest
+            do {
+                manifest = try await BlockingIO.shortCall {
+                    try DownloadManifest.decode(
+                        try Data(contentsOf: URL(fileURLWithPath: file.string)),
+                        source: file.string
+                    )
+                }
+            } catch {
+                throw UpgradeMatrixError(
+                    "release \(number) (\(input)) is not a download manifest: \(error). Fix: give an asset folder, a "
+                        + "folder `ba-mock export` wrote, or the manifest file it holds"
                 )
             }
-            let visible = manifest.assetPacks.filter { entry in
-                guard let platform, let platforms = entry.platforms else { return true }
-                return platforms.contains { $0.caseInsensitiveCompare(platform) == .orderedSame }
-            }
+            let visible = manifest.assetPacks.filter { entry in platform.map { entry.isFor(platform: $0) } ?? true }
             var release = Release(
                 number: number,
                 source: input.string,
                 packs: Dictionary(visible.map { ($0.id, $0.version) }) { first, _ in first }
             )
             release.manifestName = name
+            release.digests = Dictionary(visible.compactMap { entry in entry.sha256.map { (entry.id, $0) } }) { a, _ in
+                a
+            }
             progress(.release(release))
             published.append(Published(folder: folder, release: release))
         }

@@ -48,6 +48,8 @@ public enum UpgradeMatrix {
         public var packs: [String: Int]
         /// Its manifest's name where the matrix serves it (`/r<number>/<name>`).
         var manifestName = "manifest"
+        /// Its packs' archive digests, by ID, where the manifest gives them.
+        var digests: [String: String] = [:]
 
         enum CodingKeys: String, CodingKey { case number, source, packs }
 
@@ -78,6 +80,9 @@ public enum UpgradeMatrix {
         public var removed: [String]
         /// What went wrong, one line each; empty when `ok`.
         public var problems: [String]
+        /// What a device does that users may not expect, one line each (a new pack the update does not
+        /// download); not failures.
+        public var notes: [String] = []
         /// The command that plays this pair alone, keeping its app group.
         public var replay: String
     }

@@ -14,7 +14,7 @@ struct DeviceOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Play a device on this network: wifi, or offline (the manifest and packs cannot be fetched and fail at once, with URLError.notConnectedToInternet as a cause; reads, remove and local status work). Apple documents no rule for cellular or Low Data Mode, so none is played; the Info.plist's allowances are first-install limits (--info-plist), on any network. (default: wifi)",
+            "Play a device on this network: wifi, or offline (the manifest and packs cannot be fetched and fail at once, with URLError.notConnectedToInternet as a cause; reads, remove and local status work). Apple documents no rule for cellular or Low Data Mode, so none is played; the Info.plist's allowances are first-install limits (--info-plist), on any network.",
             valueName: "network"
         )
     )
@@ -22,7 +22,7 @@ struct DeviceOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
-            "Drop the network once in each pack's download, after this many bytes, for SECONDS (default 1): the download pauses (status paused), waits for the network, and resumes where it stopped (status began, as Apple's \"began or resumed after being paused\"). E.g. 1m or 64KiB:2.5.",
+            "Drop the network once in each pack's download, at the first chunk boundary after this many bytes, for SECONDS (default 1): the download pauses (status paused), waits for the network, and resumes where it stopped (status began, as Apple's \"began or resumed after being paused\"). While the network is away every download under way pauses, as on a device. E.g. 1m or 64KiB:2.5.",
             valueName: "bytes[:seconds]"
         )
     )
@@ -38,12 +38,17 @@ struct DeviceOptions: ParsableArguments {
             var conditions = DeviceConditions(network: network)
             if let freeSpace {
                 guard let bytes = byteCount(freeSpace) else {
-                    throw ValidationError("--free-space \(freeSpace) is not a size such as 200MB, 512MiB or 1048576")
+                    throw ValidationError(
+                        "--free-space \(freeSpace) is not a size: a whole number of bytes, or with k, m, g (binary), "
+                            + "KiB, MiB, GiB (binary), kB, MB, GB (decimal), e.g. 200MB or 512MiB"
+                    )
                 }
                 conditions.freeSpace = Int64(bytes)
             }
             if let networkDrop {
-                let parts = networkDrop.split(separator: ":", maxSplits: 1).map(String.init)
+                let parts = networkDrop.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(
+                    String.init
+                )
                 let seconds = parts.count == 2 ? Double(parts[1]) : 1
                 guard let bytes = parts.first.flatMap(byteCount), let seconds,
                     secondsProblem(seconds, option: "--network-drop", positive: false) == nil

@@ -11,13 +11,15 @@ struct Status: AsyncParsableCommand {
         discussion: """
             With a server (--server or BA_SYNC_SERVER) that answers, the flags are relative to what it \
             publishes (updateAvailable, obsolete); without one, or when it does not answer, they are what the \
-            app group knows offline, and the output says so.
+            app group knows offline, and the output says so. --network offline plays a device without network.
             """
     )
 
     @OptionGroup var app: AppGroupOptions
     @OptionGroup var server: ServerOptions
     @OptionGroup var plist: InfoPlistOptions
+    /// For `--network offline` (and the other conditions, which download nothing here): the root's group.
+    @OptionGroup(visibility: .hidden) var downloads: DownloadOptions
 
     @Argument(help: "One pack ID; default: every installed pack.")
     var id: String?
@@ -25,7 +27,9 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         var (app, server) = (self.app, self.server)
         _ = try await plist.apply(to: &app, server: &server)
-        guard let result = try await Session(app: app, server: server, needsServer: false).runner().status(of: id)
+        guard
+            let result = try await Session(app: app, server: server, downloads: downloads, needsServer: false).runner()
+                .status(of: id)
         else {
             let message = "pack \(id ?? "") is not installed and not known here"
             if app.json { try Console.json(SyncOutput.Error(code: "assetPackNotFound", message: message)) }

@@ -64,10 +64,9 @@ struct UpgradeMatrixCommand: AsyncParsableCommand {
     }
 
     private var parsedOnly: (from: Int, to: Int)? {
-        guard let parts = only?.split(separator: ":").compactMap({ Int($0) }), parts.count == 2, parts[0] >= 0 else {
-            return nil
-        }
-        return (parts[0], parts[1])
+        let parts = only?.split(separator: ":", omittingEmptySubsequences: false) ?? []
+        guard parts.count == 2, let from = Int(parts[0]), let to = Int(parts[1]), from >= 0 else { return nil }
+        return (from, to)
     }
 
     func run() async throws {

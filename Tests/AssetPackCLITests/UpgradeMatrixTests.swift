@@ -116,4 +116,37 @@ struct UpgradeMatrixTests {
         #expect(failed.problems.contains("Levels: version 1 installed, release 2 publishes 2"), "\(failed.problems)")
         #expect(failed.replay.hasSuffix("--only 1:2 --keep-app-groups ./matrix-app-groups"), "\(failed.replay)")
     }
+
+    /// Two exports of the same packs from two separate states: release 2's Levels has new content under the
+    /// same version 1, which a device holding version 1 never downloads. A new on-demand pack is a note.
+    @Test func newContentUnderAnOldVersionFailsAndANewOnDemandPackIsANote() async throws {
+        let scratches = try releases()
+        try scratches[1].write("Bonus/bonus.txt", "bonus\n")
+        try scratches[1].write(
+            "Bonus.json",
+            #"{"assetPackID": "Bonus", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "Bonus"}], "platforms": ["iOS"]}"#
+        )
+        let exports = try Scratch()
+        for (index, scratch) in scratches.prefix(2).enumerated() {
+            _ = try await Exporter.export(
+                Exporter.Options(folder: scratch.root, out: exports.root.appending("\(index + 1)"))
+            ) { _ in }
+        }
+        var request = UpgradeMatrix.Request(releases: [exports.root.appending("1"), exports.root.appending("2")])
+        request.only = (from: 1, to: 2)
+        let pair = try #require(try await UpgradeMatrix.run(request).pairs.first)
+        #expect(!pair.ok)
+        #expect(
+            pair.problems.contains {
+                $0.hasPrefix("Levels: release 2 changed its content") && $0.contains("kept version 1")
+            },
+            "\(pair.problems)"
+        )
+        #expect(
+            pair.notes == [
+                "Bonus: new in release 2, and its download policy does not download it at an update: users who update "
+                    + "get it when the app calls ensureLocalAvailability"
+            ]
+        )
+    }
 }

@@ -89,7 +89,9 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         guard let cause else { return message }
         // A system error reads as its errno's text ("Connection refused"), not as NIO renders it.
-        let text = (cause as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(cause)"
+        let text =
+            (cause as? IOError).map { String(cString: strerror($0.errnoCode)) }
+            ?? (cause as? URLError).map { "URLError \($0.code.rawValue)" } ?? "\(cause)"
         return message.contains(text) ? message : "\(message) (\(text))"
     }
 
