@@ -42,16 +42,12 @@ extension UpgradeMatrix {
             }
             let watcher = Watcher(newer)
             let start = ContinuousClock.now
-            if from == nil {
-                _ = try await newer.sync(event: .install)
-                try await newer.ensureLocalAvailability(ofAssetPacksWithIDs: Array(to.packs.keys))
-            } else {
-                let report = try await newer.sync(event: .update)
-                pair.removed = report.removed
-                for (id, error) in report.failures.sorted(by: { $0.key < $1.key }) {
-                    pair.problems.append("\(id): \(error.message)")
-                }
+            do {
+                try await update(&pair, newer, from: from, to: to)
+            } catch {
+                pair.problems.append("\(error)")
             }
+            // What was downloaded counts whether or not the update went through.
             pair.seconds = (ContinuousClock.now - start).inSeconds
             newer.finishStatusUpdates()
             (pair.updates, pair.bytesDownloaded) = await watcher.stop()
@@ -61,6 +57,22 @@ extension UpgradeMatrix {
         }
         pair.ok = pair.problems.isEmpty
         return pair
+    }
+
+    /// What a device does on the way to `to`: after an app update, the update event; at a first install, the
+    /// install event, then every pack.
+    private static func update(_ pair: inout Pair, _ newer: AssetPackManager, from: Release?, to: Release) async throws
+    {
+        if from == nil {
+            _ = try await newer.sync(event: .install)
+            try await newer.ensureLocalAvailability(ofAssetPacksWithIDs: Array(to.packs.keys))
+            return
+        }
+        let report = try await newer.sync(event: .update)
+        pair.removed = report.removed
+        for (id, error) in report.failures.sorted(by: { $0.key < $1.key }) {
+            pair.problems.append("\(id): \(error.message)")
+        }
     }
 
     /// A manager of `appGroup` against the manifest at `manifestURL`.
