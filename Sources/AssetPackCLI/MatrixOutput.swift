@@ -60,16 +60,10 @@ public enum MatrixOutput {
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: Key.self)
-            try container.encode(event, forKey: Key("event"))
-            try pair.encode(to: encoder)
+            try container.encode(event, forKey: .event)
+            try pair.encode(to: encoder)  // the same object: JSONEncoder hands back the container above
         }
 
-        struct Key: CodingKey {
-            var stringValue: String
-            var intValue: Int? { nil }
-            init(_ string: String) { stringValue = string }
-            init?(stringValue: String) { self.stringValue = stringValue }
-            init?(intValue: Int) { nil }
-        }
+        enum Key: String, CodingKey { case event }
     }
 }

@@ -93,7 +93,14 @@ extension UpgradeMatrix {
                     + "wrote, or a download manifest"
             )
         }
-        if !isFolder.boolValue { return .manifest }
+        if !isFolder.boolValue {
+            // A FIFO or a device where a manifest should be would block the read for good.
+            let type = try? FileManager.default.attributesOfItem(atPath: input.string)[.type] as? FileAttributeType
+            guard type == .typeRegular else {
+                throw UpgradeMatrixError("\(input) is not a regular file. Fix: give a download manifest, or a folder")
+            }
+            return .manifest
+        }
         let manifest = input.appending("manifest").string
         if FileManager.default.fileExists(atPath: manifest, isDirectory: &isFolder), !isFolder.boolValue {
             return .export

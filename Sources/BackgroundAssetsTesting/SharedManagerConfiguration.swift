@@ -153,6 +153,12 @@ extension BackgroundAssets.AssetPackManager {
     /// (fetches fail at once), free space counts from now.
     public nonisolated func simulate(_ conditions: SimulatedConditions) {
         backend.engine.setConditions(conditions.device)
-        backend.knownBehaviours = Set(conditions.osBehaviours.map { _ in .laterCancelsIgnored })
+        backend.knownBehaviours = Set(
+            conditions.osBehaviours.map { behaviour in
+                switch behaviour {
+                case .laterCancelsIgnored: .laterCancelsIgnored
+                }
+            }
+        )
     }
 }
