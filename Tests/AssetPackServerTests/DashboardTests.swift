@@ -225,6 +225,40 @@ struct DashboardTests {
         }
     }
 
+    /// Under `--quiet` (no request log) nothing counts a response's bytes while no page is open: the tally
+    /// starts when a page connects. A response made before shows on no page; one made while it is open does.
+    @Test(.timeLimit(.minutes(1))) func underQuietOnlyResponsesWhileAPageIsOpenAreCounted() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root, adjust: { $0.requestLog = nil }) { server in
+            _ = try await server.get("/assets/made-before-any-page")
+            let response = try await HTTPClient.shared.execute(
+                HTTPClientRequest(url: server.url + "/_mock/events"),
+                timeout: .seconds(60)
+            )
+            var text = ""
+            var asked = false
+            for try await chunk in response.body {
+                text += String(buffer: chunk)
+                if !asked, text.contains("event: snapshot") {
+                    asked = true
+                    _ = try await server.get("/manifest")
+                }
+                // The first downloads event that lists a finished response (an earlier one may show it in flight).
+                for block in text.components(separatedBy: "\n\n").dropLast() where block.hasPrefix("event: downloads") {
+                    let data = Data(try #require(block.split(separator: "\n").last?.dropFirst("data: ".count)).utf8)
+                    let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+                    let finished = try #require(object["finished"] as? [[String: Any]])
+                    guard !finished.isEmpty else { continue }
+                    #expect(finished.map { $0["path"] as? String } == ["/manifest"], "\(block)")
+                    #expect(finished.map { $0["sequence"] as? Int } == [1])
+                    return
+                }
+            }
+            Issue.record("the stream ended without a downloads event: \(text)")
+        }
+    }
+
     /// A page left open does not hold a shutdown: its event stream ends, whole, when the server stops (with
     /// no grace period set here, a stream that went on would hang this test until its time limit).
     @Test(.timeLimit(.minutes(1))) func anOpenStreamEndsWhenTheServerShutsDown() async throws {

@@ -77,6 +77,10 @@ struct RequestLogMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
+        // The dashboard's own requests (its event stream lasts as long as the page) are not downloads; with no
+        // request log, nothing is counted while no page is open.
+        let board = request.uri.path.hasPrefix("/_mock") ? nil : self.board
+        guard write != nil || board?.isWatched == true else { return try await next(request, context) }
         let start = ContinuousClock.now
         let response = try await next(request, context)
         let line = LineParts(
@@ -87,8 +91,6 @@ struct RequestLogMiddleware: RouterMiddleware {
             fault: response.headers[.mockFault]
         )
         let (json, write) = (self.json, self.write)
-        // The dashboard's own requests (its event stream lasts as long as the page) are not downloads.
-        let board = line.path.hasPrefix("/_mock") ? nil : self.board
         let boardID = board?.reserveID()
         // Settled on the connection's event loop when the response's last write completes (the line must
         // not block: a command hands it to a queue).

@@ -45,7 +45,7 @@ struct DashboardController {
 
     @Sendable func events(_ request: Request, context: MockRequestContext) async throws -> Response {
         let feed = DashboardFeed(catalog: catalog, faults: faults, board: board)
-        let interval = self.interval
+        let (interval, board) = (self.interval, self.board)
         return Response(
             status: .ok,
             headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
@@ -54,27 +54,39 @@ struct DashboardController {
                 // its grace period), within one interval, or when the page goes (a write fails).
                 let stopping = ShutdownFlag()
                 var feed = feed
-                try await withGracefulShutdownHandler {
-                    var quiet = ContinuousClock.now
-                    try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
-                    while !stopping.isSet, !Task.isCancelled {
-                        let events = try await feed.next()
-                        if events.isEmpty, ContinuousClock.now - quiet > .seconds(15) {
-                            try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
-                            quiet = .now
-                        }
-                        for event in events {
-                            try await writer.write(ByteBuffer(string: event))
-                            quiet = .now
-                        }
-                        try? await Task.sleep(for: interval)
-                    }
-                } onGracefulShutdown: {
-                    stopping.set()
+                try await board.watching {
+                    try await Self.stream(writer: &writer, feed: &feed, interval: interval, stopping: stopping)
                 }
                 try await writer.finish(nil)
             }
         )
+    }
+
+    /// Writes the stream's events until the server stops, the task is cancelled or a write fails.
+    private static func stream(
+        writer: inout any ResponseBodyWriter,
+        feed: inout DashboardFeed,
+        interval: Duration,
+        stopping: ShutdownFlag
+    ) async throws {
+        try await withGracefulShutdownHandler {
+            var quiet = ContinuousClock.now
+            try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+            while !stopping.isSet, !Task.isCancelled {
+                let events = try await feed.next()
+                if events.isEmpty, ContinuousClock.now - quiet > .seconds(15) {
+                    try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                    quiet = .now
+                }
+                for event in events {
+                    try await writer.write(ByteBuffer(string: event))
+                    quiet = .now
+                }
+                try? await Task.sleep(for: interval)
+            }
+        } onGracefulShutdown: {
+            stopping.set()
+        }
     }
 }
 

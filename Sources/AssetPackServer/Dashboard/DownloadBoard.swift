@@ -54,10 +54,23 @@ public final class DownloadBoard: Sendable {
     /// How many finished responses are kept.
     public let capacity: Int
     private let state = Mutex(State())
+    /// The dashboard pages open now (their event streams).
+    private let pages = Atomic<Int>(0)
 
     /// Creates a board keeping the last `capacity` finished responses.
     public init(capacity: Int = 500) {
         self.capacity = max(1, capacity)
+    }
+
+    /// Whether a page is open. Without a request log, responses are counted only then: the per-response
+    /// tally cost a tenth of small-response throughput with nobody looking.
+    var isWatched: Bool { pages.load(ordering: .relaxed) > 0 }
+
+    /// Runs `body` (a page's event stream) as an open page.
+    func watching<T>(_ body: () async throws -> T) async rethrows -> T {
+        pages.add(1, ordering: .relaxed)
+        defer { pages.subtract(1, ordering: .relaxed) }
+        return try await body()
     }
 
     /// A new ID for a response, taken before its tally entry is made (the entry's end names it).

@@ -49,6 +49,10 @@ final class ResponseTally: Sendable {
 
     /// The entries waiting for their response head, by connection; a connection is here while it is open.
     private let waiting = Mutex<[ObjectIdentifier: [Entry]]>([:])
+    /// How many entries `waiting` holds, read without the lock: a response head with none waiting anywhere
+    /// (no request log, no page open) takes no lock. An entry is queued before its response is handed to the
+    /// channel, so the head that takes it never reads a stale zero.
+    private let queued = Atomic<Int>(0)
 
     /// Queues the entry of the next response on `channel`; settled at once as aborted when the connection
     /// has closed already.
@@ -56,6 +60,7 @@ final class ResponseTally: Sendable {
         let open = waiting.withLock { waiting -> Bool in
             guard waiting[channel] != nil else { return false }
             waiting[channel]?.append(entry)
+            queued.add(1, ordering: .relaxed)
             return true
         }
         if !open { entry.finish(aborted: true) }
@@ -66,14 +71,20 @@ final class ResponseTally: Sendable {
     }
 
     fileprivate func next(on channel: ObjectIdentifier) -> Entry? {
-        waiting.withLock { waiting in
+        guard queued.load(ordering: .relaxed) > 0 else { return nil }
+        return waiting.withLock { waiting in
             guard waiting[channel]?.isEmpty == false else { return nil }
+            queued.subtract(1, ordering: .relaxed)
             return waiting[channel]?.removeFirst()
         }
     }
 
     fileprivate func closed(_ channel: ObjectIdentifier) {
-        let left = waiting.withLock { $0.removeValue(forKey: channel) } ?? []
+        let left = waiting.withLock { waiting in
+            let left = waiting.removeValue(forKey: channel) ?? []
+            queued.subtract(left.count, ordering: .relaxed)
+            return left
+        }
         for entry in left { entry.finish(aborted: true) }
     }
 }
