@@ -273,6 +273,23 @@ manifest mixed
 manifest small
 for set in big many mixed small; do log "  $set: $(find "$work/sets/$set/files" -type f | wc -l) files, $(bytes_of "$work/sets/$set/files") bytes"; done
 
+# sha256_pass SET: one SHA-256 pass over the set's files with OpenSSL (the fastest implementation here), from
+# a warm cache, every round: the floor of any step that checks every byte once (issue 31's limit), recorded
+# as input MB/s (beside pack) and seconds (beside ensure).
+sha256_pass() {
+  local set=$1 bytes seconds rss r
+  bytes=$(bytes_of "$work/sets/$set/files")
+  for r in $(seq 1 "$rounds"); do
+    warm "$work/sets/$set/files"
+    timed seconds rss find "$work/sets/$set/files" -type f -exec openssl dgst -sha256 {} + >/dev/null
+    record "sha256-pass" "$set" "ours" "$(mbps "$bytes" "$seconds")" "MB/s"
+    record "sha256-pass-time" "$set" "ours" "$seconds" "s"
+  done
+}
+if want pack || want ensure; then
+  for set in big many mixed; do log "one SHA-256 pass over $set"; sha256_pass "$set"; done
+fi
+
 # --- build -----------------------------------------------------------------------------------------------
 if want pack; then
   for set in big many mixed; do
@@ -581,6 +598,11 @@ done
 # --- report ----------------------------------------------------------------------------------------------
 mkdir -p "$out"
 machine="$(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -sr)"
+# The CPU, and whether it has SHA extensions: without them SHA-256 runs 5-10x slower and sets the pace.
+cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+sha_ext=$(grep -qw sha_ni /proc/cpuinfo && echo "with SHA extensions (sha_ni)" || echo "no SHA extensions")
+sha_rate=$(awk -F'\t' '$1 == "sha256-pass" && $2 == "big" { print $4; exit }' "$records")
+machine="$machine · CPU ${cpu:-unknown}, $sha_ext${sha_rate:+, one SHA-256 pass (openssl dgst, the big set) $sha_rate MB/s}"
 # The commit measured, "+changes" when the tree differs from it.
 commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
 # (what make bench itself rewrites does not count)
