@@ -56,6 +56,12 @@ let package = Package(
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev"])]
         ),
+        // xxHash's XXH3-128: the identity of a content-defined chunk for deltas (not a check: see ChunkDigest).
+        .systemLibrary(
+            name: "CXXHash",
+            pkgConfig: "libxxhash",
+            providers: [.apt(["libxxhash-dev"])]
+        ),
         // Apple Archive's block codecs: LZFSE written here, LZ4, LZMA and zlib through Debian's libraries.
         .target(
             name: "CAppleCompression",
@@ -69,6 +75,7 @@ let package = Package(
                 "CAppleCompression",
                 "CLibArchive",
                 "CLinux",
+                "CXXHash",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

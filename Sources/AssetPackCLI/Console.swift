@@ -23,7 +23,8 @@ public enum Console {
     }
 
     /// Whether standard error is a terminal (progress is drawn only there).
-    public static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) != 0 }
+    /// (Asked once: a progress callback per packed file asked the kernel each time.)
+    public static let stderrIsTerminal: Bool = isatty(STDERR_FILENO) != 0
 
     /// Writes a value as one line of JSON to standard output (``JSONOutput``: sorted keys, slashes unescaped).
     /// - Throws: `EncodingError` when it cannot be written as JSON (nothing is written then).

@@ -173,6 +173,32 @@ struct PackBuilderTests {
         }
     }
 
+    /// The chunks a server keeps for deltas, cut while packing on the reading thread (the fast path), are the
+    /// list read back from the finished archive (the plain one), and the archive and its index are the bytes
+    /// and digests a build without chunking makes: for a tar and for an Apple Archive, with files below,
+    /// at and above the chunking size, across the reader's 1 MiB buffers.
+    @Test(arguments: [PackFormat.tar, .aar]) func chunksCutWhilePackingAreThoseOfTheArchive(format: PackFormat) throws {
+        let scratch = try Scratch()
+        let sizes = [0, 65_535, 65_536, 3 << 20, 100, 1_048_577, 200_000]
+        for (number, size) in sizes.enumerated() {
+            try scratch.write("Big/f\(number).bin", Scratch.noise(size, seed: UInt64(number + 70)))
+        }
+        try scratch.write(
+            "Big.json",
+            #"{"assetPackID": "Big", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "Big"}], "platforms": ["iOS"]}"#
+        )
+        let big = try source(scratch, manifest: "Big.json")
+        let options = PackBuildOptions(format: format)
+        let (plainOutput, chunkedOutput) = (scratch.root.appending("plain.pack"), scratch.root.appending("fast.pack"))
+        let (plain, plainIndex) = try PackBuilder.buildIndexed(big, to: plainOutput, options: options)
+        let (built, index, chunks) = try PackBuilder.buildChunked(big, to: chunkedOutput, options: options)
+        #expect(try scratch.read(chunkedOutput) == scratch.read(plainOutput))
+        #expect(built.sha256 == plain.sha256 && index == plainIndex)
+        let readBack = try PackChunks.compute(archive: chunkedOutput)
+        #expect(chunks == readBack)
+        #expect(Set(chunks.files.keys.map(\.path)) == ["Big/f2.bin", "Big/f3.bin", "Big/f5.bin", "Big/f6.bin"])
+    }
+
     /// An extraction that keeps the index's bytes checks them row by row and returns only the header; the
     /// copy reads back as the whole index, byte for byte what the archive holds.
     @Test func extractionKeepsTheIndexAsTheArchiveHoldsIt() throws {

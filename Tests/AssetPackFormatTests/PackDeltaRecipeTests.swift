@@ -277,8 +277,8 @@ struct PackDeltaRecipeTests {
         #expect(average > 8 << 10 && average < 32 << 10, "average chunk \(average) bytes")
         // 1 000 bytes inserted at the start: the cuts move with the data, and all but the first chunk or two
         // are the same chunks (fixed blocks would all differ).
-        let shifted = Set(chunks(Scratch.noise(1_000, seed: 12) + data, feedingBy: 65_536).map(\.sha256))
-        let kept = whole.filter { shifted.contains($0.sha256) }.count
+        let shifted = Set(chunks(Scratch.noise(1_000, seed: 12) + data, feedingBy: 65_536).map(\.digest))
+        let kept = whole.filter { shifted.contains($0.digest) }.count
         #expect(kept >= whole.count - 2, "\(kept) of \(whole.count) chunks found again")
     }
 
@@ -290,12 +290,17 @@ struct PackDeltaRecipeTests {
         let file = scratch.root.appending("list.chunks")
         try list.write(to: file)
         #expect(try PackChunks.load(from: file) == list)
+        #expect(PackChunks.isCurrentList(at: file))
         try scratch.write("bad.chunks", "BACHUNK1\u{1}")
         #expect(throws: AssetPackFormatError.self) { try PackChunks.load(from: scratch.root.appending("bad.chunks")) }
+        // A list of the SHA-256 kind is not read, and is not taken for a current one (it is cut again).
+        #expect(!PackChunks.isCurrentList(at: scratch.root.appending("bad.chunks")))
+        #expect(!PackChunks.isCurrentList(at: scratch.root.appending("none.chunks")))
         // A FIFO or a link where a list should be is refused unread (a FIFO waited for a writer).
         let fifo = scratch.root.appending("fifo.chunks")
         #expect(mkfifo(fifo.string, 0o600) == 0)
         let refused = #expect(throws: AssetPackFormatError.self) { try PackChunks.load(from: fifo) }
+        #expect(!PackChunks.isCurrentList(at: fifo))
         #expect(refused?.message.contains("is a FIFO") == true, "\(refused?.message ?? "")")
         let link = scratch.root.appending("link.chunks")
         #expect(symlink(file.string, link.string) == 0)

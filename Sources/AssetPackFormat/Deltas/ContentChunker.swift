@@ -1,4 +1,4 @@
-import Crypto
+import CXXHash
 
 /// Content-defined chunking (FastCDC, with a gear hash): cuts a stream of bytes where its content says, so
 /// that bytes inserted or removed in a file move the cuts with the data instead of shifting every chunk after
@@ -7,7 +7,7 @@ import Crypto
 /// Sizes: at least 4 KiB, about 16 KiB on average, at most 64 KiB. A change costs the chunks it touches, so
 /// the bytes a delta sends past the change are about two average chunks (32 KiB around a 1 MiB edit, 3%);
 /// casync's 64 KiB average would cost 128 KiB there, and rsync's bytes are the goal. Smaller chunks cost only
-/// the server (a 1 GiB pack's list is 65 536 chunks, 2.5 MiB): the client reads recipes of merged runs.
+/// the server (a 1 GiB pack's list is 65 536 chunks, 1.5 MiB): the client reads recipes of merged runs.
 public struct ContentChunker: Sendable {
     /// The smallest chunk, but for a file's last one.
     public static let minimumSize = 4 << 10
@@ -18,12 +18,12 @@ public struct ContentChunker: Sendable {
     /// Files smaller than this are sent whole: below it a recipe saves less than it costs.
     public static let wholeFileBelow: Int64 = 64 << 10
 
-    /// One chunk: its length and its SHA-256.
+    /// One chunk: its length and its digest.
     public struct Chunk: Sendable, Hashable {
         /// Its bytes.
         public var length: Int
-        /// The SHA-256 of its bytes.
-        public var sha256: ChunkDigest
+        /// The XXH3-128 of its bytes (see ``ChunkDigest`` for why not SHA-256).
+        public var digest: ChunkDigest
     }
 
     private var pending: [UInt8] = []
@@ -60,10 +60,10 @@ public struct ContentChunker: Sendable {
             Self.cut(UnsafeBufferPointer(rebasing: all[start..<min(all.count, start + Self.maximumSize)]))
         }
         let digest = pending.withUnsafeBytes {
-            ChunkDigest(SHA256.hash(data: UnsafeRawBufferPointer(rebasing: $0[start..<start + length])))
+            ChunkDigest(of: UnsafeRawBufferPointer(rebasing: $0[start..<start + length]))
         }
         start += length
-        return Chunk(length: length, sha256: digest)
+        return Chunk(length: length, digest: digest)
     }
 
     /// Where the first chunk of `bytes` ends (FastCDC's normalized chunking: a harder mask before the
@@ -75,20 +75,21 @@ public struct ContentChunker: Sendable {
         let normal = min(averageSize, count)
         let hard: UInt64 = ~0 << (64 - 16)  // 16 bits: rarer than one in 16 KiB
         let easy: UInt64 = ~0 << (64 - 12)
-        var hash: UInt64 = 0
-        var at = minimumSize
-        let gear = Self.gear
-        while at < normal {
-            hash = (hash << 1) &+ gear[Int(bytes[at])]
-            if hash & hard == 0 { return at + 1 }
-            at += 1
+        return gear.withUnsafeBufferPointer { gear in
+            var hash: UInt64 = 0
+            var at = minimumSize
+            while at < normal {
+                hash = (hash << 1) &+ gear[Int(bytes[at])]
+                if hash & hard == 0 { return at + 1 }
+                at += 1
+            }
+            while at < count {
+                hash = (hash << 1) &+ gear[Int(bytes[at])]
+                if hash & easy == 0 { return at + 1 }
+                at += 1
+            }
+            return count
         }
-        while at < count {
-            hash = (hash << 1) &+ gear[Int(bytes[at])]
-            if hash & easy == 0 { return at + 1 }
-            at += 1
-        }
-        return count
     }
 
     /// 256 random 64-bit values, fixed for ever (SplitMix64 from a constant seed): changing them would

@@ -85,11 +85,12 @@ extension PackDelta {
         target: PackIndex,
         chunks: (target: PackChunks, base: PackChunks)
     ) -> [PathKey: Recipe] {
-        var known: [ChunkDigest: (path: String, offset: Int64)] = [:]
+        // By digest and length: a chunk of another length under the same digest is not taken.
+        var known: [ContentChunker.Chunk: (path: String, offset: Int64)] = [:]
         for key in chunks.base.files.keys.sorted() {
             var offset: Int64 = 0
             for chunk in chunks.base.files[key] ?? [] {
-                if known[chunk.sha256] == nil { known[chunk.sha256] = (key.path, offset) }
+                if known[chunk] == nil { known[chunk] = (key.path, offset) }
                 offset += Int64(chunk.length)
             }
         }
@@ -103,7 +104,7 @@ extension PackDelta {
                 let length = Int64(chunk.length)
                 size += length
                 var piece = Recipe.Piece(length: length)
-                if let found = known[chunk.sha256] {
+                if let found = known[chunk] {
                     piece = Recipe.Piece(from: found.path, offset: found.offset, length: length)
                     copiedAny = true
                 }

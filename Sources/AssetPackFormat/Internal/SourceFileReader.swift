@@ -13,12 +13,17 @@ import SystemPackage
 ///
 /// Files are read into 1 MiB buffers, small files several to a buffer; four buffers circulate, so at most
 /// 4 MiB are read ahead. The consumer takes each file's bytes with ``read(_:_:)``, in the listed order.
+///
+/// Asked to, the same thread also cuts the large files into content-defined chunks (``ContentChunker``) as it
+/// reads them: a server keeps those for deltas, and taking them here costs no second read of the archive.
 final class SourceFileReader: @unchecked Sendable {
-    /// A run of one file's bytes in a buffer; `digest` is set on the run that ends the file (possibly empty).
+    /// A run of one file's bytes in a buffer; `digest` is set on the run that ends the file (possibly empty),
+    /// with the file's chunks when it was chunked.
     private struct Run {
         var file: Int
         var range: Range<Int>
         var digest: SHA256.Digest?
+        var chunks: [ContentChunker.Chunk]? = nil
     }
 
     /// What one buffer holds: runs of files in order, then possibly the error that stopped the reading.
@@ -32,6 +37,8 @@ final class SourceFileReader: @unchecked Sendable {
     private static let minimumRoom = 64 << 10
 
     private let files: [PackFile]
+    /// Files of at least this size are chunked; `nil`: none.
+    private let chunkFrom: Int64?
     private let buffers = AlignedBuffers(count: 4, size: bufferSize)
     /// Buffers go round by their number in `buffers`: free, then full of runs for the consumer.
     private let free: BlockingQueue<Int>
@@ -41,10 +48,14 @@ final class SourceFileReader: @unchecked Sendable {
     // Only the consumer touches these.
     private var batch: (buffer: Int, runs: [Run], failure: (any Error)?, next: Int)?
     private var stopped = false
+    /// The chunks of the file ``read(_:_:)`` last finished, when it was chunked.
+    private(set) var lastChunks: [ContentChunker.Chunk]?
 
-    /// Starts reading `files` ahead on a thread of its own.
-    init(_ files: [PackFile]) {
+    /// Starts reading `files` ahead on a thread of its own; files of at least `chunkFrom` bytes are also cut
+    /// into chunks.
+    init(_ files: [PackFile], chunkFrom: Int64? = nil) {
         self.files = files
+        self.chunkFrom = chunkFrom
         free = BlockingQueue(holding: Array(buffers.all.indices))
         BlockingIO.startLongJob { [self] in produce() }
     }
@@ -74,7 +85,10 @@ final class SourceFileReader: @unchecked Sendable {
             current.next += 1
             batch = current
             if !run.range.isEmpty { try body(UnsafeRawBufferPointer(rebasing: buffers.all[current.buffer][run.range])) }
-            if let digest = run.digest { return digest }
+            if let digest = run.digest {
+                lastChunks = run.chunks
+                return digest
+            }
         }
     }
 
@@ -95,6 +109,8 @@ final class SourceFileReader: @unchecked Sendable {
         var index = 0
         var open: FileDescriptor?
         var hasher = SHA256()
+        var chunker: ContentChunker?
+        var chunks: [ContentChunker.Chunk] = []
         defer { try? open?.close() }
         while index < files.count {
             guard let number = try? free.receive() else { return }
@@ -112,6 +128,8 @@ final class SourceFileReader: @unchecked Sendable {
                         fd = try Self.openListed(file)
                         open = fd
                         hasher = SHA256()
+                        chunker = chunkFrom.map { file.size >= $0 } == true ? ContentChunker() : nil
+                        chunks = []
                         if file.size > Self.bufferSize { fd.advise(.sequential) }
                     }
                     let room = UnsafeMutableRawBufferPointer(rebasing: buffer[used...])
@@ -122,13 +140,18 @@ final class SourceFileReader: @unchecked Sendable {
                         throw AssetPackFormatError.io("read", file.source, errno)
                     }
                     if count > 0 {
-                        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: room[0..<count]))
+                        let bytes = UnsafeRawBufferPointer(rebasing: room[0..<count])
+                        hasher.update(bufferPointer: bytes)
+                        if chunker != nil { chunks += chunker!.feed(bytes) }
                         runs.append(Run(file: index, range: used..<used + count, digest: nil))
                         used += count
                     } else {
                         try? fd.close()
                         open = nil
-                        runs.append(Run(file: index, range: used..<used, digest: hasher.finalize()))
+                        if chunker != nil { chunks += chunker!.finish() }
+                        let finished = chunker == nil ? nil : chunks
+                        runs.append(Run(file: index, range: used..<used, digest: hasher.finalize(), chunks: finished))
+                        (chunker, chunks) = (nil, [])
                         index += 1
                     }
                 } catch {

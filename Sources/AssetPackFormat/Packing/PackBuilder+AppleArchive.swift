@@ -11,17 +11,20 @@ extension PackBuilder {
     /// under `Contents/` with its SHA-256 in its header (`SH2`), folders before what they hold.
     ///
     /// A file's digest goes into its header, before its bytes, so files are read twice: once to hash them,
-    /// once to pack them (hashed again, and a file that changed in between is refused).
+    /// once to pack them by `reader` (hashed again, and a file that changed in between is refused; chunked
+    /// there when `reader` chunks).
     static func makeAppleArchive(
         _ source: PackSource,
         to output: FilePath,
         options: PackBuildOptions,
         keepIndex: Bool,
+        reader: SourceFileReader,
         progress: ((Int64) -> Void)?
-    ) throws -> (built: BuiltPack, index: PackIndex?) {
+    ) throws -> Made {
         let manifest = try manifestBytes(source)
         let digests = try hashFiles(source.files)
         var rows: [PackIndex.File] = []
+        var chunks = PackChunks()
         let (_, sha256, size) = try AtomicFile.write(to: output) { fd in
             try withAppleArchiveWriter(to: fd, compression: options.compression) { writer in
                 try writer.addFile(
@@ -31,8 +34,6 @@ extension PackBuilder {
                 ) { append in
                     try manifest.withUnsafeBytes { try append($0) }
                 }
-                let reader = SourceFileReader(source.files)
-                defer { reader.stop() }
                 var packed: Int64 = 0
                 for (number, file) in source.files.enumerated() {
                     let name = PackPath.contentsPrefix + file.path
@@ -54,6 +55,7 @@ extension PackBuilder {
                     if keepIndex {
                         rows.append(PackIndex.File(path: file.path, size: file.size, sha256: digest.hexString))
                     }
+                    if let cut = reader.lastChunks { chunks.files[PathKey(file.path)] = cut }
                 }
             }
         }
@@ -66,7 +68,7 @@ extension PackBuilder {
             compression: options.compression,
             format: .aar
         )
-        return (built, keepIndex ? header(source, files: rows) : nil)
+        return (built, keepIndex ? header(source, files: rows) : nil, chunks)
     }
 
     /// The manifest file's bytes, as the pack was resolved from it.

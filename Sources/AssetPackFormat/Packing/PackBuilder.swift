@@ -154,7 +154,7 @@ public enum PackBuilder {
         options: PackBuildOptions = PackBuildOptions(),
         progress: ((Int64) -> Void)? = nil
     ) throws -> BuiltPack {
-        try make(source, to: output, options: options, keepIndex: false, progress: progress).built
+        try make(source, to: output, options: options, keepIndex: false, chunked: false, progress: progress).built
     }
 
     /// Builds the pack a packaging manifest file describes, as `ba-package Manifest.json -o Pack.aar` does:
@@ -197,29 +197,56 @@ public enum PackBuilder {
         options: PackBuildOptions = PackBuildOptions(),
         progress: ((Int64) -> Void)? = nil
     ) throws -> (built: BuiltPack, index: PackIndex) {
-        let (built, index) = try make(source, to: output, options: options, keepIndex: true, progress: progress)
-        return (built, index ?? header(source, files: []))
+        let made = try make(source, to: output, options: options, keepIndex: true, chunked: false, progress: progress)
+        return (made.built, made.index ?? header(source, files: []))
     }
+
+    /// ``buildIndexed(_:to:options:progress:)``, also returning the content-defined chunks of the files large
+    /// enough for delta recipes: the list ``PackChunks/compute(archive:)`` makes of the archive, cut from the
+    /// bytes as they are packed, on the thread that reads them, rather than by reading the archive again.
+    public static func buildChunked(
+        _ source: PackSource,
+        to output: FilePath,
+        options: PackBuildOptions = PackBuildOptions(),
+        progress: ((Int64) -> Void)? = nil
+    ) throws -> (built: BuiltPack, index: PackIndex, chunks: PackChunks) {
+        let made = try make(source, to: output, options: options, keepIndex: true, chunked: true, progress: progress)
+        return (made.built, made.index ?? header(source, files: []), made.chunks)
+    }
+
+    /// What a build made: the pack, its index when kept, its chunks when asked (else empty).
+    typealias Made = (built: BuiltPack, index: PackIndex?, chunks: PackChunks)
 
     private static func make(
         _ source: PackSource,
         to output: FilePath,
         options: PackBuildOptions,
         keepIndex: Bool,
+        chunked: Bool,
         progress: ((Int64) -> Void)?
-    ) throws -> (built: BuiltPack, index: PackIndex?) {
+    ) throws -> Made {
         try options.validate()
+        let reader = SourceFileReader(source.files, chunkFrom: chunked ? ContentChunker.wholeFileBelow : nil)
+        defer { reader.stop() }
         if options.format == .aar {
-            return try makeAppleArchive(source, to: output, options: options, keepIndex: keepIndex, progress: progress)
+            return try makeAppleArchive(
+                source,
+                to: output,
+                options: options,
+                keepIndex: keepIndex,
+                reader: reader,
+                progress: progress
+            )
         }
         let spool = try AtomicFile.unnamedFile(in: output.removingLastComponent())
-        let ((json, index), sha256, size) = try spool.closeAfter {
+        let ((json, index, chunks), sha256, size) = try spool.closeAfter {
             try AtomicFile.write(to: output) { fd in
                 let binaryNames = source.files.contains { $0.path.utf8.contains { $0 >= 0x80 } }
                 return try withArchiveWriter(to: fd, options: options, binaryNames: binaryNames) { writer in
                     try writeEntries(
                         source,
                         writer: writer,
+                        reader: reader,
                         index: IndexJSON(spoolingTo: spool),
                         keepIndex: keepIndex,
                         progress: progress
@@ -235,7 +262,7 @@ public enum PackBuilder {
             fileCount: json.count,
             compression: options.compression
         )
-        return (built, index)
+        return (built, index, chunks)
     }
 
     /// The index's fields other than its files.
@@ -253,17 +280,18 @@ public enum PackBuilder {
     }
 
     /// Writes every file, then the index, whose JSON grows a row per file packed (the only per-file state
-    /// a build holds besides the file list); the rows as ``PackIndex/File`` values only if `keepIndex`.
+    /// a build holds besides the file list); the rows as ``PackIndex/File`` values only if `keepIndex`, and
+    /// the chunks `reader` cut.
     private static func writeEntries(
         _ source: PackSource,
         writer: ArchiveWriter,
+        reader: SourceFileReader,
         index: IndexJSON,
         keepIndex: Bool,
         progress: ((Int64) -> Void)?
-    ) throws -> (json: IndexJSON, index: PackIndex?) {
-        let reader = SourceFileReader(source.files)
-        defer { reader.stop() }
+    ) throws -> (json: IndexJSON, index: PackIndex?, chunks: PackChunks) {
         var json = index
+        var chunks = PackChunks()
         var rows: [PackIndex.File] = []
         if keepIndex { rows.reserveCapacity(source.files.count) }
         var packed: Int64 = 0
@@ -276,6 +304,7 @@ public enum PackBuilder {
                 }
             }
             try json.append(path: file.path, size: file.size, sha256: digest)
+            if let cut = reader.lastChunks { chunks.files[PathKey(file.path)] = cut }
             if keepIndex { rows.append(PackIndex.File(path: file.path, size: file.size, sha256: digest.hexString)) }
         }
         let (prefix, suffix) = try json.frame(header(source, files: []))
@@ -287,6 +316,6 @@ public enum PackBuilder {
             try json.forEachRowChunk(append)
             try suffix.withUnsafeBytes { try append($0) }
         }
-        return (json, keepIndex ? header(source, files: rows) : nil)
+        return (json, keepIndex ? header(source, files: rows) : nil, chunks)
     }
 }

@@ -29,16 +29,15 @@ struct DeltaStore: Sendable {
         indexesFolder.appending("\(id)-\(sha256.prefix(16)).chunks")
     }
 
-    /// Keeps the index of a version just built, and the chunks of its large files (read from its archive
-    /// `full`), for deltas from and to it later. A version built before keeps the list it has.
-    func saveIndex(_ index: PackIndex, sha256: String, full: FilePath) throws {
+    /// Keeps the index of a version just built, and the chunks of its large files (cut while it was built),
+    /// for deltas from and to it later. A version built before keeps the list it has, unless that list is
+    /// of the older kind (SHA-256 digests), which this one replaces.
+    func saveIndex(_ index: PackIndex, sha256: String, chunks: PackChunks?) throws {
         try PackCatalog.createFolder(indexesFolder)
         try index.write(to: indexFile(index.assetPackID, sha256))
-        let chunks = chunksFile(index.assetPackID, sha256)
-        guard depth > 0, index.files.contains(where: { $0.size >= ContentChunker.wholeFileBelow }),
-            access(chunks.string, F_OK) != 0
-        else { return }
-        try PackChunks.compute(archive: full).write(to: chunks)
+        let file = chunksFile(index.assetPackID, sha256)
+        guard depth > 0, let chunks, !chunks.files.isEmpty, !PackChunks.isCurrentList(at: file) else { return }
+        try chunks.write(to: file)
     }
 
     /// The chunk lists of a version, or `nil` when none is kept (deltas from it send changed files whole).

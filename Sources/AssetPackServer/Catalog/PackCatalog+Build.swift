@@ -22,6 +22,22 @@ extension PackCatalog {
         runtimeVersions[id] ?? pinnedVersions[id]
     }
 
+    /// Builds `source` with its index and, with deltas (`chunked`), the chunks of its large files, cut as they
+    /// are packed: the list a later delta compares against.
+    private static func buildPack(
+        _ source: PackSource,
+        to output: FilePath,
+        options: PackBuildOptions,
+        chunked: Bool
+    ) throws -> (BuiltPack, PackIndex, PackChunks?) {
+        guard chunked else {
+            let (built, index) = try PackBuilder.buildIndexed(source, to: output, options: options)
+            return (built, index, nil)
+        }
+        let (built, index, chunks) = try PackBuilder.buildChunked(source, to: output, options: options)
+        return (built, index, chunks)
+    }
+
     func build(
         _ source: PackSource,
         fingerprint: String,
@@ -32,8 +48,9 @@ extension PackCatalog {
         let packsFolder = self.packsFolder
         let building = packsFolder.appending("\(id).building")
         log("building \(id): \(ByteFormat.count(source.files.count, "file")), \(ByteFormat.string(source.installSize))")
-        let (built, index, name) = try await BlockingIO.longJob {
-            let (built, index) = try PackBuilder.buildIndexed(source, to: building, options: options)
+        let chunked = deltaStore.depth > 0
+        let (built, index, chunks, name) = try await BlockingIO.longJob {
+            let (built, index, chunks) = try Self.buildPack(source, to: building, options: options, chunked: chunked)
             let name = "\(id)-\(built.sha256.prefix(16)).\(built.format == .aar ? "aar" : "pack")"
             if rename(building.string, packsFolder.appending(name).string) != 0 {
                 throw AssetPackFormatError(
@@ -42,7 +59,7 @@ extension PackCatalog {
                     cause: Errno(rawValue: errno)
                 )
             }
-            return (built, index, name)
+            return (built, index, chunks, name)
         }
         let sameContent = previous?.sha256 == built.sha256
         let record = MockState.Record(
@@ -66,7 +83,7 @@ extension PackCatalog {
         let previousVersion = previous.map { published($0, id: id) }
         return try await BlockingIO.longJob { [record] in  // delta builds read the whole new archive
             var record = record
-            try deltaStore.saveIndex(index, sha256: built.sha256, full: packsFolder.appending(name))
+            try deltaStore.saveIndex(index, sha256: built.sha256, chunks: chunks)
             try deltaStore.update(
                 &record,
                 previous: previous,
