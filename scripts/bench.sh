@@ -222,6 +222,27 @@ pack_aar_step() {
   pack_rounds pack-aar "$set" sizes
 }
 
+# build_step SET: what serve and export do to publish a folder (build the pack, its index and, for deltas, its
+# chunk lists) then copy it out: ba-mock export --format tar (zstd 3) from a fresh state vs bsdtar --zstd, every
+# round, input MB/s.
+build_step() {
+  local set=$1 bytes seconds rss r who
+  bytes=$(bytes_of "$work/sets/$set/files")
+  for r in $(seq 1 "$rounds"); do
+    for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
+      rm -rf "$work/sets/$set/.ba-mock" "$work/build.out" "$work/pack.out"
+      warm "$work/sets/$set/files"
+      if [ "$who" = ours ]; then
+        timed seconds rss "$mock" export "$work/sets/$set" --format tar --compression zstd --level 3 --out "$work/build.out"
+      else
+        timed seconds rss bsdtar --zstd --options zstd:compression-level=3 -cf "$work/pack.out" -C "$work/sets/$set" files
+      fi
+      record "build-export" "$set" "$who" "$(mbps "$bytes" "$seconds")" "MB/s" "$rss"
+    done
+  done
+  rm -rf "$work/sets/$set/.ba-mock" "$work/build.out" "$work/pack.out"
+}
+
 # export_set SET [FORMAT]: the static tree nginx serves at $work/www/SET (tar packs, which the reference
 # extracts with bsdtar), or at $work/www/SET-aar with FORMAT aar.
 export_set() {
@@ -297,6 +318,8 @@ if want pack; then
     pack_step "$set"
     log "pack $set: Apple Archive (LZFSE) vs tar (zstd 3)"
     pack_aar_step "$set"
+    log "build and export $set (serve's build: pack, index, chunk lists)"
+    build_step "$set"
   done
 fi
 

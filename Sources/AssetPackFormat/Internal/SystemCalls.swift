@@ -65,4 +65,26 @@ extension FileDescriptor {
 
     /// The `O_DIRECT` open flag (0 where the system has none).
     package static var directFlag: Int32 { c_linux_o_direct() }
+
+    /// Copies the rest of this file, from its offset, to `output` at its offset, inside the kernel
+    /// (`copy_file_range`): no trip of the bytes through this process.
+    /// - Returns: `false` when the kernel cannot copy between these two files (another kind of file system, an
+    ///   old kernel) and nothing was copied: the caller copies by reading and writing.
+    /// - Throws: `Errno` for a failure after that (a full disk, an I/O error).
+    package func copyRestInKernel(to output: FileDescriptor) throws -> Bool {
+        BlockingIO.checkOffPool("FileDescriptor.copyRestInKernel")
+        var copied: Int64 = 0
+        while true {
+            let count = c_linux_copy_file_range(rawValue, output.rawValue, 1 << 30)
+            if count > 0 {
+                copied += count
+                continue
+            }
+            if count == 0 { return true }
+            let failure = Errno(rawValue: errno)
+            if failure == .interrupted { continue }
+            if copied == 0, [EXDEV, ENOSYS, EINVAL, EOPNOTSUPP].contains(failure.rawValue) { return false }
+            throw failure
+        }
+    }
 }

@@ -235,7 +235,11 @@ public enum Exporter {
         try input.closeAfter {
             try AtomicFile.write(in: folder, named: name, shownAs: destination) { output in
                 do {
-                    try input.forEachChunk { _ = try output.writeAll($0) }
+                    // In the kernel where it can (a pack's bytes need no trip through this process), else by
+                    // reading and writing.
+                    if try !input.copyRestInKernel(to: output) {
+                        _ = try input.forEachChunk { _ = try output.writeAll($0) }
+                    }
                 } catch let errno as Errno {
                     throw AssetPackFormatError(code: .io, message: "cannot copy \(source) to \(destination): \(errno)")
                 }
