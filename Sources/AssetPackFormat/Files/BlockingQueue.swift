@@ -7,8 +7,8 @@ import NIOCore
 ///
 /// First in, first out, bounded by `capacity` in the units `cost` measures (items by default, bytes for
 /// data). When it is full, the sender chooses: ``offer(_:)`` never blocks (the item is dropped and counted,
-/// for output a slow reader must not hold up) and ``send(_:)`` suspends its task until the receiver has
-/// taken half (the network slows down, TCP pushes back). A queue built with ``init(holding:)`` is a pool:
+/// for output a slow reader must not hold up), ``send(_:)`` suspends its task until the receiver has
+/// taken half (the network slows down, TCP pushes back) and ``put(_:)`` blocks its thread until then. A queue built with ``init(holding:)`` is a pool:
 /// it starts full of items (free buffers) and is never over capacity.
 ///
 /// It ends one of four ways: ``finish()`` (the receiver drains what was sent, then sees `nil`), ``fail(_:)``
@@ -90,6 +90,18 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         }
     }
 
+    /// ``send(_:)`` for a sender that is a thread: queues `item`, then blocks the thread while the queue holds
+    /// more than its capacity, until the receiver has taken half.
+    /// - Throws: ``QueueStopped`` once the receiver gave up or the queue was cancelled.
+    package func put(_ item: Element) throws {
+        BlockingIO.checkOffPool("BlockingQueue.put")
+        guard try enqueue(item) else { return }
+        condition.lock()
+        defer { condition.unlock() }
+        while !stopped && queued > capacity / 2 { condition.wait() }
+        if stopped { throw QueueStopped() }
+    }
+
     /// Queues `item`; returns whether the queue is now over capacity.
     private func enqueue(_ item: Element) throws -> Bool {
         let size = cost(item)
@@ -157,9 +169,12 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         guard !stopped, let item = items.popFirst() else { return nil }
         queued -= cost(item)
         busy = true
-        if queued <= capacity / 2, let waiting = sender {
-            sender = nil
-            waiting.resume()
+        if queued <= capacity / 2 {
+            condition.broadcast()  // a thread blocked in put(_:)
+            if let waiting = sender {
+                sender = nil
+                waiting.resume()
+            }
         }
         return item
     }
