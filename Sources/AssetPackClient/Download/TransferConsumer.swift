@@ -142,10 +142,11 @@ final class HashingReader: @unchecked Sendable {
         }
     }
 
-    // Only the consumer thread touches these.
     private let feed: BlockingQueue<ByteBuffer>
+    /// Blocks handed out, on their way to the hashing thread, and what that thread ends with.
     private let behind = BlockingQueue<ByteBuffer>(capacity: 4 << 20, cost: { $0.readableBytes })
     private let hashed = Hashed()
+    // Only the consumer thread touches these.
     private var start = SHA256()
     private var hashing = false
     private(set) var count: Int64 = 0

@@ -8,8 +8,9 @@ import NIOCore
 /// First in, first out, bounded by `capacity` in the units `cost` measures (items by default, bytes for
 /// data). When it is full, the sender chooses: ``offer(_:)`` never blocks (the item is dropped and counted,
 /// for output a slow reader must not hold up), ``send(_:)`` suspends its task until the receiver has
-/// taken half (the network slows down, TCP pushes back) and ``put(_:)`` blocks its thread until then. A queue built with ``init(holding:)`` is a pool:
-/// it starts full of items (free buffers) and is never over capacity.
+/// taken half (the network slows down, TCP pushes back) and ``put(_:)`` blocks its thread until then. A
+/// queue built with ``init(holding:)`` is a pool: it starts full of items (free buffers) and is never over
+/// capacity.
 ///
 /// It ends one of four ways: ``finish()`` (the receiver drains what was sent, then sees `nil`), ``fail(_:)``
 /// (the receiver's next ``receive()`` throws the error), ``cancel()`` (both sides stop at once: the receiver
@@ -26,6 +27,8 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     private var dropped = 0
     private var busy = false
     private var sender: CheckedContinuation<Void, any Error>?
+    /// Threads blocked in ``put(_:)``: a receive wakes them only when there are some.
+    private var putters = 0
     private var senderCancelled = false
 
     /// The most the queue holds, in `cost` units, before ``offer(_:)`` drops and ``send(_:)`` suspends.
@@ -98,7 +101,9 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         guard try enqueue(item) else { return }
         condition.lock()
         defer { condition.unlock() }
+        putters += 1
         while !stopped && queued > capacity / 2 { condition.wait() }
+        putters -= 1
         if stopped { throw QueueStopped() }
     }
 
@@ -170,7 +175,7 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         queued -= cost(item)
         busy = true
         if queued <= capacity / 2 {
-            condition.broadcast()  // a thread blocked in put(_:)
+            if putters > 0 { condition.broadcast() }
             if let waiting = sender {
                 sender = nil
                 waiting.resume()

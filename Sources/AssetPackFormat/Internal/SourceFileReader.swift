@@ -142,14 +142,13 @@ final class SourceFileReader: @unchecked Sendable {
                     if count > 0 {
                         let bytes = UnsafeRawBufferPointer(rebasing: room[0..<count])
                         hasher.update(bufferPointer: bytes)
-                        if chunker != nil { chunks += chunker!.feed(bytes) }
+                        chunks += chunker?.feed(bytes) ?? []  // in place: its tail is not copied
                         runs.append(Run(file: index, range: used..<used + count, digest: nil))
                         used += count
                     } else {
                         try? fd.close()
                         open = nil
-                        if chunker != nil { chunks += chunker!.finish() }
-                        let finished = chunker == nil ? nil : chunks
+                        let finished = (chunker?.finish()).map { chunks + $0 }  // nil: not chunked
                         runs.append(Run(file: index, range: used..<used, digest: hasher.finalize(), chunks: finished))
                         (chunker, chunks) = (nil, [])
                         index += 1
