@@ -31,7 +31,7 @@ struct BuildOptions: ParsableArguments {
 
     @Option(
         help:
-            "Compression threads for zstd and xz (2 or more help only compressible files and take about 65 MiB more memory); the archive is the same for any count. (default: 1)"
+            "Compression threads: zstd's and xz's workers in a tar (2 or more help only compressible files and take about 65 MiB more memory); the threads that compress an Apple Archive's blocks (8 MiB each). The archive is the same for any count. (default: 1 for a tar, one per core for an Apple Archive)"
     )
     var threads: Int?
 

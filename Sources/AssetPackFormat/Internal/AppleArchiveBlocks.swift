@@ -85,18 +85,42 @@ enum AppleArchiveMagic {
 /// After the four-byte magic come the block size (a big-endian UInt64) and then blocks, each a big-endian
 /// UInt64 raw size, a big-endian UInt64 stored size and the stored bytes: compressed with the stream's
 /// algorithm, or raw when the stored size equals the raw size.
+///
+/// Compressed blocks are read ahead and decoded by ``BlockCodecWorkers`` (one thread per core, started at
+/// the second compressed block) while the caller uses the block before: at most `threads + 1` blocks wait,
+/// and past the first of them no more than ``readAheadBytes`` (stored and decoded, counted together), so a
+/// stream of 64 MiB blocks reads ahead no further than one of 4 MiB blocks. A stored block stops the reading
+/// ahead: it is handed on from the input as it arrives, once the blocks before it are. A block that cannot
+/// be read or decoded is reported when the caller reaches it, as a serial decoder would.
 final class PBZDecoder {
     /// The largest block size accepted: Apple's tools write 4 MiB blocks; a header asking for more than this
     /// is refused before anything is allocated.
     static let maximumBlockSize = 64 << 20
+    /// The most bytes read ahead past the block the caller is at: three blocks of 4 MiB, stored and decoded.
+    static let readAheadBytes = 24 << 20
+
+    /// A block read ahead: being decoded, stored raw (its bytes still in the input), or a failure to report.
+    private enum Ahead {
+        case decoding(BlockCodecJob, number: Int)
+        case stored(Int)
+        case failed(any Error)
+    }
 
     let compression: PackCompression
     private let algorithm: UInt32
     private let blockSize: Int
     private let input: ChunkCursor
     private let name: String
-    private var stored: UnsafeMutableRawBufferPointer
-    private var raw: UnsafeMutableRawBufferPointer
+    private let threads: Int
+    private var workers: BlockCodecWorkers?
+    private var ahead: [Ahead] = []
+    private var aheadBytes = 0
+    /// Sizes of a block whose header was read but that did not fit in the read-ahead yet.
+    private var held: (raw: Int, stored: Int)?
+    private var spare: [BlockCodecJob] = []
+    /// The job whose output the last call handed out: spare again at the next call.
+    private var handedOut: BlockCodecJob?
+    private var inputEnded = false
     private var blocks = 0
     /// The bytes left of a stored block, handed on as they arrive rather than gathered first (a stored block is
     /// its own raw bytes: gathering it cost a copy, and held the extraction up until the whole block was in).
@@ -107,9 +131,11 @@ final class PBZDecoder {
     /// - Parameters:
     ///   - input: The stream after its first four bytes (`pbz` and `magic`).
     ///   - magic: The algorithm's byte.
-    init(_ input: ChunkCursor, magic: UInt8, name: String) throws {
+    ///   - threads: The threads that decode blocks ahead: 1 decodes each on the calling thread when reached.
+    init(_ input: ChunkCursor, magic: UInt8, name: String, threads: Int = BlockCodecWorkers.defaultCount) throws {
         self.input = input
         self.name = name
+        self.threads = threads
         var header = [UInt8](repeating: 0, count: 8)
         let count = try header.withUnsafeMutableBytes { try input.read(into: $0) }
         guard count == 8 else { throw AppleArchiveError.corrupt(name, "ends inside its pbz header") }
@@ -140,13 +166,11 @@ final class PBZDecoder {
             )
         }
         blockSize = Int(size)
-        stored = UnsafeMutableRawBufferPointer(start: nil, count: 0)
-        raw = UnsafeMutableRawBufferPointer(start: nil, count: 0)
     }
 
     deinit {
-        stored.deallocate()
-        raw.deallocate()
+        // A stream given up part way: no worker may still be decoding once the jobs' buffers go.
+        workers?.close()
     }
 
     /// The next run of archive bytes (a decoded block, or part of a stored one), valid until the next call;
@@ -160,9 +184,60 @@ final class PBZDecoder {
             storedLeft -= run.count
             return run
         }
+        if let job = handedOut {
+            handedOut = nil
+            aheadBytes -= job.inputCount + job.outputCapacity
+            spare.append(job)
+        }
+        readAhead()
+        guard !ahead.isEmpty else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        switch ahead.removeFirst() {
+        case .failed(let error):
+            throw error
+        case .stored(let count):
+            storedLeft = count
+            return try next()
+        case .decoding(let job, let number):
+            handedOut = job
+            try check(decoded: job.wait(), job, number)
+            return UnsafeRawBufferPointer(rebasing: job.output[0..<job.outputCapacity])
+        }
+    }
+
+    /// Reads block headers and compressed blocks and starts decoding them, until `threads + 1` wait (one
+    /// without workers), the read-ahead is full, or a stored block, the end or a failure comes. Failures are
+    /// queued, not thrown.
+    private func readAhead() {
+        while !inputEnded, ahead.count < (threads > 1 ? threads + 1 : 1) {
+            if case .stored = ahead.last { return }
+            if case .failed = ahead.last { return }
+            do {
+                guard let (rawCount, storedCount) = try held ?? readSizes() else {
+                    inputEnded = true
+                    return
+                }
+                held = nil
+                if storedCount == rawCount {
+                    blocks += 1
+                    ahead.append(.stored(rawCount))
+                    return
+                }
+                guard ahead.isEmpty || aheadBytes + rawCount + storedCount <= Self.readAheadBytes else {
+                    held = (rawCount, storedCount)
+                    return
+                }
+                ahead.append(.decoding(try readBlock(raw: rawCount, stored: storedCount), number: blocks - 1))
+            } catch {
+                ahead.append(.failed(error))
+            }
+        }
+    }
+
+    /// The next block's raw and stored sizes, checked; `nil` at the end of the stream.
+    private func readSizes() throws -> (raw: Int, stored: Int)? {
         var sizes = [UInt8](repeating: 0, count: 16)
         let count = try sizes.withUnsafeMutableBytes { try input.read(into: $0) }
-        if count == 0 { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        if count == 0 { return nil }
         guard count == 16 else { throw AppleArchiveError.corrupt(name, "ends inside the header of block \(blocks)") }
         let rawSize = sizes[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let storedSize = sizes[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
@@ -184,44 +259,44 @@ final class PBZDecoder {
                     + "that does not shrink is stored raw)"
             )
         }
-        let rawCount = Int(rawSize)
-        let storedCount = Int(storedSize)
-        if storedCount == rawCount {
-            blocks += 1
-            storedLeft = rawCount
-            return try next()
-        }
-        if stored.count < storedCount { Self.grow(&stored, to: storedCount) }
-        let read = try input.read(into: UnsafeMutableRawBufferPointer(rebasing: stored[0..<storedCount]))
+        return (Int(rawSize), Int(storedSize))
+    }
+
+    /// Reads a compressed block into a job and starts decoding it: on the workers from the second block on
+    /// (when there are threads for them), or here.
+    private func readBlock(raw rawCount: Int, stored storedCount: Int) throws -> BlockCodecJob {
+        let job = spare.popLast() ?? BlockCodecJob()
+        job.reserve(input: storedCount, output: rawCount)
+        let read = try input.read(into: UnsafeMutableRawBufferPointer(rebasing: job.input[0..<storedCount]))
         guard read == storedCount else {
+            spare.append(job)
             throw AppleArchiveError.corrupt(name, "ends inside block \(blocks) (\(read) of \(storedCount) bytes)")
         }
         blocks += 1
-        if raw.count < rawCount { Self.grow(&raw, to: rawCount) }
-        let decoded = ac_block_decode(
-            algorithm,
-            raw.baseAddress?.assumingMemoryBound(to: UInt8.self),
-            rawCount,
-            stored.baseAddress?.assumingMemoryBound(to: UInt8.self),
-            storedCount
-        )
-        guard decoded == rawCount else {
-            let why =
-                switch decoded {
-                case Int(AC_ERROR_OUTPUT_FULL): "decodes to more than the \(rawCount) bytes its header says"
-                case Int(AC_ERROR_UNSUPPORTED): "uses a codec this build cannot decode"
-                case Int(AC_ERROR_NO_MEMORY): "could not be decoded: out of memory"
-                case ..<0: "is not valid \(compression.rawValue) data"
-                default: "decodes to \(decoded) bytes, not the \(rawCount) its header says"
-                }
-            throw AppleArchiveError.corrupt(name, "has a block (\(blocks - 1)) that \(why)")
+        aheadBytes += rawCount + storedCount
+        if workers == nil, threads > 1, blocks > 1 {
+            workers = BlockCodecWorkers(count: threads, algorithm: algorithm, encode: false)
         }
-        return UnsafeRawBufferPointer(rebasing: raw[0..<rawCount])
+        if let workers {
+            workers.start(job)
+        } else {
+            job.run(algorithm, encode: false)
+        }
+        return job
     }
 
-    private static func grow(_ buffer: inout UnsafeMutableRawBufferPointer, to count: Int) {
-        buffer.deallocate()
-        buffer = .allocate(byteCount: count, alignment: 64)
+    private func check(decoded: Int, _ job: BlockCodecJob, _ number: Int) throws {
+        let rawCount = job.outputCapacity
+        guard decoded != rawCount else { return }
+        let why =
+            switch decoded {
+            case Int(AC_ERROR_OUTPUT_FULL): "decodes to more than the \(rawCount) bytes its header says"
+            case Int(AC_ERROR_UNSUPPORTED): "uses a codec this build cannot decode"
+            case Int(AC_ERROR_NO_MEMORY): "could not be decoded: out of memory"
+            case ..<0: "is not valid \(compression.rawValue) data"
+            default: "decodes to \(decoded) bytes, not the \(rawCount) its header says"
+            }
+        throw AppleArchiveError.corrupt(name, "has a block (\(number)) that \(why)")
     }
 }
 

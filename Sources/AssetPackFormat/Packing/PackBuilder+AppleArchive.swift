@@ -26,7 +26,8 @@ extension PackBuilder {
         var rows: [PackIndex.File] = []
         var chunks = PackChunks()
         let (_, sha256, size) = try AtomicFile.write(to: output) { fd in
-            try withAppleArchiveWriter(to: fd, compression: options.compression) { writer in
+            try withAppleArchiveWriter(to: fd, compression: options.compression, threads: options.threads) {
+                writer in
                 try writer.addFile(
                     named: appleArchiveManifestName,
                     size: Int64(manifest.count),
@@ -117,12 +118,13 @@ extension PackBuilder {
 func withAppleArchiveWriter<T>(
     to fd: FileDescriptor,
     compression: PackCompression,
+    threads: Int,
     _ body: (AppleArchiveWriter) throws -> T
 ) throws -> (result: T, sha256: String, size: Int64) {
     let sink = ArchiveSink(fd: fd)
     let result: T
     do {
-        let writer = AppleArchiveWriter(sink: sink, compression: compression)
+        let writer = AppleArchiveWriter(sink: sink, compression: compression, threads: threads)
         try writer.start()
         result = try body(writer)
         try writer.finish()

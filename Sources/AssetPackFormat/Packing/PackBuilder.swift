@@ -14,7 +14,8 @@ public struct PackBuildOptions: Sendable, Hashable {
     public var compression: PackCompression
     /// The filter's level; `nil` takes the filter's default (zstd 3, gzip 6, xz 6, lz4 1).
     public var level: Int?
-    /// Compression threads for zstd and xz; the output is the same for any value of 1 or more.
+    /// Compression threads: zstd's and xz's workers in a tar, the threads that compress an Apple Archive's
+    /// blocks; the output is the same for any value of 1 or more.
     public var threads: Int
 
     /// Creates options.
@@ -22,11 +23,12 @@ public struct PackBuildOptions: Sendable, Hashable {
     ///   - format: The container (default tar).
     ///   - compression: The compression (default: zstd for tar, LZFSE for Apple Archive).
     ///   - level: The level, or `nil` for the filter's default.
-    ///   - threads: Compression threads (default 1). One compressing thread already runs beside the threads
-    ///     that read and hash the input and hash and write the output; zstd's own workers (2 and more) help
-    ///     only compressible input and cost about 65 MiB more memory (measured before that pipeline: 512 MiB
-    ///     of incompressible files took 1.0-1.2 s with 1 thread and 1.8-2.3 s with 2; 20 000 small half-text
-    ///     files 3.0 s and 2.4-3.0 s).
+    ///   - threads: Compression threads (default: 1 for a tar, one per core for an Apple Archive). One
+    ///     compressing thread already runs beside the threads that read and hash the input and hash and write
+    ///     the output; zstd's own workers (2 and more) help only compressible input and cost about 65 MiB more
+    ///     memory (measured before that pipeline: 512 MiB of incompressible files took 1.0-1.2 s with 1 thread
+    ///     and 1.8-2.3 s with 2; 20 000 small half-text files 3.0 s and 2.4-3.0 s). An Apple Archive's blocks
+    ///     are compressed apart anyway, and its workers hold 8 MiB each.
     public init(
         format: PackFormat = .tar,
         compression: PackCompression,
@@ -36,7 +38,7 @@ public struct PackBuildOptions: Sendable, Hashable {
         self.format = format
         self.compression = compression
         self.level = level
-        self.threads = threads ?? 1
+        self.threads = threads ?? (format == .aar ? BlockCodecWorkers.defaultCount : 1)
     }
 
     /// Creates options with the format's default compression (zstd for tar, LZFSE for Apple Archive).
