@@ -87,17 +87,18 @@ enum AppleArchiveMagic {
 /// algorithm, or raw when the stored size equals the raw size.
 ///
 /// Compressed blocks are read ahead and decoded by ``BlockCodecWorkers`` (one thread per core, started at
-/// the second compressed block) while the caller uses the block before: at most `threads + 1` blocks wait,
-/// and past the first of them no more than ``readAheadBytes`` (stored and decoded, counted together), so a
-/// stream of 64 MiB blocks reads ahead no further than one of 4 MiB blocks. A stored block stops the reading
+/// the second compressed block) while the caller uses the block before: at most `threads` blocks wait, and
+/// past the first of them no more than ``readAheadBytes`` (stored and decoded, counted together), so a stream
+/// of 64 MiB blocks reads ahead no further than one of 4 MiB blocks. With two threads and Apple's 4 MiB
+/// blocks that is 24 MiB in all, with the block the caller holds (8 MiB serially). A stored block stops the reading
 /// ahead: it is handed on from the input as it arrives, once the blocks before it are. A block that cannot
 /// be read or decoded is reported when the caller reaches it, as a serial decoder would.
 final class PBZDecoder {
     /// The largest block size accepted: Apple's tools write 4 MiB blocks; a header asking for more than this
     /// is refused before anything is allocated.
     static let maximumBlockSize = 64 << 20
-    /// The most bytes read ahead past the block the caller is at: three blocks of 4 MiB, stored and decoded.
-    static let readAheadBytes = 24 << 20
+    /// The most bytes read ahead past the block the caller is at: two blocks of 4 MiB, stored and decoded.
+    static let readAheadBytes = 16 << 20
 
     /// A block read ahead: being decoded, stored raw (its bytes still in the input), or a failure to report.
     private enum Ahead {
@@ -204,11 +205,10 @@ final class PBZDecoder {
         }
     }
 
-    /// Reads block headers and compressed blocks and starts decoding them, until `threads + 1` wait (one
-    /// without workers), the read-ahead is full, or a stored block, the end or a failure comes. Failures are
-    /// queued, not thrown.
+    /// Reads block headers and compressed blocks and starts decoding them, until `threads` wait, the read-ahead
+    /// is full, or a stored block, the end or a failure comes. Failures are queued, not thrown.
     private func readAhead() {
-        while !inputEnded, ahead.count < (threads > 1 ? threads + 1 : 1) {
+        while !inputEnded, ahead.count < max(1, threads) {
             if case .stored = ahead.last { return }
             if case .failed = ahead.last { return }
             do {
