@@ -7,12 +7,18 @@ extension PackBuilder {
     /// `Contents/`, as `ba-package`'s archives are reported to carry it.
     public static let appleArchiveManifestName = "Manifest.json"
 
+    /// The largest file packed from one read: held in memory, hashed as it is read, then written after its
+    /// header. A larger file is hashed in a pass of its own first, since its header (with the digest) must
+    /// come before its bytes.
+    static let heldFileLimit: Int64 = 4 << 20
+
     /// Builds an Apple Archive pack: the packaging manifest (the file's own bytes) at the root, then every file
     /// under `Contents/` with its SHA-256 in its header (`SH2`), folders before what they hold.
     ///
-    /// A file's digest goes into its header, before its bytes, so files are read twice: once to hash them,
-    /// once to pack them by `reader` (hashed again, and a file that changed in between is refused; chunked
-    /// there when `reader` chunks).
+    /// A file's digest goes into its header, before its bytes. A file of up to ``heldFileLimit`` is read once by
+    /// `reader` and held until its digest is known; a larger one is read twice: once to hash it, once to pack
+    /// it by `reader` (hashed again, and a file that changed in between is refused). Files are chunked by
+    /// `reader` when it chunks.
     static func makeAppleArchive(
         _ source: PackSource,
         to output: FilePath,
@@ -22,9 +28,11 @@ extension PackBuilder {
         progress: ((Int64) -> Void)?
     ) throws -> Made {
         let manifest = try manifestBytes(source)
-        let digests = try hashFiles(source.files)
+        let digests = try hashLargeFiles(source.files)
         var rows: [PackIndex.File] = []
         var chunks = PackChunks()
+        var held = [UInt8]()
+        var packed: Int64 = 0
         let (_, sha256, size) = try AtomicFile.write(to: output) { fd in
             try withAppleArchiveWriter(to: fd, compression: options.compression, threads: options.threads) {
                 writer in
@@ -35,23 +43,33 @@ extension PackBuilder {
                 ) { append in
                     try manifest.withUnsafeBytes { try append($0) }
                 }
-                var packed: Int64 = 0
                 for (number, file) in source.files.enumerated() {
                     let name = PackPath.contentsPrefix + file.path
-                    let digest = try writer.addFile(named: name, size: file.size, sha256: Array(digests[number])) {
-                        append in
-                        try reader.read(number) { bytes in
-                            try append(bytes)
-                            packed += Int64(bytes.count)
-                            progress?(packed)
+                    let digest: SHA256.Digest
+                    if let expected = digests[number] {
+                        digest = try writer.addFile(named: name, size: file.size, sha256: Array(expected)) { append in
+                            try reader.read(number) { bytes in
+                                try append(bytes)
+                                packed += Int64(bytes.count)
+                                progress?(packed)
+                            }
                         }
-                    }
-                    guard digest == digests[number] else {
-                        throw AssetPackFormatError(
-                            code: .changedWhilePacking,
-                            message: "\(file.source) changed while it was being packed. Fix: pack again when nothing "
-                                + "writes to it"
-                        )
+                        guard digest == expected else {
+                            throw AssetPackFormatError.changedWhilePacking(file.source.string, "changed")
+                        }
+                    } else {
+                        held.removeAll(keepingCapacity: true)
+                        digest = try reader.read(number) { bytes in
+                            guard held.count + bytes.count <= heldFileLimit else {
+                                throw AssetPackFormatError.changedWhilePacking(file.source.string, "grew")
+                            }
+                            held.append(contentsOf: bytes)
+                        }
+                        try writer.addFile(named: name, size: file.size, sha256: Array(digest)) { append in
+                            try held.withUnsafeBytes { try append($0) }
+                        }
+                        packed += file.size
+                        progress?(packed)
                     }
                     if keepIndex {
                         rows.append(PackIndex.File(path: file.path, size: file.size, sha256: digest.hexString))
@@ -104,11 +122,16 @@ extension PackBuilder {
         }
     }
 
-    /// Every listed file's SHA-256, read in order on a thread of its own.
-    private static func hashFiles(_ files: [PackFile]) throws -> [SHA256.Digest] {
-        let reader = SourceFileReader(files)
+    /// The SHA-256 of every listed file larger than ``heldFileLimit`` (`nil` for the others), read in order on
+    /// a thread of its own.
+    private static func hashLargeFiles(_ files: [PackFile]) throws -> [SHA256.Digest?] {
+        let large = files.indices.filter { files[$0].size > heldFileLimit }
+        guard !large.isEmpty else { return Array(repeating: nil, count: files.count) }
+        let reader = SourceFileReader(large.map { files[$0] })
         defer { reader.stop() }
-        return try files.indices.map { try reader.read($0) { _ in } }
+        var digests = [SHA256.Digest?](repeating: nil, count: files.count)
+        for (number, index) in large.enumerated() { digests[index] = try reader.read(number) { _ in } }
+        return digests
     }
 }
 

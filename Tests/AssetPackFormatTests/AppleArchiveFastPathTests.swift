@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import SystemPackage
 import TestSupport
@@ -5,10 +6,11 @@ import Testing
 
 @testable import AssetPackFormat
 
-/// The fast paths of Apple Archive blocks: compressed and decoded on several threads, they must give the
-/// bytes one thread gives, and report a bad block where one thread reports it.
-@Suite("Apple Archive blocks on several threads")
-struct AppleArchiveBlockTests {
+/// The fast paths of Apple Archives, each held to the plain way: blocks compressed and decoded on several
+/// threads give the bytes one thread gives and report a bad block where one thread reports it; small files
+/// packed from one read give the bytes of hashing every file first.
+@Suite("Apple Archive fast paths")
+struct AppleArchiveFastPathTests {
     /// A pack of about 20 MiB: noise that does not compress, then text that does, so its 4 MiB blocks are two
     /// stored raw, then a run of compressed ones (with a small file in between).
     static func makeSource(_ scratch: Scratch) throws -> PackSource {
@@ -189,5 +191,57 @@ struct AppleArchiveBlockTests {
                 #expect(Self.firstDifference(parallel.bytes, serial.bytes) == nil, "\(what), \(threads) threads")
             }
         }
+    }
+
+    /// Files up to ``PackBuilder/heldFileLimit`` are read once and held until their digest is known; the
+    /// archive is the one the plain way writes: every file hashed first, then its header and its bytes.
+    @Test func filesPackedFromOneReadAreWrittenAsHashingFirstWritesThem() throws {
+        let scratch = try Scratch()
+        let limit = Int(PackBuilder.heldFileLimit)
+        let sizes = [0, 1, 65_536, limit - 1, limit, limit + 1, 100]
+        for (number, size) in sizes.enumerated() {
+            try scratch.write("Big/Über/日本語 🎮\(number).bin", Scratch.noise(size, seed: UInt64(number + 90)))
+        }
+        try scratch.write(
+            "Big.json",
+            #"{"assetPackID": "Big", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "Big"}], "platforms": ["iOS"]}"#
+        )
+        let source = try PackSource.resolve(
+            try PackagingManifest.load(from: scratch.root.appending("Big.json")),
+            root: scratch.root
+        )
+        let built = try Self.build(source, scratch, .lzfse, threads: 1)
+        let expected = scratch.root.appending("plain.aar")
+        let fd = try FileDescriptor.open(
+            expected,
+            .writeOnly,
+            options: [.create, .truncate],
+            permissions: .ownerReadWrite
+        )
+        let (_, sha256, _) = try fd.closeAfter {
+            try withAppleArchiveWriter(to: fd, compression: .lzfse, threads: 1) { writer in
+                let manifest = try scratch.read(FilePath(source.manifestFile))
+                try writer.addFile(
+                    named: "Manifest.json",
+                    size: Int64(manifest.count),
+                    sha256: Array(SHA256.hash(data: manifest))
+                ) {
+                    try manifest.withUnsafeBytes($0)
+                }
+                for file in source.files {
+                    let bytes = try scratch.read(file.source)
+                    let name = "Contents/" + file.path
+                    try writer.addFile(named: name, size: file.size, sha256: Array(SHA256.hash(data: bytes))) {
+                        try bytes.withUnsafeBytes($0)
+                    }
+                }
+            }
+        }
+        #expect(Self.firstDifference(built.bytes, try scratch.read(expected)) == nil)
+        #expect(built.sha256 == sha256)
+        #expect(
+            built.index.files.map(\.sha256)
+                == source.files.map { FileDigest.sha256(of: (try? scratch.read($0.source)) ?? Data()) }
+        )
     }
 }
