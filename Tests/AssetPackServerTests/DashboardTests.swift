@@ -183,6 +183,10 @@ struct DashboardTests {
         #expect(board.finishedCount == 10)
         #expect(DownloadBoard.pack(inPath: "/deltas/Levels/0123456789abcdef") == "Levels")
         #expect(DownloadBoard.pack(inPath: "/manifest") == nil)
+        #expect(DownloadBoard.pack(inPath: "/assets/%C3%9Cber%20Pack") == "Über Pack")
+        #expect(DownloadBoard.pack(inPath: "/assets/Über") == "Über")
+        #expect(DownloadBoard.pack(inPath: "//assets//Levels//x") == "Levels")
+        #expect(DownloadBoard.pack(inPath: "/assets/50%") == "50%")  // not an escape: kept as it is
     }
 
     /// The first `downloads` event of a new stream, as sent: its bytes.

@@ -151,10 +151,15 @@ public final class DownloadBoard: Sendable {
     /// How many responses have finished since start.
     public var finishedCount: Int { state.withLock { $0.finishedCount } }
 
-    /// The pack a request path names: `/assets/<id>` or `/deltas/<id>/<base>`.
+    /// The pack a request path names: `/assets/<id>` or `/deltas/<id>/<base>`, percent-decoded.
+    ///
+    /// Asked once per response while a page is open: a name without `%` is taken as it is, since decoding
+    /// through Foundation was 3% of the server's time under 100 connections asking for a 60 KiB pack.
     static func pack(inPath path: String) -> String? {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        let parts = path.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: true)
         guard parts.count >= 2, parts[0] == "assets" || parts[0] == "deltas" else { return nil }
-        return String(parts[1]).removingPercentEncoding ?? String(parts[1])
+        let name = parts[1]
+        guard name.utf8.contains(UInt8(ascii: "%")) else { return String(name) }
+        return String(name).removingPercentEncoding ?? String(name)
     }
 }
