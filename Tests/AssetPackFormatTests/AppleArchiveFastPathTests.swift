@@ -82,9 +82,7 @@ struct AppleArchiveFastPathTests {
 
     /// `plain` as an LZFSE pbz stream of blocks of `blockSize`.
     static func pbz(_ plain: Data, blockSize: Int) -> Data {
-        func bigEndian(_ value: Int) -> Data {
-            Data((0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * $0)) })
-        }
+        func bigEndian(_ value: Int) -> Data { Data(AppleArchiveWriter.bigEndian(UInt64(value))) }
         var out = Data("pbze".utf8) + bigEndian(blockSize)
         let job = BlockCodecJob()
         for start in stride(from: 0, to: plain.count, by: blockSize) {

@@ -21,7 +21,7 @@ final class AppleArchiveWriter {
     private let threads: Int
     private var workers: BlockCodecWorkers?
     /// The block being filled (its input), blocks handed to the workers in stream order, and spare ones.
-    private var current = AppleArchiveWriter.newJob()
+    private var current: BlockCodecJob
     private var inFlight: [BlockCodecJob] = []
     private var spare: [BlockCodecJob] = []
     private var filled = 0
@@ -33,6 +33,7 @@ final class AppleArchiveWriter {
         self.compression = compression
         self.threads = threads
         algorithm = compression.appleAlgorithm
+        current = Self.newJob(compressed: compression.appleMagic != nil && algorithm != 0)
     }
 
     deinit {
@@ -40,9 +41,10 @@ final class AppleArchiveWriter {
         workers?.close()
     }
 
-    private static func newJob() -> BlockCodecJob {
+    /// A block's room: its bytes, and their compressed form unless the stream is not compressed.
+    private static func newJob(compressed: Bool) -> BlockCodecJob {
         let job = BlockCodecJob()
-        job.reserve(input: blockSize, output: blockSize)
+        job.reserve(input: blockSize, output: compressed ? blockSize : 0)
         return job
     }
 
@@ -160,7 +162,7 @@ final class AppleArchiveWriter {
         }
         workers.start(job)
         inFlight.append(job)
-        current = spare.popLast() ?? Self.newJob()
+        current = spare.popLast() ?? Self.newJob(compressed: true)
         while inFlight.count > threads { try writeOldest() }
     }
 

@@ -61,7 +61,8 @@ final class BlockCodecJob: @unchecked Sendable {
 /// A pbz stream's blocks are independent (each is its own LZFSE, LZMA, zlib or LZ4 stream), so coding them
 /// apart and putting them back in order gives the bytes a serial run gives. The owner bounds what is in
 /// flight (it waits for its oldest job before it starts another past its limit); the workers hold no block
-/// of their own. Started when a stream has a second block to code, so a small pack starts no thread.
+/// of their own. Started at a stream's first full block (writing) or second compressed block (reading), so
+/// a small pack starts no thread.
 final class BlockCodecWorkers: @unchecked Sendable {
     /// The threads a stream's codec takes when the caller does not say: one per core.
     static var defaultCount: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
