@@ -177,12 +177,12 @@ struct ResilienceTests {
     }
 
     @Test func retryAfterParsesSecondsAndDates() {
-        #expect(RetryPolicy.retryAfter("3") == .seconds(3))
+        #expect(Backoff.retryAfter("3") == .seconds(3))
         let now = Date(timeIntervalSince1970: 784_111_777)
-        #expect(RetryPolicy.retryAfter("Sun, 06 Nov 1994 08:49:47 GMT", now: now) == .seconds(10))
+        #expect(Backoff.retryAfter("Sun, 06 Nov 1994 08:49:47 GMT", now: now) == .seconds(10))
         // RFC 9110 has a recipient read the two obsolete forms too, as the server does.
-        #expect(RetryPolicy.retryAfter("Sunday, 06-Nov-94 08:49:47 GMT", now: now) == .seconds(10))
-        #expect(RetryPolicy.retryAfter("Sun Nov  6 08:49:47 1994", now: now) == .seconds(10))
-        #expect(RetryPolicy.retryAfter("soon") == nil)
+        #expect(Backoff.retryAfter("Sunday, 06-Nov-94 08:49:47 GMT", now: now) == .seconds(10))
+        #expect(Backoff.retryAfter("Sun Nov  6 08:49:47 1994", now: now) == .seconds(10))
+        #expect(Backoff.retryAfter("soon") == nil)
     }
 }

@@ -47,7 +47,7 @@ struct ManifestClient: Sendable {
                         "\(url) answered \(response.status.code) \(response.status.reasonPhrase). Fix: check --server or --manifest-url"
                 )
                 error.httpStatus = Int(response.status.code)
-                error.retryAfter = RetryPolicy.retryAfter(response.headers.first(name: "Retry-After"))
+                error.retryAfter = Backoff.retryAfter(response.headers.first(name: "Retry-After"))
                 throw error
             }
             return try await response.body.collect(upTo: Self.maximumSize)

@@ -125,7 +125,7 @@ struct PackTransfer: Sendable {
                 assetPackID: pack.id
             )
             error.httpStatus = Int(response.status.code)
-            error.retryAfter = RetryPolicy.retryAfter(response.headers.first(name: "Retry-After"))
+            error.retryAfter = Backoff.retryAfter(response.headers.first(name: "Retry-After"))
             throw error
         }
     }

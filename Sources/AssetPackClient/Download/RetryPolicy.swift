@@ -47,10 +47,8 @@ public struct RetryPolicy: Sendable, Hashable {
             return .fail
         }
         guard failures <= retries else { return .fail }
-        if let retryAfter = error.retryAfter { return .retry(after: min(retryAfter, maximumDelay)) }
-        let exponent = min(failures - 1, 30)
-        let backoff = min(baseDelay * (1 << exponent), maximumDelay)
-        return .retry(after: backoff * Double.random(in: 0.5...1.0))  // jitter: clients do not retry in step
+        let backoff = Backoff(base: baseDelay, maximum: maximumDelay)
+        return .retry(after: backoff.delay(afterFailure: failures, retryAfter: error.retryAfter))
     }
 
     /// Runs `attempt` until it succeeds or the policy gives up: the one retry loop of the client (the
@@ -99,13 +97,5 @@ public struct RetryPolicy: Sendable, Hashable {
                 }
             }
         }
-    }
-
-    /// Parses a `Retry-After` value: seconds, or an HTTP date in any of its three forms (the server's reader).
-    static func retryAfter(_ header: String?, now: Date = Date()) -> Duration? {
-        guard let header = header?.trimmingCharacters(in: .whitespaces), !header.isEmpty else { return nil }
-        if let seconds = Int(header), seconds >= 0 { return .seconds(seconds) }
-        guard let date = HTTPDate.parse(header, now: now) else { return nil }
-        return .seconds(max(0, Int(date.timeIntervalSince(now).rounded(.up))))
     }
 }

@@ -14,16 +14,36 @@ public enum HTTPDate {
     /// `date` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the only form a sender may use; a
     /// fraction of a second is dropped.
     public static func string(_ date: Date) -> String {
+        let time = fields(date)
+        return "\(days[time.weekday]), \(time.day) \(months[time.month - 1]) \(time.year) "
+            + "\(time.hour):\(time.minute):\(time.second) GMT"
+    }
+
+    /// `date` as ISO 8601's basic form in UTC (`20130524T000000Z`), as AWS Signature Version 4 writes
+    /// `x-amz-date`; a fraction of a second is dropped.
+    public static func basicISO8601(_ date: Date) -> String {
+        let time = fields(date)
+        return "\(time.year)\(two(Int64(time.month)))\(time.day)T\(time.hour)\(time.minute)\(time.second)Z"
+    }
+
+    /// The fields of `date` in UTC, zero-padded (the year to four digits); `weekday` 0 is Sunday, `month` 1 is
+    /// January.
+    private static func fields(
+        _ date: Date
+    ) -> (weekday: Int, year: String, month: Int, day: String, hour: String, minute: String, second: String) {
         let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
         let (dayNumber, secondOfDay) = floorDivision(seconds, 86_400)
         let (year, month, day) = civil(fromDays: dayNumber)
         let weekday = Int((dayNumber % 7 + 11) % 7)  // day 0, 1970-01-01, was a Thursday
-        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
         let yearText = String(year)
         let paddedYear = String(repeating: "0", count: max(0, 4 - yearText.count)) + yearText
-        return "\(days[weekday]), \(two(day)) \(months[Int(month - 1)]) \(paddedYear) "
-            + "\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
+        return (
+            weekday, paddedYear, Int(month), two(day), two(secondOfDay / 3600), two(secondOfDay / 60 % 60),
+            two(secondOfDay % 60)
+        )
     }
+
+    private static func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
 
     /// Reads the three forms a recipient must accept: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`),
     /// obsolete RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`, a two-digit year more than 50 years ahead taken as
