@@ -274,7 +274,7 @@ struct BAMockEndToEndTests {
     }
 
     @Test func exportServedByNginxMatchesServe() async throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
+        guard Nginx.installed else {
             Issue.record("nginx is not installed: run `make deps`")
             return
         }
@@ -285,45 +285,12 @@ struct BAMockEndToEndTests {
         #expect(exported.status == 0, "\(exported.stderr)")
         #expect(FileManager.default.fileExists(atPath: out.appending("manifest").string))
 
-        let port = try freeLoopbackPort()
-        let config = scratch.root.appending("nginx.conf")
-        try scratch.write(
-            "nginx.conf",
-            """
-            daemon off;
-            master_process off;
-            worker_processes 1;
-            pid \(scratch.root.string)/nginx.pid;
-            error_log \(scratch.root.string)/nginx-error.log;
-            events { worker_connections 64; }
-            http {
-                access_log off;
-                client_body_temp_path \(scratch.root.string)/nginx-body;
-                proxy_temp_path \(scratch.root.string)/nginx-proxy;
-                fastcgi_temp_path \(scratch.root.string)/nginx-fastcgi;
-                uwsgi_temp_path \(scratch.root.string)/nginx-uwsgi;
-                scgi_temp_path \(scratch.root.string)/nginx-scgi;
-                sendfile on;
-                default_type application/octet-stream;
-                server {
-                    listen 127.0.0.1:\(port);
-                    root \(out.string);
-                    location / { try_files $uri =404; }
-                }
-            }
-            """
+        let nginx = try await Nginx(
+            scratch: scratch,
+            server: "root \(out.string);\nlocation / { try_files $uri =404; }"
         )
-        let nginx = try RunningTool(URL(fileURLWithPath: "/usr/sbin/nginx"), ["-c", config.string, "-e", "stderr"])
-        // A single-process nginx keeps the signal mask it inherits from the test runner, where SIGINT and
-        // SIGTERM may be blocked; it holds nothing that needs a clean stop.
-        defer { nginx.interrupt(signal: SIGKILL) }
-        let base = "http://127.0.0.1:\(port)"
-        var ready = false
-        for _ in 0..<100 where !ready {
-            ready = (try? await fetch(base + "/manifest"))?.status == 200
-            if !ready { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        #expect(ready, "nginx did not start: \(nginx.stderr)")
+        defer { nginx.stop() }
+        let base = nginx.base
         let viaNginx = try await checkPacks(manifestURL: base + "/manifest", folder: folder, scratch: scratch)
         #expect(viaNginx.assetPacks.allSatisfy { $0.url == "assets/\($0.id)" })
 

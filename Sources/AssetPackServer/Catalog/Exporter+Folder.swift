@@ -40,22 +40,44 @@ extension Exporter {
     /// writes them into `options.out`.
     /// - Throws: What the catalog and ``export(_:to:baseURL:platforms:)`` throw.
     public static func export(_ options: Options, log: @escaping @Sendable (String) -> Void) async throws -> Report {
-        try await AssetFolder.withClaimedState(root: options.folder, log: log) { folder in
-            let catalog = try await BlockingIO.shortCall {  // reads the state file
-                try PackCatalog(
-                    folder: folder,
-                    options: options.packOptions,
-                    pinnedVersions: options.pinnedVersions,
-                    deltaDepth: options.deltaDepth,
-                    log: log
-                )
-            }
-            for warning in try await catalog.load() { log("warning: \(warning)") }
-            let snapshot = catalog.snapshot
+        try await withBuiltPacks(
+            folder: options.folder,
+            packOptions: options.packOptions,
+            pinnedVersions: options.pinnedVersions,
+            deltaDepth: options.deltaDepth,
+            log: log
+        ) { snapshot in
             let result = try await BlockingIO.longJob {  // copies every archive
                 try export(snapshot, to: options.out, baseURL: options.baseURL, platforms: options.platforms)
             }
             return Report(result: result, snapshot: snapshot)
+        }
+    }
+
+    /// Builds the folder's packs as `serve` publishes them (versions shared with it through the folder's
+    /// `.ba-mock`, or a copy of it when another ba-mock holds it: the note goes to `log`, as do the catalog's
+    /// warnings) and runs `body` with them, while their archives exist.
+    /// - Throws: What the catalog and `body` throw.
+    static func withBuiltPacks<T: Sendable>(
+        folder root: FilePath,
+        packOptions: PackBuildOptions,
+        pinnedVersions: [String: Int],
+        deltaDepth: Int,
+        log: @escaping @Sendable (String) -> Void,
+        _ body: (CatalogSnapshot) async throws -> T
+    ) async throws -> T {
+        try await AssetFolder.withClaimedState(root: root, log: log) { folder in
+            let catalog = try await BlockingIO.shortCall {  // reads the state file
+                try PackCatalog(
+                    folder: folder,
+                    options: packOptions,
+                    pinnedVersions: pinnedVersions,
+                    deltaDepth: deltaDepth,
+                    log: log
+                )
+            }
+            for warning in try await catalog.load() { log("warning: \(warning)") }
+            return try await body(catalog.snapshot)
         }
     }
 }
