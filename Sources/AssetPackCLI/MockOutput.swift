@@ -25,3 +25,29 @@ public enum MockOutput {
         }
     }
 }
+
+extension MockOutput {
+    /// `publish`'s report as a table (action, kind, bytes, key) and a closing line.
+    public static func publishTable(_ report: Publisher.Report) -> String {
+        let verb = report.dryRun ? "would upload" : "uploaded"
+        var rows = [["action", "kind", "size", "key"]]
+        for step in report.steps {
+            let action = step.action == .upload ? (report.dryRun ? "upload" : "uploaded") : "kept"
+            rows.append([action, step.kind.rawValue, ByteFormat.string(step.bytes), step.key])
+        }
+        let uploads = report.steps.filter { $0.action == .upload }
+        var lines = [Table.render(rows)]
+        lines.append(
+            "\(verb) \(ByteFormat.count(uploads.count, "object")) (\(ByteFormat.string(report.uploadedBytes))), kept "
+                + "\(ByteFormat.count(report.steps.count - uploads.count, "object")) at \(report.endpoint)"
+        )
+        let manifest = report.manifestURL.map { "\(report.manifest) (\($0))" } ?? report.manifest
+        lines.append(
+            report.manifestChanged
+                ? "\(report.dryRun ? "would replace" : "replaced") \(manifest), last"
+                : "\(manifest) unchanged"
+        )
+        if report.dryRun { lines.append("dry run: nothing was changed") }
+        return lines.joined(separator: "\n")
+    }
+}

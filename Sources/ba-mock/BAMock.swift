@@ -15,7 +15,7 @@ struct BAMock: AsyncParsableCommand {
             """,
         version: ToolVersion.current,
         subcommands: [
-            Serve.self, PackageCommand.self, Validate.self, Template.self, Export.self, Inspect.self,
+            Serve.self, PackageCommand.self, Validate.self, Template.self, Export.self, Publish.self, Inspect.self,
             DownloadManifestCommand.self,
         ],
         defaultSubcommand: Serve.self

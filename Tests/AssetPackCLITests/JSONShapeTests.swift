@@ -70,6 +70,30 @@ struct CLIJSONShapeTests {
             try text(MockOutput.Validation(FolderValidation.Report(problems: [], manifests: 3, packs: 2, files: 9)))
                 == #"{"checked":{"files":9,"manifests":3,"packs":2},"ok":true,"problems":[]}"#
         )
+        let published = Publisher.Report(
+            manifest: "s3://b/p/manifest",
+            manifestURL: nil,
+            endpoint: "http://127.0.0.1:9000",
+            dryRun: true,
+            steps: [
+                Publisher.Step(
+                    kind: .pack,
+                    key: "p/packs/A/2-ab",
+                    id: "A",
+                    version: 2,
+                    bytes: 5,
+                    sha256: "ab",
+                    action: .keep
+                ),
+                Publisher.Step(kind: .manifest, key: "p/manifest", bytes: 7, sha256: "cd"),
+            ]
+        )
+        #expect(
+            try text(published)
+                == #"{"dryRun":true,"endpoint":"http://127.0.0.1:9000","manifest":"s3://b/p/manifest","manifestChanged":true,"#
+                + #""steps":[{"action":"keep","bytes":5,"id":"A","key":"p/packs/A/2-ab","kind":"pack","sha256":"ab","version":2},"#
+                + #"{"action":"upload","bytes":7,"key":"p/manifest","kind":"manifest","sha256":"cd"}],"uploadedBytes":7}"#
+        )
     }
 
     @Test func progressLinesCarryTheirEventsKeysBesideEventAndPack() throws {

@@ -1,0 +1,130 @@
+import AssetPackFormat
+import Foundation
+import SystemPackage
+
+/// What `publish` puts where: immutable keys for archives, one mutable manifest, and the URLs in it.
+extension Publisher {
+    /// An object `publish` makes sure is in the store.
+    struct PlannedObject: Sendable {
+        var step: Step
+        var payload: S3Bucket.Payload
+        var headers: [(String, String)]
+    }
+
+    /// `Cache-Control` of a pack or a delta: its key never names other bytes.
+    static let immutable = "public, max-age=31536000, immutable"
+
+    /// Reads `s3://BUCKET/PREFIX` into the bucket and the prefix (with no leading or trailing `/`).
+    /// - Throws: ``PublishError`` with code `.invalidDestination`.
+    static func destination(_ text: String) throws -> (bucket: String, prefix: String) {
+        guard text.hasPrefix("s3://") else {
+            throw PublishError(
+                code: .invalidDestination,
+                message: "\(text) is not an S3 destination",
+                fix: "write it as s3://BUCKET or s3://BUCKET/PREFIX"
+            )
+        }
+        let rest = text.dropFirst(5)
+        let bucket = String(rest.prefix { $0 != "/" })
+        let prefix = rest.dropFirst(bucket.count).split(separator: "/").joined(separator: "/")
+        // S3's rules for a bucket's name: 3 to 63 of a-z, 0-9, '.' and '-', starting and ending with a letter or digit.
+        let allowed = bucket.utf8.allSatisfy {
+            ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-")
+        }
+        guard (3...63).contains(bucket.utf8.count), allowed,
+            bucket.first?.isLetter == true || bucket.first?.isNumber == true,
+            bucket.last?.isLetter == true || bucket.last?.isNumber == true
+        else {
+            throw PublishError(
+                code: .invalidDestination,
+                message: "\"\(bucket)\" in \(text) is not a bucket name: S3 names are 3 to 63 characters of a-z, 0-9, "
+                    + "'.' and '-', starting and ending with a letter or a digit"
+            )
+        }
+        return (bucket, prefix)
+    }
+
+    /// The key of `relative` under `prefix`.
+    static func key(_ relative: String, prefix: String) -> String {
+        prefix.isEmpty ? relative : "\(prefix)/\(relative)"
+    }
+
+    /// The objects of `snapshot` (packs and deltas, under keys that carry version and digest) and the manifest
+    /// naming them, with URLs under `baseURL` (relative to the manifest when `nil`).
+    static func plan(
+        _ snapshot: CatalogSnapshot,
+        prefix: String,
+        baseURL: String?,
+        manifestMaxAge: Int
+    ) throws -> (objects: [PlannedObject], manifest: PlannedObject) {
+        let base = baseURL.map { $0.hasSuffix("/") ? $0 : $0 + "/" } ?? ""
+        var objects: [PlannedObject] = []
+        var entries: [DownloadManifest.Entry] = []
+        func object(
+            _ kind: Step.Kind,
+            _ relative: String,
+            _ pack: ServedPack,
+            _ archive: FilePath,
+            _ sha256: String,
+            _ size: Int64
+        ) {
+            objects.append(
+                PlannedObject(
+                    step: Step(
+                        kind: kind,
+                        key: key(relative, prefix: prefix),
+                        id: pack.id,
+                        version: pack.version,
+                        bytes: size,
+                        sha256: sha256
+                    ),
+                    payload: .file(archive, size: size, sha256: sha256),
+                    headers: [("content-type", "application/octet-stream"), ("cache-control", immutable)]
+                )
+            )
+        }
+        for pack in snapshot.packs {
+            let packPath = "packs/\(pack.id)/\(pack.version)-\(pack.sha256)"
+            object(.pack, packPath, pack, pack.archive, pack.sha256, pack.downloadSize)
+            var entry = pack.manifestEntry(baseURL: "")
+            entry.url = base + packPath
+            for (index, delta) in pack.deltas.enumerated() {
+                let deltaPath = "deltas/\(pack.id)/\(pack.version)-from-\(delta.fromVersion)-\(delta.sha256)"
+                object(.delta, deltaPath, pack, delta.archive, delta.sha256, delta.downloadSize)
+                entry.deltas?[index].url = base + deltaPath
+            }
+            entries.append(entry)
+        }
+        var manifest = snapshot.manifest(baseURL: "")
+        manifest.assetPacks = entries
+        let bytes: Data
+        do {
+            bytes = try manifest.encoded()
+        } catch {
+            throw PublishError(code: .io, message: "cannot encode the manifest: \(error)")
+        }
+        let manifestObject = PlannedObject(
+            step: Step(
+                kind: .manifest,
+                key: key("manifest", prefix: prefix),
+                bytes: Int64(bytes.count),
+                sha256: FileDigest.sha256(of: bytes)
+            ),
+            payload: .data(bytes, sha256: FileDigest.sha256(of: bytes)),
+            headers: [("content-type", "application/json"), ("cache-control", "public, max-age=\(manifestMaxAge)")]
+        )
+        return (objects, manifestObject)
+    }
+
+    /// Whether the store holds `object`'s bytes, going by its HEAD: the same size, and the same SHA-256 in the
+    /// store's checksum (which it checked on upload) or, for a store that keeps none, in the metadata written
+    /// beside it.
+    static func holds(_ head: S3Bucket.Head?, _ step: Step) -> Bool {
+        guard let head, head.size == step.bytes else { return false }
+        if let checksum = head.checksumSHA256 {
+            return checksum == Data(hexDigest: step.sha256)?.base64EncodedString()
+        }
+        return head.metadataSHA256 == step.sha256
+    }
+}

@@ -1,0 +1,220 @@
+import AssetPackFormat
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import SystemPackage
+
+extension Publisher {
+    /// Builds the folder's packs and publishes them (see ``Publisher``).
+    ///
+    /// In order: the bucket is listed once (wrong credentials or a missing bucket stop everything here); each
+    /// object is HEADed and uploaded unless the store holds its bytes; every object the manifest names is
+    /// HEADed again and must have the size and SHA-256 uploaded; then the manifest is uploaded, and HEADed.
+    /// - Parameters:
+    ///   - options: What to publish and where.
+    ///   - log: Told of each step (an upload done, a retry), as a line.
+    /// - Returns: What was uploaded and kept.
+    /// - Throws: ``PublishError`` (the live manifest is unchanged unless the failure is the manifest's own
+    ///   confirmation), and what building the packs throws.
+    public static func publish(_ options: Options, log: @escaping @Sendable (String) -> Void) async throws -> Report {
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration())
+        do {
+            let report = try await publish(options, through: http, log: log)
+            try await http.shutdown()
+            return report
+        } catch {
+            try? await http.shutdown()
+            throw error
+        }
+    }
+
+    private static func publish(
+        _ options: Options,
+        through http: HTTPClient,
+        log: @escaping @Sendable (String) -> Void
+    ) async throws -> Report {
+        let (bucket, prefix) = try await bucket(options, http: http, log: log)
+        return try await Exporter.withBuiltPacks(
+            folder: options.folder,
+            packOptions: options.packOptions,
+            pinnedVersions: options.pinnedVersions,
+            deltaDepth: options.deltaDepth,
+            log: log
+        ) { snapshot in
+            try await publish(snapshot, to: bucket, prefix: prefix, options: options, log: log)
+        }
+    }
+
+    /// The bucket of `options.destination`, with the credentials, region and endpoint found as the AWS CLI
+    /// finds them, and the prefix.
+    private static func bucket(
+        _ options: Options,
+        http: HTTPClient,
+        log: @escaping @Sendable (String) -> Void
+    ) async throws -> (S3Bucket, String) {
+        let (bucketName, prefix) = try destination(options.destination)
+        let settings = try await BlockingIO.shortCall {  // reads ~/.aws
+            try S3Settings.load(environment: options.environment, profile: options.profile)
+        }
+        guard let credentials = settings.credentials else {
+            throw PublishError(
+                code: .credentials,
+                message: "no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set, and profile "
+                    + "\"\(settings.profile)\" has none in \(settings.searched.joined(separator: " or "))",
+                fix: "set them, or name a profile with --profile"
+            )
+        }
+        let region = options.region ?? settings.region ?? "us-east-1"
+        let endpointText = options.endpointURL ?? settings.endpointURL ?? "https://s3.\(region).amazonaws.com"
+        guard let endpoint = S3Bucket.Endpoint(endpointText) else {
+            throw PublishError(
+                code: .invalidDestination,
+                message: "\(endpointText) is not a store's address",
+                fix: "give --endpoint-url as http(s)://HOST[:PORT]"
+            )
+        }
+        let bucket = S3Bucket(
+            http: http,
+            signer: S3Signer(credentials: credentials, region: region),
+            endpoint: endpoint,
+            bucket: bucketName,
+            virtualHosted: virtualHosted(options.addressing, endpoint, bucketName),
+            retries: options.retries,
+            backoff: options.backoff,
+            onRetry: { log("retrying \($0)") }
+        )
+        return (bucket, prefix)
+    }
+
+    private static func publish(
+        _ snapshot: CatalogSnapshot,
+        to bucket: S3Bucket,
+        prefix: String,
+        options: Options,
+        log: @escaping @Sendable (String) -> Void
+    ) async throws -> Report {
+        var (objects, manifest) = try plan(
+            snapshot,
+            prefix: prefix,
+            baseURL: options.downloadBaseURL,
+            manifestMaxAge: options.manifestMaxAge
+        )
+        do {
+            try await bucket.check(prefix: prefix)
+            let heads = try await forEach(objects + [manifest], jobs: options.jobs) {
+                try await bucket.head($0.step.key)
+            }
+            for index in objects.indices where holds(heads[index], objects[index].step) {
+                objects[index].step.action = .keep
+            }
+            if holds(heads[objects.count], manifest.step) { manifest.step.action = .keep }
+            if !options.dryRun {
+                try await upload(objects.filter { $0.step.action == .upload }, to: bucket, jobs: options.jobs, log: log)
+                try await confirm(objects.map(\.step), in: bucket, jobs: options.jobs)
+            }
+        } catch var error as PublishError {
+            error.message += "; the live manifest \(bucket.name(manifest.step.key)) was not changed"
+            throw error
+        }
+        if !options.dryRun, manifest.step.action == .upload {
+            try await bucket.put(manifest.step.key, manifest.payload, headers: manifest.headers)
+            try await confirm([manifest.step], in: bucket, jobs: 1)
+            log("uploaded \(bucket.name(manifest.step.key)), last")
+        }
+        let baseURL = options.downloadBaseURL.map { $0.hasSuffix("/") ? $0 : $0 + "/" }
+        return Report(
+            manifest: bucket.name(manifest.step.key),
+            manifestURL: baseURL.map { $0 + "manifest" },
+            endpoint: bucket.endpoint.text,
+            dryRun: options.dryRun,
+            steps: objects.map(\.step) + [manifest.step]
+        )
+    }
+
+    /// PUTs `objects`, at most `jobs` at once.
+    private static func upload(
+        _ objects: [PlannedObject],
+        to bucket: S3Bucket,
+        jobs: Int,
+        log: @escaping @Sendable (String) -> Void
+    ) async throws {
+        let done = Counter()
+        _ = try await forEach(objects, jobs: jobs) { object in
+            try await bucket.put(object.step.key, object.payload, headers: object.headers)
+            let count = await done.increment()
+            log(
+                "uploaded \(bucket.name(object.step.key)) (\(ByteFormat.string(object.step.bytes))), \(count) of \(objects.count)"
+            )
+        }
+    }
+
+    /// HEADs every object and throws unless each has the size and SHA-256 it was uploaded with.
+    private static func confirm(_ steps: [Step], in bucket: S3Bucket, jobs: Int) async throws {
+        let heads = try await forEach(steps, jobs: jobs) { try await bucket.head($0.key) }
+        for (step, head) in zip(steps, heads) where !holds(head, step) {
+            let found =
+                head.map { "\($0.size) bytes, SHA-256 \($0.checksumSHA256 ?? $0.metadataSHA256 ?? "not given")" }
+                ?? "no object"
+            throw PublishError(
+                code: .notConfirmed,
+                message: "\(bucket.name(step.key)) should hold \(step.bytes) bytes with SHA-256 \(step.sha256), but "
+                    + "the store has \(found)",
+                fix: "run publish again; if it persists, the store or a proxy in front "
+                    + "of it changes objects"
+            )
+        }
+    }
+
+    /// `body` of each element, at most `jobs` at once, the results in order.
+    private static func forEach<Element: Sendable, Result: Sendable>(
+        _ elements: [Element],
+        jobs: Int,
+        _ body: @escaping @Sendable (Element) async throws -> Result
+    ) async throws -> [Result] {
+        try await withThrowingTaskGroup(of: (Int, Result).self) { group in
+            var results = [Result?](repeating: nil, count: elements.count)
+            var next = 0
+            for _ in 0..<min(max(jobs, 1), elements.count) {
+                let index = next
+                group.addTask { (index, try await body(elements[index])) }
+                next += 1
+            }
+            while let (index, result) = try await group.next() {
+                results[index] = result
+                if next < elements.count {
+                    let index = next
+                    group.addTask { (index, try await body(elements[index])) }
+                    next += 1
+                }
+            }
+            return results.compactMap { $0 }
+        }
+    }
+
+    private static func virtualHosted(_ addressing: Addressing, _ endpoint: S3Bucket.Endpoint, _ bucket: String) -> Bool
+    {
+        switch addressing {
+        case .path: false
+        case .virtual: true
+        // A name with dots would not match AWS's wildcard certificate.
+        case .auto: endpoint.host.hasSuffix(".amazonaws.com") && !bucket.contains(".")
+        }
+    }
+
+    private static func httpConfiguration() -> HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout.connect = .seconds(10)
+        configuration.timeout.read = .seconds(60)
+        // The bucket's own retries decide; AHC's would hold a refused connection until the connect timeout.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return configuration
+    }
+
+    private actor Counter {
+        var value = 0
+        func increment() -> Int {
+            value += 1
+            return value
+        }
+    }
+}

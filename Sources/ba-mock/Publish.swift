@@ -1,0 +1,130 @@
+import ArgumentParser
+import AssetPackCLI
+import AssetPackFormat
+import AssetPackServer
+import Foundation
+import SystemPackage
+
+struct Publish: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Upload an asset folder's packs to an S3-compatible store, the manifest last.",
+        discussion: """
+            Packs and deltas go under keys that carry their version and SHA-256 (PREFIX/packs/<id>/<version>-<sha256>, \
+            PREFIX/deltas/<id>/...), with Cache-Control: public, max-age=31536000, immutable. Only objects the store \
+            does not already hold with the same size and SHA-256 are uploaded. The download manifest \
+            (PREFIX/manifest) is uploaded last, and only after every object it names has been confirmed by a HEAD \
+            with the SHA-256 uploaded (x-amz-checksum-sha256), so a device never reads a manifest naming a missing or \
+            partial object. Nothing is ever deleted: old versions stay for devices that still hold the old manifest.
+
+            Credentials, region and endpoint are found as the AWS CLI finds them: AWS_ACCESS_KEY_ID, \
+            AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL, then ~/.aws/credentials and \
+            ~/.aws/config (AWS_PROFILE or --profile). The secret is never printed. Versions are shared with `serve` \
+            and `export` through FOLDER/.ba-mock/state.json.
+
+            Not yet: multipart uploads (an object is one PUT, at most 5 GiB), deleting old versions, manifests per \
+            platform.
+            """
+    )
+
+    @Argument(help: "The asset folder: packaging manifests (*.json) at its top level.")
+    var folder: FilePath = "Assets"
+
+    @Argument(help: ArgumentHelp("Where to publish: s3://BUCKET or s3://BUCKET/PREFIX.", valueName: "s3-url"))
+    var destination: String
+
+    @Option(
+        help:
+            "The store's address, e.g. http://127.0.0.1:9000. (default: AWS_ENDPOINT_URL, the profile's endpoint_url, or AWS's own for the region)"
+    )
+    var endpointURL: String?
+
+    @Option(help: "The region requests are signed for. (default: AWS_REGION, the profile's region, or us-east-1)")
+    var region: String?
+
+    @Option(help: "The profile of ~/.aws/credentials and ~/.aws/config to read. (default: AWS_PROFILE, or default)")
+    var profile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "How requests name the bucket: path (endpoint/BUCKET/KEY), virtual (BUCKET.endpoint/KEY), or auto: virtual on AWS for a name without dots, path elsewhere.",
+            valueName: "style"
+        )
+    )
+    var addressing: Publisher.Addressing = .auto
+
+    @Option(
+        help:
+            "The public address of PREFIX (a CDN's, or the bucket's), written before each object's path in the manifest's URLs, e.g. https://cdn.example.com/packs. (default: URLs relative to the manifest)"
+    )
+    var downloadBaseURL: String?
+
+    @Option(
+        help:
+            "The manifest's Cache-Control max-age, in seconds: how long a CDN or a device may keep an old manifest. Packs are immutable and kept a year."
+    )
+    var manifestMaxAge: Int = 60
+
+    @Option(help: "Requests at once (HEADs and uploads).")
+    var jobs: Int = 4
+
+    @Option(
+        help:
+            "Retries of a request the store answers with 5xx or 429, or whose connection breaks (backoff from 0.5 s, doubling, up to 30 s; Retry-After honoured)."
+    )
+    var retries: Int = 5
+
+    @Flag(help: "Print what would be uploaded and kept, with bytes, and change nothing.")
+    var dryRun = false
+
+    @Option(
+        name: .customLong("pack-version"),
+        help: ArgumentHelp("Publish pack ID at version N. Repeatable.", valueName: "ID=N")
+    )
+    var packVersions: [String] = []
+
+    @Flag(help: "Print the report as one JSON object (steps with key, kind, action, bytes, sha256) instead of a table.")
+    var json = false
+
+    @OptionGroup var build: BuildOptions
+    @OptionGroup var deltas: DeltaOptions
+
+    func validate() throws {
+        if let downloadBaseURL {
+            let problem =
+                URL(string: downloadBaseURL).map { DownloadManifest.fetchProblem(with: $0) }
+                ?? "does not parse as a URL"
+            if let problem { throw ValidationError("--download-base-url \(downloadBaseURL) \(problem)") }
+        }
+        guard manifestMaxAge >= 0 else { throw ValidationError("--manifest-max-age must be 0 or more seconds") }
+        guard (1...64).contains(jobs) else { throw ValidationError("--jobs must be 1 to 64") }
+        guard (0...20).contains(retries) else { throw ValidationError("--retries must be 0 to 20") }
+    }
+
+    func run() async throws {
+        var options = Publisher.Options(
+            folder: folder,
+            destination: destination,
+            environment: ProcessInfo.processInfo.environment
+        )
+        options.endpointURL = endpointURL
+        options.region = region
+        options.profile = profile
+        options.addressing = addressing
+        options.downloadBaseURL = downloadBaseURL
+        options.manifestMaxAge = manifestMaxAge
+        options.jobs = jobs
+        options.retries = retries
+        options.dryRun = dryRun
+        options.pinnedVersions = try PackVersionPins.parse(packVersions)
+        options.packOptions = build.packOptions
+        options.deltaDepth = deltas.deltaDepth
+        let report = try await Publisher.publish(options, log: { Console.err($0) })
+        if json {
+            try Console.json(report)
+        } else {
+            Console.out(MockOutput.publishTable(report))
+        }
+    }
+}
+
+extension Publisher.Addressing: ExpressibleByArgument {}

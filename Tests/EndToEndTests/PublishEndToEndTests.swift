@@ -1,0 +1,236 @@
+import AssetPackFormat
+import AssetPackServer
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SystemPackage
+import TestSupport
+import Testing
+
+/// `ba-mock publish` against a real S3-compatible store (moto's server), read back by an independent client
+/// (boto3) and installed by `ba-sync` through a caching proxy (nginx `proxy_cache`, a CDN edge's stand-in).
+@Suite("ba-mock publish end to end", .serialized)
+struct PublishEndToEndTests {
+    let tool = builtProduct("ba-mock")
+    let sync = builtProduct("ba-sync")
+
+    func publish(
+        _ arguments: [String],
+        _ store: S3Store,
+        environment: [String: String?] = [:]
+    ) throws -> (status: Int32, stdout: String, stderr: String) {
+        try runTool(
+            tool,
+            ["publish"] + arguments + ["--endpoint-url", store.endpoint],
+            environment: store.environment.merging(environment) { $1 },
+            timeout: 300
+        )
+    }
+
+    func report(_ run: (status: Int32, stdout: String, stderr: String)) throws -> Publisher.Report {
+        #expect(run.status == 0, "\(run.stderr)")
+        return try JSONDecoder().decode(Publisher.Report.self, from: Data(run.stdout.utf8))
+    }
+
+    func get(_ url: String) async throws -> (status: Int, headers: HTTPHeaders, body: Data) {
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(60))
+        let body = try await response.body.collect(upTo: 64 << 20)
+        return (Int(response.status.code), response.headers, Data(body.readableBytesView))
+    }
+
+    @Test func publishesThePacksThenOnlyWhatChangedAndDevicesInstallThroughACache() async throws {
+        guard Nginx.installed else {
+            Issue.record("nginx is not installed: run `make deps`")
+            return
+        }
+        let scratch = try Scratch()
+        let folder = try scratch.copySampleAssets()
+        let store = try S3Store(buckets: ["packs-test"], publicRead: true)
+        defer { store.stop() }
+        // The edge caches what the store's Cache-Control allows: packs for a year, the manifest for its max-age.
+        let edge = try await Nginx(
+            scratch: scratch,
+            server: """
+                location / {
+                    proxy_pass \(store.endpoint)/packs-test/game/;
+                    proxy_cache edge;
+                    add_header X-Cache-Status $upstream_cache_status;
+                }
+                """,
+            http: "proxy_cache_path \(scratch.root.string)/edge keys_zone=edge:1m;"
+        )
+        defer { edge.stop() }
+
+        let first = try report(try publish([folder.string, "s3://packs-test/game", "--json"], store))
+        #expect(first.steps.map(\.kind) == [.pack, .pack, .pack, .manifest])
+        #expect(first.steps.allSatisfy { $0.action == .upload })
+        #expect(first.manifestChanged)
+
+        // What boto3 reads back: keys that carry the version and SHA-256 of the bytes, the headers a CDN needs.
+        let objects = try store.objects("packs-test")
+        #expect(objects.map(\.key).sorted() == first.steps.map(\.key).sorted())
+        for object in objects where object.key != "game/manifest" {
+            #expect(object.key.hasSuffix("/1-\(object.sha256)"), "\(object.key)")
+            #expect(object.cacheControl == "public, max-age=31536000, immutable")
+            #expect(object.contentType == "application/octet-stream")
+        }
+        let manifestObject = try #require(objects.first { $0.key == "game/manifest" })
+        #expect(manifestObject.cacheControl == "public, max-age=60")
+        #expect(manifestObject.contentType == "application/json")
+
+        // A device installs through the edge; the second read of a pack is the edge's.
+        let manifestURL = edge.base + "/manifest"
+        let manifest = try DownloadManifest.decode(try await get(manifestURL).body, source: manifestURL)
+        #expect(manifest.assetPacks.map(\.url).allSatisfy { $0.hasPrefix("packs/") })
+        let appGroup = scratch.root.appending("AppGroup")
+        let common = ["--manifest-url", manifestURL, "--app-group", appGroup.string]
+        let installed = try runTool(sync, ["ensure", "Levels", "Tutorial"] + common)
+        #expect(installed.status == 0, "\(installed.stderr)")
+        #expect(try runTool(sync, ["verify", "--app-group", appGroup.string]).status == 0)
+        let levels = try #require(manifest.assetPacks.first { $0.id == "Levels" })
+        #expect(try await get(edge.base + "/" + levels.url).headers.first(name: "X-Cache-Status") == "HIT")
+
+        // Nothing changed: nothing is sent.
+        let again = try report(try publish([folder.string, "s3://packs-test/game", "--json"], store))
+        #expect(again.steps.allSatisfy { $0.action == .keep }, "\(again.steps)")
+        #expect(again.uploadedBytes == 0)
+
+        // One file of Levels changed: only Levels' new version, its delta and the manifest move.
+        try scratch.write("Assets/Levels/README.txt", "changed after the first publish\n")
+        let edited = try report(try publish([folder.string, "s3://packs-test/game", "--json"], store))
+        let moved = edited.steps.filter { $0.action == .upload }
+        #expect(moved.map(\.kind) == [.pack, .delta, .manifest], "\(moved)")
+        #expect(moved.dropLast().allSatisfy { $0.id == "Levels" && $0.version == 2 })
+        let after = try store.objects("packs-test")
+        #expect(Set(after.map(\.key)).isSuperset(of: objects.map(\.key)), "the old version stays")
+
+        // The edge still serves the manifest it cached (max-age=60), and the old version it names still
+        // installs; the store's own manifest names version 2, which installs through its delta.
+        let cached = try DownloadManifest.decode(try await get(manifestURL).body, source: manifestURL)
+        #expect(cached.assetPacks.first { $0.id == "Levels" }?.version == 1)
+        let fresh = scratch.root.appending("AppGroup-fresh")
+        let old = try runTool(sync, ["ensure", "Levels", "--manifest-url", manifestURL, "--app-group", fresh.string])
+        #expect(old.status == 0, "\(old.stderr)")
+        let direct = store.endpoint + "/packs-test/game/manifest"
+        let updated = try runTool(
+            sync,
+            [
+                "ensure", "--latest", "--delta", "Levels", "--json", "--manifest-url", direct, "--app-group",
+                appGroup.string,
+            ]
+        )
+        #expect(updated.status == 0, "\(updated.stderr)")
+        #expect(updated.stdout.contains(#""event":"delta""#), "\(updated.stdout)")
+        let cat = try runTool(sync, ["cat", "Levels/README.txt", "--app-group", appGroup.string])
+        #expect(cat.stdout == "changed after the first publish\n")
+    }
+
+    /// A store that checks every signature: wrong credentials, none at all and a missing bucket stop before
+    /// anything is sent, with a message that says what to fix and never shows the secret; a dry run sends
+    /// nothing. (moto 5.2.1 refuses signatures of non-ASCII keys, boto3's own too, so the prefix is ASCII here;
+    /// the signing of such keys is checked against botocore in PublishSigningTests.)
+    @Test func credentialsBucketsAndDryRunsAreCheckedBeforeAnythingIsSent() throws {
+        let scratch = try Scratch()
+        let folder = try scratch.copySampleAssets()
+        let store = try S3Store(buckets: ["packs-test"], auth: true)
+        defer { store.stop() }
+        let destination = "s3://packs-test/game"
+
+        let wrong = try publish([folder.string, destination], store, environment: ["AWS_SECRET_ACCESS_KEY": "not-it"])
+        #expect(wrong.status == 1)
+        #expect(
+            wrong.stderr.contains(
+                "refused access key \(store.accessKeyID) (from environment) (403 SignatureDoesNotMatch"
+            )
+        )
+        #expect(wrong.stderr.contains("Fix: check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"))
+        #expect(wrong.stderr.contains("; the live manifest s3://packs-test/game/manifest was not changed. Fix: "))
+        #expect(!(wrong.stdout + wrong.stderr).contains("not-it"))
+
+        let none = try publish(
+            [folder.string, destination],
+            store,
+            environment: ["AWS_ACCESS_KEY_ID": nil, "AWS_SECRET_ACCESS_KEY": nil]
+        )
+        #expect(none.status == 1)
+        #expect(none.stderr.contains("no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set"))
+
+        let missing = try publish([folder.string, "s3://no-such-bucket/x"], store)
+        #expect(missing.status == 1)
+        #expect(
+            missing.stderr.contains("there is no bucket \"no-such-bucket\" at \(store.endpoint)"),
+            "\(missing.stderr)"
+        )
+        #expect(!(wrong.stdout + wrong.stderr + none.stderr + missing.stderr).contains(store.secretAccessKey))
+        #expect(try store.objects("packs-test").isEmpty)
+
+        let dry = try publish([folder.string, destination, "--dry-run"], store)
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect(dry.stdout.contains("would upload 4 objects"), "\(dry.stdout)")
+        #expect(dry.stdout.contains("dry run: nothing was changed"))
+        #expect(try store.objects("packs-test").isEmpty)
+
+        let real = try report(try publish([folder.string, destination, "--json"], store))
+        let keys = try store.objects("packs-test").map(\.key).sorted()
+        #expect(keys == real.steps.map(\.key).sorted())
+        #expect(keys.allSatisfy { $0.hasPrefix("game/") }, "\(keys)")
+    }
+
+    /// A store that answers 503 to every upload of one pack (nginx in front of it): publish retries with
+    /// backoff, then fails naming the object, and the live manifest still names the last version, whose
+    /// objects are all there. The prefix is not ASCII, as real folders' names are not.
+    @Test func aPackTheStoreKeepsRefusingLeavesTheLiveManifestAlone() async throws {
+        guard Nginx.installed else {
+            Issue.record("nginx is not installed: run `make deps`")
+            return
+        }
+        let scratch = try Scratch()
+        let folder = try scratch.copySampleAssets()
+        let store = try S3Store(buckets: ["packs-test"])
+        defer { store.stop() }
+        let failing = try await Nginx(
+            scratch: scratch,
+            server: """
+                client_max_body_size 0;
+                location ~ /packs/Levels/ {
+                    if ($request_method = PUT) { return 503; }
+                    proxy_pass \(store.endpoint);
+                    proxy_set_header Host $http_host;
+                }
+                location / {
+                    proxy_pass \(store.endpoint);
+                    proxy_set_header Host $http_host;
+                }
+                """
+        )
+        defer { failing.stop() }
+        #expect(try publish([folder.string, "s3://packs-test/Über/日本語 🎮"], store).status == 0)
+        let before = try store.objects("packs-test")
+
+        try scratch.write("Assets/Levels/README.txt", "a change the store will not take\n")
+        try scratch.write("Assets/Tutorial/added.txt", "a change it would take\n")
+        let run = try runTool(
+            tool,
+            ["publish", folder.string, "s3://packs-test/Über/日本語 🎮", "--endpoint-url", failing.base, "--retries", "2"],
+            environment: store.environment,
+            timeout: 300
+        )
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("retrying PUT s3://packs-test/Über/日本語 🎮/packs/Levels/2-"), "\(run.stderr)")
+        #expect(run.stderr.contains("retry 2 of 2"))
+        #expect(run.stderr.contains("answered PUT s3://packs-test/Über/日本語 🎮/packs/Levels/2-"))
+        #expect(
+            run.stderr.contains(
+                "with 503 (after 3 attempts); the live manifest s3://packs-test/Über/日本語 🎮/manifest was not changed. "
+                    + "Fix: try again later"
+            ),
+            "\(run.stderr)"
+        )
+        let after = try store.objects("packs-test")
+        let manifest = try #require(after.first { $0.key == "Über/日本語 🎮/manifest" })
+        #expect(manifest.sha256 == before.first { $0.key == "Über/日本語 🎮/manifest" }?.sha256)
+        #expect(Set(after.map(\.key)).isSuperset(of: before.map(\.key)))
+        #expect(before.count == 4 && before.allSatisfy { $0.key.hasPrefix("Über/日本語 🎮/") }, "\(before.map(\.key))")
+    }
+}
