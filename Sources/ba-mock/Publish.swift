@@ -21,8 +21,7 @@ struct Publish: AsyncParsableCommand {
             ~/.aws/config (AWS_PROFILE or --profile). The secret is never printed. Versions are shared with `serve` \
             and `export` through FOLDER/.ba-mock/state.json.
 
-            Not yet: multipart uploads (an object is one PUT, at most 5 GiB), deleting old versions, manifests per \
-            platform.
+            Not yet: deleting old versions, manifests per platform.
             """
     )
 
@@ -64,8 +63,16 @@ struct Publish: AsyncParsableCommand {
     )
     var manifestMaxAge: Int = 60
 
-    @Option(help: "Requests at once (HEADs and uploads).")
+    @Option(help: "Requests at once (HEADs, uploads, parts).")
     var jobs: Int = 4
+
+    @Option(
+        help: ArgumentHelp(
+            "An object larger than this is uploaded in parts of this size, side by side; an upload a run left unfinished is taken up again, its parts already in the store not sent again. 5 to 5120 (S3's limits).",
+            valueName: "MiB"
+        )
+    )
+    var partSize: Int = 16
 
     @Option(
         help:
@@ -97,6 +104,7 @@ struct Publish: AsyncParsableCommand {
         }
         guard manifestMaxAge >= 0 else { throw ValidationError("--manifest-max-age must be 0 or more seconds") }
         guard (1...64).contains(jobs) else { throw ValidationError("--jobs must be 1 to 64") }
+        guard (5...5120).contains(partSize) else { throw ValidationError("--part-size must be 5 to 5120 (MiB)") }
         guard (0...20).contains(retries) else { throw ValidationError("--retries must be 0 to 20") }
     }
 
@@ -113,6 +121,7 @@ struct Publish: AsyncParsableCommand {
         options.downloadBaseURL = downloadBaseURL
         options.manifestMaxAge = manifestMaxAge
         options.jobs = jobs
+        options.partSize = Int64(partSize) << 20
         options.retries = retries
         options.dryRun = dryRun
         options.pinnedVersions = try PackVersionPins.parse(packVersions)

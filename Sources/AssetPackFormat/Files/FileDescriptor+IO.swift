@@ -75,14 +75,17 @@ extension FileDescriptor {
         }
     }
 
-    /// Reads the file in chunks of up to 1 MiB from byte 0, handing each to `body` (valid during the call
-    /// only), up to `length` bytes or the end of the file: the one read loop behind hashing and copying.
+    /// Reads the file in chunks of up to 1 MiB from byte `start` (0 by default), handing each to `body`
+    /// (valid during the call only), up to `length` bytes or the end of the file: the one read loop behind
+    /// hashing and copying.
     /// - Returns: The bytes read.
     /// - Throws: `Errno` from `pread`, or what `body` throws.
     @discardableResult
-    public func forEachChunk(upTo length: Int64 = .max, _ body: (UnsafeRawBufferPointer) throws -> Void) throws
-        -> Int64
-    {
+    public func forEachChunk(
+        from start: Int64 = 0,
+        upTo length: Int64 = .max,
+        _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> Int64 {
         BlockingIO.checkOffPool("FileDescriptor.forEachChunk")
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
         defer { buffer.deallocate() }
@@ -90,7 +93,7 @@ extension FileDescriptor {
         while offset < length {
             let want = Int(min(Int64(buffer.count), length - offset))
             let count = try read(
-                fromAbsoluteOffset: offset,
+                fromAbsoluteOffset: start + offset,
                 into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]),
                 retryOnInterrupt: true
             )

@@ -79,7 +79,7 @@ extension Publisher {
                         bytes: size,
                         sha256: sha256
                     ),
-                    payload: .file(archive, size: size, sha256: sha256),
+                    payload: .file(archive, range: 0..<size, sha256: sha256),
                     headers: [("content-type", "application/octet-stream"), ("cache-control", immutable)]
                 )
             )
@@ -117,14 +117,13 @@ extension Publisher {
         return (objects, manifestObject)
     }
 
-    /// Whether the store holds `object`'s bytes, going by its HEAD: the same size, and the same SHA-256 in the
-    /// store's checksum (which it checked on upload) or, for a store that keeps none, in the metadata written
-    /// beside it.
+    /// Whether the store holds `step`'s bytes, going by its HEAD: the same size, and the same SHA-256 in the
+    /// store's checksum (which it checked on upload) or in the `x-amz-meta-sha256` publish writes beside it.
+    /// The second is what an object sent in parts has: its checksum is of its parts' checksums (each part's
+    /// checked by the store on upload), and the metadata was set when its upload began.
     static func holds(_ head: S3Bucket.Head?, _ step: Step) -> Bool {
         guard let head, head.size == step.bytes else { return false }
-        if let checksum = head.checksumSHA256 {
-            return checksum == Data(hexDigest: step.sha256)?.base64EncodedString()
-        }
-        return head.metadataSHA256 == step.sha256
+        return head.checksumSHA256 == Data(hexDigest: step.sha256)?.base64EncodedString()
+            || head.metadataSHA256 == step.sha256
     }
 }

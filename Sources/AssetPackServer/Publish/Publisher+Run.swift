@@ -101,7 +101,7 @@ extension Publisher {
         )
         do {
             try await bucket.check(prefix: prefix)
-            let heads = try await forEach(objects + [manifest], jobs: options.jobs) {
+            let heads = try await concurrently(objects + [manifest], jobs: options.jobs) {
                 try await bucket.head($0.step.key)
             }
             for index in objects.indices where holds(heads[index], objects[index].step) {
@@ -109,7 +109,15 @@ extension Publisher {
             }
             if holds(heads[objects.count], manifest.step) { manifest.step.action = .keep }
             if !options.dryRun {
-                try await upload(objects.filter { $0.step.action == .upload }, to: bucket, jobs: options.jobs, log: log)
+                let sent = try await upload(
+                    objects.filter { $0.step.action == .upload },
+                    to: bucket,
+                    options: options,
+                    log: log
+                )
+                for index in objects.indices {
+                    objects[index].step = sent[objects[index].step.key] ?? objects[index].step
+                }
                 try await confirm(objects.map(\.step), in: bucket, jobs: options.jobs)
             }
         } catch var error as PublishError {
@@ -131,26 +139,53 @@ extension Publisher {
         )
     }
 
-    /// PUTs `objects`, at most `jobs` at once.
+    /// Sends `objects`: those of at most one part side by side (`jobs` at once), then each larger one in parts
+    /// (`jobs` parts at once), so that no more than `jobs` requests are in flight.
+    /// - Returns: The steps sent, by key, with their parts and the bytes an earlier run had sent.
     private static func upload(
         _ objects: [PlannedObject],
         to bucket: S3Bucket,
-        jobs: Int,
+        options: Options,
         log: @escaping @Sendable (String) -> Void
-    ) async throws {
+    ) async throws -> [String: Step] {
         let done = Counter()
-        _ = try await forEach(objects, jobs: jobs) { object in
-            try await bucket.put(object.step.key, object.payload, headers: object.headers)
+        @Sendable func uploaded(_ step: Step) async {
             let count = await done.increment()
+            let resumed = step.resumedBytes.flatMap { $0 > 0 ? ", \(ByteFormat.string($0)) of it sent before" : nil }
             log(
-                "uploaded \(bucket.name(object.step.key)) (\(ByteFormat.string(object.step.bytes))), \(count) of \(objects.count)"
+                "uploaded \(bucket.name(step.key)) (\(ByteFormat.string(step.bytes))\(resumed ?? "")), \(count) of "
+                    + "\(objects.count)"
             )
         }
+        let small = objects.filter { $0.step.bytes <= options.partSize }
+        var sent = try await concurrently(small, jobs: options.jobs) { object in
+            try await bucket.put(object.step.key, object.payload, headers: object.headers)
+            await uploaded(object.step)
+            return object.step
+        }
+        for object in objects where object.step.bytes > options.partSize {
+            guard case .file(let path, _, let sha256) = object.payload else { continue }
+            let parts = try await bucket.putInParts(
+                object.step.key,
+                file: path,
+                size: object.step.bytes,
+                sha256: sha256,
+                headers: object.headers,
+                partSize: options.partSize,
+                jobs: options.jobs
+            )
+            var step = object.step
+            step.parts = parts.parts
+            step.resumedBytes = parts.resumedBytes
+            await uploaded(step)
+            sent.append(step)
+        }
+        return Dictionary(sent.map { ($0.key, $0) }) { first, _ in first }
     }
 
     /// HEADs every object and throws unless each has the size and SHA-256 it was uploaded with.
     private static func confirm(_ steps: [Step], in bucket: S3Bucket, jobs: Int) async throws {
-        let heads = try await forEach(steps, jobs: jobs) { try await bucket.head($0.key) }
+        let heads = try await concurrently(steps, jobs: jobs) { try await bucket.head($0.key) }
         for (step, head) in zip(steps, heads) where !holds(head, step) {
             let found =
                 head.map { "\($0.size) bytes, SHA-256 \($0.checksumSHA256 ?? $0.metadataSHA256 ?? "not given")" }
@@ -162,32 +197,6 @@ extension Publisher {
                 fix: "run publish again; if it persists, the store or a proxy in front "
                     + "of it changes objects"
             )
-        }
-    }
-
-    /// `body` of each element, at most `jobs` at once, the results in order.
-    private static func forEach<Element: Sendable, Result: Sendable>(
-        _ elements: [Element],
-        jobs: Int,
-        _ body: @escaping @Sendable (Element) async throws -> Result
-    ) async throws -> [Result] {
-        try await withThrowingTaskGroup(of: (Int, Result).self) { group in
-            var results = [Result?](repeating: nil, count: elements.count)
-            var next = 0
-            for _ in 0..<min(max(jobs, 1), elements.count) {
-                let index = next
-                group.addTask { (index, try await body(elements[index])) }
-                next += 1
-            }
-            while let (index, result) = try await group.next() {
-                results[index] = result
-                if next < elements.count {
-                    let index = next
-                    group.addTask { (index, try await body(elements[index])) }
-                    next += 1
-                }
-            }
-            return results.compactMap { $0 }
         }
     }
 

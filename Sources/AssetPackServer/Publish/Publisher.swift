@@ -34,6 +34,8 @@ public enum Publisher {
         public var manifestMaxAge = 60
         /// Requests at once.
         public var jobs = 4
+        /// An object larger than this is sent in parts of this size (S3 takes 5 MiB to 5 GiB).
+        public var partSize: Int64 = 16 << 20
         /// Plan only: report what would be uploaded and kept, change nothing.
         public var dryRun = false
         /// Retries of a request after a 5xx, 429 or broken connection.
@@ -89,6 +91,10 @@ public enum Publisher {
         /// Its SHA-256, in hex.
         public var sha256: String
         public var action = Action.upload
+        /// The parts it was sent in, when it was sent in parts.
+        public var parts: Int?
+        /// Bytes of its parts that an earlier, interrupted run had sent, and that were not sent again.
+        public var resumedBytes: Int64?
 
         /// Creates a step.
         public init(

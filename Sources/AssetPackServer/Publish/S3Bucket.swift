@@ -64,7 +64,8 @@ struct S3Bucket: Sendable {
     enum Payload: Sendable {
         case empty
         case data(Data, sha256: String)
-        case file(FilePath, size: Int64, sha256: String)
+        /// The bytes of `range` of a file (all of it, or one part of a multipart upload).
+        case file(FilePath, range: Range<Int64>, sha256: String)
 
         var sha256: String {
             switch self {
@@ -123,7 +124,8 @@ struct S3Bucket: Sendable {
     }
 
     /// Sends one request, retrying 5xx, 429 and broken connections.
-    private func send(
+    /// - Parameter allowed: Statuses besides 2xx that are answers, not errors (404 for a HEAD).
+    func send(
         _ method: String,
         key: String?,
         query: [(String, String)] = [],
@@ -190,7 +192,7 @@ struct S3Bucket: Sendable {
         switch payload {
         case .empty: break
         case .data(let data, _): sent.append(("content-length", String(data.count)))
-        case .file(_, let size, _): sent.append(("content-length", String(size)))
+        case .file(_, let range, _): sent.append(("content-length", String(range.count)))
         }
         sent += signer.signedHeaders(
             method: method,
@@ -207,11 +209,11 @@ struct S3Bucket: Sendable {
         case .data(let data, _):
             request.body = .bytes(ByteBuffer(bytes: data))
             return try await collect(http.execute(request, timeout: .minutes(5)), method: method)
-        case .file(let path, let size, _):
+        case .file(let path, let range, _):
             return try await FileSystem.shared.withFileHandle(forReadingAt: path) { handle in
                 request.body = .stream(
-                    handle.readChunks(in: 0..<size, chunkLength: .mebibytes(1)),
-                    length: .known(size)
+                    handle.readChunks(in: range, chunkLength: .mebibytes(1)),
+                    length: .known(Int64(range.count))
                 )
                 return try await collect(http.execute(request, timeout: .hours(24)), method: method)
             }
