@@ -32,15 +32,28 @@ extension MockOutput {
         let verb = report.dryRun ? "would upload" : "uploaded"
         var rows = [["action", "kind", "size", "key"]]
         for step in report.steps {
-            let action = step.action == .upload ? (report.dryRun ? "upload" : "uploaded") : "kept"
+            let action =
+                switch step.action {
+                case .upload: report.dryRun ? "upload" : "uploaded"
+                case .keep: "kept"
+                case .delete: report.dryRun ? "delete" : "deleted"
+                }
             rows.append([action, step.kind.rawValue, ByteFormat.string(step.bytes), step.key])
         }
-        let uploads = report.steps.filter { $0.action == .upload }
+        let uploads = report.steps.filter { $0.action == .upload }.count
+        let kept = report.steps.filter { $0.action == .keep }.count
+        let deleted = report.steps.filter { $0.action == .delete }.count
         var lines = [Table.render(rows)]
         lines.append(
-            "\(verb) \(ByteFormat.count(uploads.count, "object")) (\(ByteFormat.string(report.uploadedBytes))), kept "
-                + "\(ByteFormat.count(report.steps.count - uploads.count, "object")) at \(report.endpoint)"
+            "\(verb) \(ByteFormat.count(uploads, "object")) (\(ByteFormat.string(report.uploadedBytes))), kept "
+                + "\(ByteFormat.count(kept, "object")) at \(report.endpoint)"
         )
+        if deleted > 0 {
+            lines.append(
+                "\(report.dryRun ? "would delete" : "deleted") \(ByteFormat.count(deleted, "old version")) "
+                    + "(\(ByteFormat.string(report.deletedBytes)))"
+            )
+        }
         let manifest = report.manifestURL.map { "\(report.manifest) (\($0))" } ?? report.manifest
         lines.append(
             report.manifestChanged

@@ -14,14 +14,14 @@ struct Publish: AsyncParsableCommand {
             does not already hold with the same size and SHA-256 are uploaded. The download manifest \
             (PREFIX/manifest) is uploaded last, and only after every object it names has been confirmed by a HEAD \
             with the SHA-256 uploaded (x-amz-checksum-sha256), so a device never reads a manifest naming a missing or \
-            partial object. Nothing is ever deleted: old versions stay for devices that still hold the old manifest.
+            partial object. Old versions stay for devices that still hold an older manifest, unless --keep is given.
 
             Credentials, region and endpoint are found as the AWS CLI finds them: AWS_ACCESS_KEY_ID, \
             AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL, then ~/.aws/credentials and \
             ~/.aws/config (AWS_PROFILE or --profile). The secret is never printed. Versions are shared with `serve` \
             and `export` through FOLDER/.ba-mock/state.json.
 
-            Not yet: deleting old versions, manifests per platform.
+            Not yet: manifests per platform.
             """
     )
 
@@ -80,7 +80,21 @@ struct Publish: AsyncParsableCommand {
     )
     var retries: Int = 5
 
-    @Flag(help: "Print what would be uploaded and kept, with bytes, and change nothing.")
+    @Option(
+        help: ArgumentHelp(
+            "Delete old versions, keeping the archives of the last N releases (the one published now counts). Never deleted: what the live manifest or the one it replaces names, and anything until --grace after the release that replaced it. The releases are kept in PREFIX/releases.json. (default: delete nothing)",
+            valueName: "N"
+        )
+    )
+    var keep: Int?
+
+    @Option(
+        help:
+            "Seconds an old version stays after the release that replaced it went live: at least --manifest-max-age, so an edge or a device still holding the older manifest finds what it names."
+    )
+    var grace: Double = 86_400
+
+    @Flag(help: "Print what would be uploaded, kept and deleted, with bytes, and change nothing.")
     var dryRun = false
 
     @Option(
@@ -106,6 +120,12 @@ struct Publish: AsyncParsableCommand {
         guard (1...64).contains(jobs) else { throw ValidationError("--jobs must be 1 to 64") }
         guard (5...5120).contains(partSize) else { throw ValidationError("--part-size must be 5 to 5120 (MiB)") }
         guard (0...20).contains(retries) else { throw ValidationError("--retries must be 0 to 20") }
+        if let keep, keep < 1 { throw ValidationError("--keep must be 1 or more releases") }
+        guard grace >= Double(manifestMaxAge) else {
+            throw ValidationError(
+                "--grace \(grace) is shorter than --manifest-max-age \(manifestMaxAge): an edge could still serve a manifest naming what was deleted"
+            )
+        }
     }
 
     func run() async throws {
@@ -123,6 +143,8 @@ struct Publish: AsyncParsableCommand {
         options.jobs = jobs
         options.partSize = Int64(partSize) << 20
         options.retries = retries
+        options.keep = keep
+        options.grace = .milliseconds(Int64(grace * 1000))
         options.dryRun = dryRun
         options.pinnedVersions = try PackVersionPins.parse(packVersions)
         options.packOptions = build.packOptions

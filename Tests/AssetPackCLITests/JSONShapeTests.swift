@@ -90,7 +90,7 @@ struct CLIJSONShapeTests {
         )
         #expect(
             try text(published)
-                == #"{"dryRun":true,"endpoint":"http://127.0.0.1:9000","manifest":"s3://b/p/manifest","manifestChanged":true,"#
+                == #"{"deletedBytes":0,"dryRun":true,"endpoint":"http://127.0.0.1:9000","manifest":"s3://b/p/manifest","manifestChanged":true,"#
                 + #""steps":[{"action":"keep","bytes":5,"id":"A","key":"p/packs/A/2-ab","kind":"pack","sha256":"ab","version":2},"#
                 + #"{"action":"upload","bytes":7,"key":"p/manifest","kind":"manifest","sha256":"cd"}],"uploadedBytes":7}"#
         )

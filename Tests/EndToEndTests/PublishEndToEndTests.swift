@@ -293,4 +293,59 @@ struct PublishEndToEndTests {
         let again = try report(try publish([folder.string, "s3://packs-test/game", "--json"] + options, store))
         #expect(again.uploadedBytes == 0, "\(again.steps)")
     }
+
+    /// `--keep 1`: an old version stays while it is within the grace of the release that replaced it, and
+    /// while the manifest being replaced names it; then it goes, and every object the live manifest names is
+    /// still there. A dry run lists the deletions and deletes nothing.
+    @Test func oldVersionsGoOnlyAfterTheGraceAndNeverWhatTheLiveManifestNames() throws {
+        let scratch = try Scratch()
+        let folder = try scratch.copySampleAssets()
+        let store = try S3Store(buckets: ["packs-test"])
+        defer { store.stop() }
+        let pruning = ["--keep", "1", "--grace", "3600"]
+        func publish(_ edit: String?, _ options: [String]) throws -> Publisher.Report {
+            if let edit { try scratch.write("Assets/Levels/README.txt", edit) }
+            return try report(try self.publish([folder.string, "s3://packs-test/game", "--json"] + options, store))
+        }
+        func levels(_ objects: [S3Store.Object]) -> [String] {
+            objects.map(\.key).filter { $0.hasPrefix("game/packs/Levels/") }.sorted()
+        }
+        _ = try publish(nil, pruning)
+        let version1 = levels(try store.objects("packs-test"))
+        _ = try publish("version 2\n", pruning)
+        let third = try publish("version 3\n", pruning)
+        #expect(third.steps.allSatisfy { $0.action != .delete }, "within the grace: \(third.steps)")
+        let all = levels(try store.objects("packs-test"))
+        #expect(all.count == 3 && all.contains(version1[0]), "\(all)")
+
+        // The grace has passed (0 s here, with a manifest no edge keeps): versions 1 and 2 go, with the deltas
+        // only they named; first a dry run, which deletes nothing.
+        let passed = ["--keep", "1", "--grace", "0", "--manifest-max-age", "0"]
+        let before = try store.objects("packs-test")
+        let dry = try runTool(
+            tool,
+            ["publish", folder.string, "s3://packs-test/game", "--endpoint-url", store.endpoint, "--dry-run"] + passed,
+            environment: store.environment
+        )
+        #expect(dry.status == 0, "\(dry.stderr)")
+        // Levels 1 and 2, and the delta from 1 to 2 (version 3's deltas, from 1 and from 2, are named).
+        #expect(dry.stdout.contains("would delete 3 old versions"), "\(dry.stdout)")
+        #expect(try store.objects("packs-test").map(\.key) == before.map(\.key))
+
+        let pruned = try publish(nil, passed)
+        let deleted = pruned.steps.filter { $0.action == .delete }.map(\.key)
+        #expect(deleted.filter { $0.hasPrefix("game/packs/") }.sorted() == Array(all.prefix(2)), "\(deleted)")
+        #expect(deleted.filter { $0.hasPrefix("game/deltas/Levels/2-from-1-") }.count == 1, "\(deleted)")
+        #expect(deleted.count == 3)
+        let after = try store.objects("packs-test")
+        #expect(levels(after).count == 1)
+        #expect(after.contains { $0.key == "game/releases.json" })
+        #expect(Set(after.map(\.key)).isDisjoint(with: deleted))
+        // Every object the live manifest names is there, with the bytes it says.
+        let manifestBytes = try #require(try store.objects("packs-test").first { $0.key == "game/manifest" })
+        #expect(manifestBytes.cacheControl == "public, max-age=0")
+        let named = third.steps.filter { $0.kind != .manifest && $0.action != .delete }.map(\.key)
+        let present = Set(after.map(\.key))
+        #expect(named.allSatisfy(present.contains), "\(named.filter { !present.contains($0) })")
+    }
 }

@@ -117,13 +117,23 @@ extension Publisher {
         return (objects, manifestObject)
     }
 
-    /// Whether the store holds `step`'s bytes, going by its HEAD: the same size, and the same SHA-256 in the
-    /// store's checksum (which it checked on upload) or in the `x-amz-meta-sha256` publish writes beside it.
-    /// The second is what an object sent in parts has: its checksum is of its parts' checksums (each part's
-    /// checked by the store on upload), and the metadata was set when its upload began.
-    static func holds(_ head: S3Bucket.Head?, _ step: Step) -> Bool {
-        guard let head, head.size == step.bytes else { return false }
-        return head.checksumSHA256 == Data(hexDigest: step.sha256)?.base64EncodedString()
-            || head.metadataSHA256 == step.sha256
+    /// Whether the store holds `object` as publish would write it, going by its HEAD: the same size, the same
+    /// SHA-256 in the store's checksum (which it checked on upload) or in the `x-amz-meta-sha256` publish
+    /// writes beside it, and the same `Cache-Control` and `Content-Type` (a header changed, by
+    /// `--manifest-max-age` or by hand, is sent again). The metadata is what an object sent in parts has: its
+    /// checksum is of its parts' checksums (each checked by the store on upload), and the metadata was set
+    /// when its upload began.
+    static func holds(_ head: S3Bucket.Head?, _ object: PlannedObject) -> Bool {
+        guard let head, head.size == object.step.bytes,
+            head.checksumSHA256 == Data(hexDigest: object.step.sha256)?.base64EncodedString()
+                || head.metadataSHA256 == object.step.sha256
+        else { return false }
+        return object.headers.allSatisfy { name, value in
+            switch name {
+            case "cache-control": head.cacheControl == value
+            case "content-type": head.contentType == value
+            default: true
+            }
+        }
     }
 }

@@ -99,15 +99,26 @@ extension Publisher {
             baseURL: options.downloadBaseURL,
             manifestMaxAge: options.manifestMaxAge
         )
+        var pruning: (log: ReleaseLog, deletions: [Step])?
         do {
             try await bucket.check(prefix: prefix)
             let heads = try await concurrently(objects + [manifest], jobs: options.jobs) {
                 try await bucket.head($0.step.key)
             }
-            for index in objects.indices where holds(heads[index], objects[index].step) {
+            for index in objects.indices where holds(heads[index], objects[index]) {
                 objects[index].step.action = .keep
             }
-            if holds(heads[objects.count], manifest.step) { manifest.step.action = .keep }
+            if holds(heads[objects.count], manifest) { manifest.step.action = .keep }
+            if options.keep != nil {
+                pruning = try await prunePlan(
+                    bucket,
+                    prefix: prefix,
+                    objects: objects,
+                    manifest: manifest,
+                    options: options,
+                    log: log
+                )
+            }
             if !options.dryRun {
                 let sent = try await upload(
                     objects.filter { $0.step.action == .upload },
@@ -118,7 +129,7 @@ extension Publisher {
                 for index in objects.indices {
                     objects[index].step = sent[objects[index].step.key] ?? objects[index].step
                 }
-                try await confirm(objects.map(\.step), in: bucket, jobs: options.jobs)
+                try await confirm(objects, in: bucket, jobs: options.jobs)
             }
         } catch var error as PublishError {
             error.message += "; the live manifest \(bucket.name(manifest.step.key)) was not changed"
@@ -126,8 +137,18 @@ extension Publisher {
         }
         if !options.dryRun, manifest.step.action == .upload {
             try await bucket.put(manifest.step.key, manifest.payload, headers: manifest.headers)
-            try await confirm([manifest.step], in: bucket, jobs: 1)
+            try await confirm([manifest], in: bucket, jobs: 1)
             log("uploaded \(bucket.name(manifest.step.key)), last")
+        }
+        if !options.dryRun, let pruning {
+            try await prune(
+                pruning,
+                in: bucket,
+                prefix: prefix,
+                wentLive: manifest.step.action == .upload,
+                jobs: options.jobs,
+                log: log
+            )
         }
         let baseURL = options.downloadBaseURL.map { $0.hasSuffix("/") ? $0 : $0 + "/" }
         return Report(
@@ -135,7 +156,7 @@ extension Publisher {
             manifestURL: baseURL.map { $0 + "manifest" },
             endpoint: bucket.endpoint.text,
             dryRun: options.dryRun,
-            steps: objects.map(\.step) + [manifest.step]
+            steps: objects.map(\.step) + [manifest.step] + (pruning?.deletions ?? [])
         )
     }
 
@@ -183,17 +204,21 @@ extension Publisher {
         return Dictionary(sent.map { ($0.key, $0) }) { first, _ in first }
     }
 
-    /// HEADs every object and throws unless each has the size and SHA-256 it was uploaded with.
-    private static func confirm(_ steps: [Step], in bucket: S3Bucket, jobs: Int) async throws {
-        let heads = try await concurrently(steps, jobs: jobs) { try await bucket.head($0.key) }
-        for (step, head) in zip(steps, heads) where !holds(head, step) {
+    /// HEADs every object and throws unless each has the size, SHA-256 and headers it was uploaded with.
+    private static func confirm(_ objects: [PlannedObject], in bucket: S3Bucket, jobs: Int) async throws {
+        let heads = try await concurrently(objects, jobs: jobs) { try await bucket.head($0.step.key) }
+        for (object, head) in zip(objects, heads) where !holds(head, object) {
+            let step = object.step
             let found =
-                head.map { "\($0.size) bytes, SHA-256 \($0.checksumSHA256 ?? $0.metadataSHA256 ?? "not given")" }
-                ?? "no object"
+                head.map {
+                    "\($0.size) bytes, SHA-256 \($0.checksumSHA256 ?? $0.metadataSHA256 ?? "not given"), Cache-Control "
+                        + "\($0.cacheControl ?? "none"), Content-Type \($0.contentType ?? "none")"
+                } ?? "no object"
+            let headers = object.headers.map { "\($0.0): \($0.1)" }.joined(separator: ", ")
             throw PublishError(
                 code: .notConfirmed,
-                message: "\(bucket.name(step.key)) should hold \(step.bytes) bytes with SHA-256 \(step.sha256), but "
-                    + "the store has \(found)",
+                message: "\(bucket.name(step.key)) should hold \(step.bytes) bytes with SHA-256 \(step.sha256) and "
+                    + "\(headers), but the store has \(found)",
                 fix: "run publish again; if it persists, the store or a proxy in front "
                     + "of it changes objects"
             )

@@ -38,6 +38,12 @@ public enum Publisher {
         public var partSize: Int64 = 16 << 20
         /// Plan only: report what would be uploaded and kept, change nothing.
         public var dryRun = false
+        /// Delete old versions, keeping those of the last `keep` releases (the live one counts); `nil` deletes
+        /// nothing.
+        public var keep: Int?
+        /// How long after the release that replaced it an old version may be deleted: at least the
+        /// manifest's `max-age`, so an edge or a device still holding the older manifest finds what it names.
+        public var grace: Duration = .seconds(86_400)
         /// Retries of a request after a 5xx, 429 or broken connection.
         public var retries = 5
         /// The waits between those retries.
@@ -79,6 +85,8 @@ public enum Publisher {
             case upload
             /// Already in the store with this size and SHA-256.
             case keep
+            /// An old version deleted (or, in a dry run, to be deleted).
+            case delete
         }
 
         public var kind: Kind
@@ -124,10 +132,12 @@ public enum Publisher {
         public var manifestURL: String?
         public var endpoint: String
         public var dryRun: Bool
-        /// Every object, the manifest last.
+        /// Every object: the archives, the manifest, then old versions deleted.
         public var steps: [Step]
         /// Bytes sent (or to send).
         public var uploadedBytes: Int64
+        /// Bytes of old versions deleted (or to delete).
+        public var deletedBytes: Int64
         /// Whether the manifest changed (or would).
         public var manifestChanged: Bool
 
@@ -139,7 +149,8 @@ public enum Publisher {
             self.dryRun = dryRun
             self.steps = steps
             uploadedBytes = steps.filter { $0.action == .upload }.reduce(0) { $0 + $1.bytes }
-            manifestChanged = steps.last?.action == .upload
+            deletedBytes = steps.filter { $0.action == .delete }.reduce(0) { $0 + $1.bytes }
+            manifestChanged = steps.contains { $0.kind == .manifest && $0.action == .upload }
         }
     }
 }
