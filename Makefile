@@ -22,8 +22,9 @@ APT_PACKAGES := libarchive-dev pkg-config nginx curl libarchive-tools wrk time r
 APT_PACKAGES += chromium chromium-driver
 # PyPI packages the tests and the bench use as independent references: lzfse binds Apple's reference LZFSE
 # implementation, lz4 binds liblz4's block API (Apple Archive test archives are written with them); moto's
-# server is the S3-compatible store publish is tested against, boto3 the independent client that reads it back.
-PIP_PACKAGES := lzfse lz4 'moto[server]==5.2.1' 'boto3==1.43.11'
+# server is the S3-compatible store publish is tested against, boto3 the independent client that reads it back,
+# awscli (aws s3 sync) the reference of make bench's publish rows.
+PIP_PACKAGES := lzfse lz4 'moto[server]==5.2.1' 'boto3==1.43.11' 'awscli==1.45.11'
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BIN = $(shell $(SWIFT) build -c $(CONFIG) --show-bin-path)
@@ -54,7 +55,7 @@ deps:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
-	@python3 -c "import lzfse, lz4.block, moto.server, boto3" 2>/dev/null || { echo "installing (pip): $(PIP_PACKAGES)"; \
+	@python3 -c "import lzfse, lz4.block, moto.server, boto3, awscli" 2>/dev/null || { echo "installing (pip): $(PIP_PACKAGES)"; \
 	  python3 -m pip install --quiet --disable-pip-version-check $(PIP_PACKAGES) 2>/dev/null \
 	  || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages $(PIP_PACKAGES); }
 

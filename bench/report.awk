@@ -79,6 +79,10 @@ function goal_of(step, set) {
     if (step == "lzfse-decode") return ">= 0.8"
     if (step == "lzfse-encode-time") return "<= 1.5"
     if (step == "lzfse-encode-size") return "<= 1.05"
+    # Issue 32: a first publish at least as fast as aws s3 sync; after one file changed, only that pack (and
+    # its deltas and the manifest) move.
+    if (step == "publish-first") return "<= 1.0"
+    if (step == "publish-change-bytes") return "<= 1.0"
     return ""
 }
 
@@ -200,5 +204,8 @@ END {
     print "2 x the changed files compressed + 64 KiB; update-time-vs-full = the delta's time vs --no-delta's;" > md
     print "sizeNk and filesN rows show how time grows with size and file count (one round);" > md
     print "pack-aar = ba-mock package of an Apple Archive (LZFSE, the default) vs of a tar (zstd 3), input MB/s," > md
-    print "and pack-aar-size their sizes in bytes; serve-1-stream-aar = serve-1-stream of the Apple Archive." > md
+    print "and pack-aar-size their sizes in bytes; serve-1-stream-aar = serve-1-stream of the Apple Archive;" > md
+    print "publish-first = ba-mock publish of 8 packs (1 GiB, built beforehand) into an empty prefix of moto's S3" > md
+    print "server vs aws s3 sync of export's tree of the same packs, wall seconds; publish-change = both again after" > md
+    print "64 KiB in the middle of one pack's file changed, and publish-*-bytes the bytes each sent." > md
 }

@@ -8,18 +8,20 @@
 # reference alternately (who goes first alternates too), --rounds times (default 3); the table shows
 # medians and ratios ours / reference and is written to OUT/results.md and OUT/results.json (default
 # OUT: bench/). --smoke: tiny data, one round, short durations (make test runs it so the script cannot rot).
-# --only: a comma-separated subset of pack,serve,ensure,aar,codec,reads,update,scaling (reads need ensure,
+# --only: a comma-separated subset of pack,serve,ensure,aar,codec,reads,update,scaling,publish (reads need ensure,
 # which it implies). aar: ensure of the big and mixed sets as Apple Archives (LZFSE) against the same content
 # as tar.zst packs, both from nginx; codec: LZFSE decode and encode against Apple's reference implementation
 # (scripts/codec-bench.py). update: four updates (10 of 1 024 files rewritten; one 1.4 KiB file of 3 000; 1 MiB
 # rewritten in the middle of a 200 MiB file; 1 MiB inserted at its start), ensure --latest through a delta,
-# and without one, vs rsync of the extracted folder from an rsync daemon on 127.0.0.1.
+# and without one, vs rsync of the extracted folder from an rsync daemon on 127.0.0.1. publish: ba-mock publish
+# of 8 packs (1 GiB) to an S3-compatible store on loopback (moto's server, scripts/s3-store.py), first into an
+# empty prefix and again after one file changed, vs aws s3 sync of export's tree of the same packs.
 set -euo pipefail
 . "$(dirname "$0")/first-line.sh"
 
 smoke=0
 rounds=3
-only=pack,serve,ensure,aar,codec,reads,update,scaling
+only=pack,serve,ensure,aar,codec,reads,update,scaling,publish
 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -609,6 +611,57 @@ for count in $scale_counts; do
   record "lookup-p99" "$set" "ours" "$(csv_field "$row" 13)" "µs"
 done
 rounds=$rounds_saved
+fi
+
+# --- publish ---------------------------------------------------------------------------------------------
+# publish_round R: a store of its own (moto keeps objects in memory), our publish and aws s3 sync of the same
+# packs (export's tree; both built beforehand, so that both time the upload), then one file changed and both
+# again. Who goes first alternates.
+publish_round() {
+  local r=$1 who seconds rss ep store_pid order bytes
+  python3 -u "$here/scripts/s3-store.py" serve bench >"$work/store.out" 2>"$work/store.err" &
+  store_pid=$!
+  pids+=("$store_pid")
+  ep=$(first_line "$work/store.out" "$work/store.err" "$store_pid" 600 | sed 's/.*"endpoint": "\([^"]*\)".*/\1/')
+  order=$( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours")
+  for phase in first change; do
+    if [ "$phase" = change ]; then
+      dd if=/dev/urandom of="$work/sets/publish/p3/data.bin" bs=64K count=1 seek=$((publish_size / 131072)) \
+        conv=notrunc status=none
+    fi
+    "$mock" export "$work/sets/publish" --out "$work/www/publish" >/dev/null 2>"$work/export.err" \
+      || { cat "$work/export.err" >&2; exit 1; }
+    warm "$work/www/publish"
+    for who in $order; do
+      if [ "$who" = ours ]; then
+        timed seconds rss "$mock" publish "$work/sets/publish" s3://bench/ours --endpoint-url "$ep" --json
+        bytes=$(grep -o '"uploadedBytes":[0-9]*' "$work/cmd.out" | cut -d: -f2)
+      else
+        timed seconds rss aws s3 sync "$work/www/publish" s3://bench/ref --endpoint-url "$ep" --no-progress \
+          --exclude .ba-mock-export.json
+        bytes=$(awk '/^upload: / { print $2 }' "$work/cmd.out" | xargs -r stat -c %s | awk '{ s += $1 } END { print s + 0 }')
+      fi
+      record "publish-$phase" "8packs" "$who" "$seconds" "s" "$rss"
+      record "publish-$phase-bytes" "8packs" "$who" "$bytes" "B"
+    done
+  done
+  kill -TERM "$store_pid" 2>/dev/null || true; wait "$store_pid" 2>/dev/null || true
+}
+if want publish; then
+  command -v aws >/dev/null && python3 -c "import moto.server" 2>/dev/null \
+    || { echo "bench.sh: aws (PyPI awscli) or moto is missing: run make deps" >&2; exit 1; }
+  publish_size=$( [ $smoke = 1 ] && echo $((256 << 10)) || echo $((128 << 20)) )
+  log "publish: 8 packs of $publish_size bytes to moto, then one file changed, vs aws s3 sync"
+  for i in 1 2 3 4 5 6 7 8; do
+    "$tool" random "$work/sets/publish/p$i" 1 "$publish_size"
+    mv "$work/sets/publish/p$i/"* "$work/sets/publish/p$i/data.bin"
+    printf '{ "assetPackID": "p%s", "downloadPolicy": { "onDemand": {} }, "fileSelectors": [ { "directory": "p%s" } ], "platforms": ["iOS"] }\n' \
+      "$i" "$i" >"$work/sets/publish/p$i.json"
+  done
+  export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_DEFAULT_REGION=us-east-1 AWS_CONFIG_FILE=/dev/null \
+    AWS_SHARED_CREDENTIALS_FILE=/dev/null
+  for r in $(seq 1 "$rounds"); do publish_round "$r"; done
+  rm -rf "$work/sets/publish" "$work/www/publish"
 fi
 
 # Peak RSS of packing and ensuring 1 GiB and 100 000 files: from the scaling runs of the largest size and

@@ -60,6 +60,14 @@ extension MockOutput {
                 ? "\(report.dryRun ? "would replace" : "replaced") \(manifest), last"
                 : "\(manifest) unchanged"
         )
+        if let check = report.publicCheck {
+            lines.append(
+                "checked \(check.manifestURL) and the \(ByteFormat.count(check.objectsChecked, "object")) it names"
+                    + (check.servesThisRelease
+                        ? ""
+                        : " (it still serves the manifest before this one: an edge keeps it for its max-age)")
+            )
+        }
         if report.dryRun { lines.append("dry run: nothing was changed") }
         return lines.joined(separator: "\n")
     }

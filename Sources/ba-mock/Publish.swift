@@ -63,6 +63,12 @@ struct Publish: AsyncParsableCommand {
     )
     var manifestMaxAge: Int = 60
 
+    @Flag(
+        inversion: .prefixedNo,
+        help: "After publishing, fetch the manifest from --download-base-url and HEAD every object it names, unsigned, as a device would: a bucket that is not readable there, or a size that differs, fails the run (the manifest is live by then)."
+    )
+    var check = true
+
     @Option(help: "Requests at once (HEADs, uploads, parts).")
     var jobs: Int = 4
 
@@ -141,6 +147,7 @@ struct Publish: AsyncParsableCommand {
         options.downloadBaseURL = downloadBaseURL
         options.manifestMaxAge = manifestMaxAge
         options.jobs = jobs
+        options.check = check
         options.partSize = Int64(partSize) << 20
         options.retries = retries
         options.keep = keep

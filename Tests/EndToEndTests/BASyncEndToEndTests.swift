@@ -463,7 +463,8 @@ struct BASyncEndToEndTests {
             "| rss-serve-8-clients | big |", "| rss-pack |", "| rss-ensure |", "| update-time | update |",
             "| update-bytes | update |", "| update-bytes-vs-goal | update |", "| update-time-no-delta | update |",
             "| update-time | update-small |", "| update-bytes | update-middle |", "| update-time | update-insert |",
-            "| update-time-vs-full | update-insert |",
+            "| update-time-vs-full | update-insert |", "| publish-first | 8packs |", "| publish-change | 8packs |",
+            "| publish-change-bytes | 8packs |",
         ] {
             #expect(markdown.contains(step), "no row \(step) in:\n\(markdown)")
         }

@@ -62,10 +62,14 @@ struct PublishEndToEndTests {
         )
         defer { edge.stop() }
 
-        let first = try report(try publish([folder.string, "s3://packs-test/game", "--json"], store))
+        // The manifest's URLs start with the edge's address, and publish checks what the edge serves.
+        let arguments = [folder.string, "s3://packs-test/game", "--json", "--download-base-url", edge.base]
+        let first = try report(try publish(arguments, store))
         #expect(first.steps.map(\.kind) == [.pack, .pack, .pack, .manifest])
         #expect(first.steps.allSatisfy { $0.action == .upload })
         #expect(first.manifestChanged)
+        #expect(first.publicCheck?.objectsChecked == 3)
+        #expect(first.publicCheck?.servesThisRelease == true)
 
         // What boto3 reads back: keys that carry the version and SHA-256 of the bytes, the headers a CDN needs.
         let objects = try store.objects("packs-test")
@@ -82,28 +86,30 @@ struct PublishEndToEndTests {
         // A device installs through the edge; the second read of a pack is the edge's.
         let manifestURL = edge.base + "/manifest"
         let manifest = try DownloadManifest.decode(try await get(manifestURL).body, source: manifestURL)
-        #expect(manifest.assetPacks.map(\.url).allSatisfy { $0.hasPrefix("packs/") })
+        #expect(manifest.assetPacks.map(\.url).allSatisfy { $0.hasPrefix(edge.base + "/packs/") })
         let appGroup = scratch.root.appending("AppGroup")
         let common = ["--manifest-url", manifestURL, "--app-group", appGroup.string]
         let installed = try runTool(sync, ["ensure", "Levels", "Tutorial"] + common)
         #expect(installed.status == 0, "\(installed.stderr)")
         #expect(try runTool(sync, ["verify", "--app-group", appGroup.string]).status == 0)
         let levels = try #require(manifest.assetPacks.first { $0.id == "Levels" })
-        #expect(try await get(edge.base + "/" + levels.url).headers.first(name: "X-Cache-Status") == "HIT")
+        #expect(try await get(levels.url).headers.first(name: "X-Cache-Status") == "HIT")
 
         // Nothing changed: nothing is sent.
-        let again = try report(try publish([folder.string, "s3://packs-test/game", "--json"], store))
+        let again = try report(try publish(arguments, store))
         #expect(again.steps.allSatisfy { $0.action == .keep }, "\(again.steps)")
         #expect(again.uploadedBytes == 0)
 
         // One file of Levels changed: only Levels' new version, its delta and the manifest move.
         try scratch.write("Assets/Levels/README.txt", "changed after the first publish\n")
-        let edited = try report(try publish([folder.string, "s3://packs-test/game", "--json"], store))
+        let edited = try report(try publish(arguments, store))
         let moved = edited.steps.filter { $0.action == .upload }
         #expect(moved.map(\.kind) == [.pack, .delta, .manifest], "\(moved)")
         #expect(moved.dropLast().allSatisfy { $0.id == "Levels" && $0.version == 2 })
         let after = try store.objects("packs-test")
         #expect(Set(after.map(\.key)).isSuperset(of: objects.map(\.key)), "the old version stays")
+        #expect(edited.publicCheck?.servesThisRelease == false, "the edge keeps the manifest for its max-age")
+        #expect(edited.publicCheck?.objectsChecked == 3)
 
         // The edge still serves the manifest it cached (max-age=60), and the old version it names still
         // installs; the store's own manifest names version 2, which installs through its delta.
@@ -175,6 +181,19 @@ struct PublishEndToEndTests {
         let keys = try store.objects("packs-test").map(\.key).sorted()
         #expect(keys == real.steps.map(\.key).sorted())
         #expect(keys.allSatisfy { $0.hasPrefix("game/") }, "\(keys)")
+
+        // A bucket no one may read, named as the public address: the check after publishing says so.
+        let unreadable = try publish(
+            [folder.string, destination, "--download-base-url", store.endpoint + "/packs-test/game"],
+            store
+        )
+        #expect(unreadable.status == 1)
+        #expect(
+            unreadable.stderr.contains(
+                "published, but \(store.endpoint)/packs-test/game/manifest answered 403: a device could not install from it"
+            ),
+            "\(unreadable.stderr)"
+        )
     }
 
     /// A store that answers 503 to every upload of one pack (nginx in front of it): publish retries with

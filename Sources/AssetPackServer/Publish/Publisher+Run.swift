@@ -151,13 +151,22 @@ extension Publisher {
             )
         }
         let baseURL = options.downloadBaseURL.map { $0.hasSuffix("/") ? $0 : $0 + "/" }
-        return Report(
+        var report = Report(
             manifest: bucket.name(manifest.step.key),
             manifestURL: baseURL.map { $0 + "manifest" },
             endpoint: bucket.endpoint.text,
             dryRun: options.dryRun,
             steps: objects.map(\.step) + [manifest.step] + (pruning?.deletions ?? [])
         )
+        if !options.dryRun, options.check, let baseURL {
+            report.publicCheck = try await checkPublic(
+                baseURL: baseURL,
+                published: manifest,
+                http: bucket.http,
+                jobs: options.jobs
+            )
+        }
+        return report
     }
 
     /// Sends `objects`: those of at most one part side by side (`jobs` at once), then each larger one in parts

@@ -32,6 +32,9 @@ public enum Publisher {
         public var downloadBaseURL: String?
         /// The manifest's `max-age`, in seconds.
         public var manifestMaxAge = 60
+        /// After publishing, fetch the manifest from `downloadBaseURL` and HEAD every object it names, unsigned,
+        /// as a device would (only with a download base URL).
+        public var check = true
         /// Requests at once.
         public var jobs = 4
         /// An object larger than this is sent in parts of this size (S3 takes 5 MiB to 5 GiB).
@@ -140,6 +143,8 @@ public enum Publisher {
         public var deletedBytes: Int64
         /// Whether the manifest changed (or would).
         public var manifestChanged: Bool
+        /// What the public address served afterwards, when it was checked.
+        public var publicCheck: PublicCheck?
 
         /// Creates a report of `steps`, the manifest's last.
         public init(manifest: String, manifestURL: String?, endpoint: String, dryRun: Bool, steps: [Step]) {
