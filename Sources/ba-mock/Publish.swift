@@ -65,7 +65,8 @@ struct Publish: AsyncParsableCommand {
 
     @Flag(
         inversion: .prefixedNo,
-        help: "After publishing, fetch the manifest from --download-base-url and HEAD every object it names, unsigned, as a device would: a bucket that is not readable there, or a size that differs, fails the run (the manifest is live by then)."
+        help:
+            "After publishing, fetch the manifest from --download-base-url and HEAD every object it names, unsigned, as a device would: a bucket that is not readable there, or a size that differs, fails the run (the manifest is live by then)."
     )
     var check = true
 

@@ -367,4 +367,80 @@ struct PublishEndToEndTests {
         let present = Set(after.map(\.key))
         #expect(named.allSatisfy(present.contains), "\(named.filter { !present.contains($0) })")
     }
+
+    /// Three stores that misbehave, through nginx in front of moto: one that sheds load (503 past 2 PUTs a
+    /// second) is retried until every object is in; a full one (507) fails at once, not retried; one that cuts
+    /// the connection is retried, then fails naming the object. The live manifest never names what is missing.
+    @Test func aBusyStoreIsRetriedAFullOneIsNotAndACutConnectionIsReported() async throws {
+        guard Nginx.installed else {
+            Issue.record("nginx is not installed: run `make deps`")
+            return
+        }
+        let scratch = try Scratch()
+        let folder = try scratch.copySampleAssets()
+        let store = try S3Store(buckets: ["packs-test"])
+        defer { store.stop() }
+        let proxy = """
+            proxy_pass \(store.endpoint);
+            proxy_set_header Host $http_host;
+            """
+        let faulty = try await Nginx(
+            scratch: scratch,
+            server: """
+                client_max_body_size 0;
+                location ~ ^/packs-test/busy/packs/ {
+                    limit_req zone=puts;
+                    limit_req_status 503;
+                    \(proxy)
+                }
+                location ~ ^/packs-test/full/packs/Tutorial/ {
+                    if ($request_method = PUT) { return 507; }
+                    \(proxy)
+                }
+                location ~ ^/packs-test/cut/packs/Levels/ {
+                    if ($request_method = PUT) { return 444; }
+                    \(proxy)
+                }
+                location / { \(proxy) }
+                """,
+            http: "limit_req_zone $request_method zone=puts:1m rate=2r/s;"
+        )
+        defer { faulty.stop() }
+        func publish(_ prefix: String, _ more: [String] = []) throws -> (status: Int32, stdout: String, stderr: String)
+        {
+            try runTool(
+                tool,
+                ["publish", folder.string, "s3://packs-test/\(prefix)", "--endpoint-url", faulty.base, "--jobs", "3"]
+                    + more,
+                environment: store.environment,
+                timeout: 300
+            )
+        }
+
+        let busy = try publish("busy")
+        #expect(busy.status == 0, "\(busy.stderr)")
+        #expect(busy.stderr.contains("retrying PUT s3://packs-test/busy/packs/"), "\(busy.stderr)")
+        #expect(try store.objects("packs-test").filter { $0.key.hasPrefix("busy/") }.count == 4)
+
+        let full = try publish("full")
+        #expect(full.status == 1)
+        #expect(full.stderr.contains("is full: PUT s3://packs-test/full/packs/Tutorial/1-"), "\(full.stderr)")
+        #expect(full.stderr.contains("answered 507; the live manifest s3://packs-test/full/manifest was not changed"))
+        #expect(full.stderr.contains("Fix: free space in the store, or raise its quota"))
+        #expect(
+            !full.stderr.contains("retrying PUT s3://packs-test/full/packs/Tutorial/"),
+            "a full store is not retried"
+        )
+
+        let cut = try publish("cut", ["--retries", "2"])
+        #expect(cut.status == 1)
+        #expect(cut.stderr.contains("retrying PUT s3://packs-test/cut/packs/Levels/1-"), "\(cut.stderr)")
+        #expect(cut.stderr.contains("got no answer from the store at \(faulty.base)"), "\(cut.stderr)")
+        #expect(
+            cut.stderr.contains("(after 3 attempts); the live manifest s3://packs-test/cut/manifest was not changed")
+        )
+
+        let keys = try store.objects("packs-test").map(\.key)
+        #expect(!keys.contains("full/manifest") && !keys.contains("cut/manifest"), "\(keys)")
+    }
 }

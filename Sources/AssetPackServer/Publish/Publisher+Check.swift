@@ -44,17 +44,29 @@ extension Publisher {
             throw failure("\(manifestURL) does not serve a download manifest (\(error))")
         }
         let entries = manifest.assetPacks.flatMap { entry in
-            [(URL(string: entry.url, relativeTo: URL(string: manifestURL))?.absoluteString ?? entry.url, entry.downloadSize)]
+            [
+                (
+                    URL(string: entry.url, relativeTo: URL(string: manifestURL))?.absoluteString ?? entry.url,
+                    entry.downloadSize
+                )
+            ]
                 + (entry.deltas ?? []).map {
-                    (URL(string: $0.url, relativeTo: URL(string: manifestURL))?.absoluteString ?? $0.url, $0.downloadSize)
+                    (
+                        URL(string: $0.url, relativeTo: URL(string: manifestURL))?.absoluteString ?? $0.url,
+                        $0.downloadSize
+                    )
                 }
         }
-        let heads = try await concurrently(entries, jobs: jobs) { url, _ in try await fetch(url, method: .HEAD, http: http) }
+        let heads = try await concurrently(entries, jobs: jobs) { url, _ in
+            try await fetch(url, method: .HEAD, http: http)
+        }
         for ((url, size), head) in zip(entries, heads) {
             guard head.status == 200 else { throw failure("\(url) answered \(head.status)") }
             let length = head.headers.first(name: "content-length").flatMap(Int64.init)
             guard length == size else {
-                throw failure("\(url) is \(length.map { "\($0) bytes" } ?? "of no stated size"), not \(size) as the manifest says")
+                throw failure(
+                    "\(url) is \(length.map { "\($0) bytes" } ?? "of no stated size"), not \(size) as the manifest says"
+                )
             }
         }
         return PublicCheck(

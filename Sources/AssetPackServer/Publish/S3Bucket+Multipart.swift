@@ -41,9 +41,11 @@ extension S3Bucket {
         let ranges = stride(from: Int64(0), to: size, by: Int(partSize)).map { $0..<min($0 + partSize, size) }
         let numbered = Array(zip(1..., ranges))
         let sent = try await concurrently(numbered, jobs: jobs) { number, range in
-            let digests = try await BlockingIO.longJob { try Self.digests(of: file, range) }
+            // The MD5 only to compare with a part an earlier run left that the store lists without a checksum.
+            let compareMD5 = stored[number].map { $0.checksumSHA256 == nil } ?? false
+            let digests = try await BlockingIO.longJob { try Self.digests(of: file, range, md5: compareMD5) }
             if let old = stored[number], old.size == Int64(range.count),
-                old.checksumSHA256 == digests.sha256Base64 || old.etag == "\"\(digests.md5)\""
+                old.checksumSHA256 == digests.sha256Base64 || digests.md5.map({ old.etag == "\"\($0)\"" }) == true
             {
                 return (number, old.etag, digests.sha256Base64, Int64(range.count))
             }
@@ -139,19 +141,20 @@ extension S3Bucket {
         }
     }
 
-    /// The SHA-256 (hex and base64) and MD5 (hex: a part's ETag on S3 without KMS) of `range` of a file, in
-    /// one read.
+    /// The SHA-256 (hex and base64) and, when asked, the MD5 (hex: a part's ETag on S3 without KMS) of
+    /// `range` of a file, in one read.
     private static func digests(
         of file: FilePath,
-        _ range: Range<Int64>
-    ) throws -> (sha256: String, sha256Base64: String, md5: String) {
+        _ range: Range<Int64>,
+        md5 wantMD5: Bool
+    ) throws -> (sha256: String, sha256Base64: String, md5: String?) {
         let fd = try FileDescriptor.open(file, .readOnly)
         return try fd.closeAfter {
             var sha = SHA256()
             var md5 = Insecure.MD5()
             let read = try fd.forEachChunk(from: range.lowerBound, upTo: Int64(range.count)) {
                 sha.update(bufferPointer: $0)
-                md5.update(bufferPointer: $0)
+                if wantMD5 { md5.update(bufferPointer: $0) }
             }
             guard read == Int64(range.count) else {
                 throw PublishError(
@@ -160,7 +163,7 @@ extension S3Bucket {
                 )
             }
             let digest = sha.finalize()
-            return (digest.hexString, Data(digest).base64EncodedString(), md5.finalize().hexString)
+            return (digest.hexString, Data(digest).base64EncodedString(), wantMD5 ? md5.finalize().hexString : nil)
         }
     }
 

@@ -151,9 +151,10 @@ struct S3Bucket: Sendable {
             } catch {
                 failure = PublishError(
                     code: .network,
-                    message: "cannot reach the store at \(endpoint.text) (\(method) \(key.map(name) ?? bucket)): "
-                        + "\(error)",
-                    fix: "check --endpoint-url and that the store is running"
+                    message:
+                        "\(method) \(key.map(name) ?? bucket) got no answer from the store at \(endpoint.text): the "
+                        + "connection could not be made or broke (\(error))",
+                    fix: "check --endpoint-url and that the store is running; run publish again to resume"
                 )
             }
             failures += 1
