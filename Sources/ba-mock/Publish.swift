@@ -21,12 +21,13 @@ struct Publish: AsyncParsableCommand {
             ~/.aws/config (AWS_PROFILE or --profile). The secret is never printed. Versions are shared with `serve` \
             and `export` through FOLDER/.ba-mock/state.json.
 
-            Not yet: manifests per platform.
+            Example, against a local store: AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... ba-mock publish Assets \
+            s3://packs/game --endpoint-url http://127.0.0.1:9000 --download-base-url https://cdn.example.com/game
             """
     )
 
-    @Argument(help: "The asset folder: packaging manifests (*.json) at its top level.")
-    var folder: FilePath = "Assets"
+    @Argument(help: "The asset folder: packaging manifests (*.json) at its top level (Assets for the sample).")
+    var folder: FilePath
 
     @Argument(help: ArgumentHelp("Where to publish: s3://BUCKET or s3://BUCKET/PREFIX.", valueName: "s3-url"))
     var destination: String
@@ -62,6 +63,15 @@ struct Publish: AsyncParsableCommand {
             "The manifest's Cache-Control max-age, in seconds: how long a CDN or a device may keep an old manifest. Packs are immutable and kept a year."
     )
     var manifestMaxAge: Int = 60
+
+    @Option(
+        name: .customLong("platform"),
+        help: ArgumentHelp(
+            "Also publish PREFIX/manifest-<platform>.json with only the packs for that platform (those that list it or list none), as export --platform writes it; uploaded after the packs and before PREFIX/manifest. Repeatable; iOS, macOS, tvOS or visionOS, any case.",
+            valueName: "platform"
+        )
+    )
+    var platforms: [String] = []
 
     @Flag(
         inversion: .prefixedNo,
@@ -123,6 +133,9 @@ struct Publish: AsyncParsableCommand {
                 ?? "does not parse as a URL"
             if let problem { throw ValidationError("--download-base-url \(downloadBaseURL) \(problem)") }
         }
+        for platform in platforms where DownloadManifest.platform(named: platform) == nil {
+            throw ValidationError("--\(DownloadManifest.unknownPlatform(platform))")
+        }
         guard manifestMaxAge >= 0 else { throw ValidationError("--manifest-max-age must be 0 or more seconds") }
         guard (1...64).contains(jobs) else { throw ValidationError("--jobs must be 1 to 64") }
         guard (5...5120).contains(partSize) else { throw ValidationError("--part-size must be 5 to 5120 (MiB)") }
@@ -149,6 +162,7 @@ struct Publish: AsyncParsableCommand {
         options.manifestMaxAge = manifestMaxAge
         options.jobs = jobs
         options.check = check
+        options.platforms = platforms.compactMap(DownloadManifest.platform(named:))
         options.partSize = Int64(partSize) << 20
         options.retries = retries
         options.keep = keep

@@ -177,10 +177,19 @@ struct PublishEndToEndTests {
         #expect(dry.stdout.contains("dry run: nothing was changed"))
         #expect(try store.objects("packs-test").isEmpty)
 
-        let real = try report(try publish([folder.string, destination, "--json"], store))
-        let keys = try store.objects("packs-test").map(\.key).sorted()
-        #expect(keys == real.steps.map(\.key).sorted())
-        #expect(keys.allSatisfy { $0.hasPrefix("game/") }, "\(keys)")
+        // With a manifest per platform, as export --platform writes them: after the packs, before the manifest.
+        let real = try report(
+            try publish([folder.string, destination, "--json", "--platform", "ios", "--platform", "macOS"], store)
+        )
+        #expect(real.steps.map(\.kind) == [.pack, .pack, .pack, .platformManifest, .platformManifest, .manifest])
+        let objects = try store.objects("packs-test")
+        #expect(objects.map(\.key).sorted() == real.steps.map(\.key).sorted())
+        #expect(objects.map(\.key).allSatisfy { $0.hasPrefix("game/") }, "\(objects.map(\.key))")
+        for step in real.steps where step.kind == .platformManifest {
+            #expect(["game/manifest-iOS.json", "game/manifest-macOS.json"].contains(step.key))
+            #expect(objects.first { $0.key == step.key }?.sha256 == step.sha256)
+            #expect(objects.first { $0.key == step.key }?.contentType == "application/json")
+        }
 
         // A bucket no one may read, named as the public address: the check after publishing says so.
         let unreadable = try publish(

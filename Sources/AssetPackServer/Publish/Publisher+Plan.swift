@@ -56,8 +56,9 @@ extension Publisher {
         _ snapshot: CatalogSnapshot,
         prefix: String,
         baseURL: String?,
-        manifestMaxAge: Int
-    ) throws -> (objects: [PlannedObject], manifest: PlannedObject) {
+        manifestMaxAge: Int,
+        platforms: [String]
+    ) throws -> (objects: [PlannedObject], platformManifests: [PlannedObject], manifest: PlannedObject) {
         let base = baseURL.map { $0.hasSuffix("/") ? $0 : $0 + "/" } ?? ""
         var objects: [PlannedObject] = []
         var entries: [DownloadManifest.Entry] = []
@@ -98,23 +99,26 @@ extension Publisher {
         }
         var manifest = snapshot.manifest(baseURL: "")
         manifest.assetPacks = entries
-        let bytes: Data
-        do {
-            bytes = try manifest.encoded()
-        } catch {
-            throw PublishError(code: .io, message: "cannot encode the manifest: \(error)")
+        let headers = [("content-type", "application/json"), ("cache-control", "public, max-age=\(manifestMaxAge)")]
+        let platformManifests = try Set(platforms).sorted().map { platform in
+            try manifestObject(manifest.only(platform: platform), .platformManifest, "manifest-\(platform).json")
         }
-        let manifestObject = PlannedObject(
-            step: Step(
-                kind: .manifest,
-                key: key("manifest", prefix: prefix),
-                bytes: Int64(bytes.count),
-                sha256: FileDigest.sha256(of: bytes)
-            ),
-            payload: .data(bytes, sha256: FileDigest.sha256(of: bytes)),
-            headers: [("content-type", "application/json"), ("cache-control", "public, max-age=\(manifestMaxAge)")]
-        )
-        return (objects, manifestObject)
+        return (objects, platformManifests, try manifestObject(manifest, .manifest, "manifest"))
+
+        func manifestObject(_ manifest: DownloadManifest, _ kind: Step.Kind, _ name: String) throws -> PlannedObject {
+            let bytes: Data
+            do {
+                bytes = try manifest.encoded()
+            } catch {
+                throw PublishError(code: .io, message: "cannot encode the manifest: \(error)")
+            }
+            let sha256 = FileDigest.sha256(of: bytes)
+            return PlannedObject(
+                step: Step(kind: kind, key: key(name, prefix: prefix), bytes: Int64(bytes.count), sha256: sha256),
+                payload: .data(bytes, sha256: sha256),
+                headers: headers
+            )
+        }
     }
 
     /// Whether the store holds `object` as publish would write it, going by its HEAD: the same size, the same

@@ -93,22 +93,17 @@ extension Publisher {
         options: Options,
         log: @escaping @Sendable (String) -> Void
     ) async throws -> Report {
-        var (objects, manifest) = try plan(
+        var (objects, platformManifests, manifest) = try plan(
             snapshot,
             prefix: prefix,
             baseURL: options.downloadBaseURL,
-            manifestMaxAge: options.manifestMaxAge
+            manifestMaxAge: options.manifestMaxAge,
+            platforms: options.platforms
         )
         var pruning: (log: ReleaseLog, deletions: [Step])?
         do {
             try await bucket.check(prefix: prefix)
-            let heads = try await concurrently(objects + [manifest], jobs: options.jobs) {
-                try await bucket.head($0.step.key)
-            }
-            for index in objects.indices where holds(heads[index], objects[index]) {
-                objects[index].step.action = .keep
-            }
-            if holds(heads[objects.count], manifest) { manifest.step.action = .keep }
+            try await markHeld(&objects, &platformManifests, &manifest, in: bucket, jobs: options.jobs)
             if options.keep != nil {
                 pruning = try await prunePlan(
                     bucket,
@@ -120,16 +115,7 @@ extension Publisher {
                 )
             }
             if !options.dryRun {
-                let sent = try await upload(
-                    objects.filter { $0.step.action == .upload },
-                    to: bucket,
-                    options: options,
-                    log: log
-                )
-                for index in objects.indices {
-                    objects[index].step = sent[objects[index].step.key] ?? objects[index].step
-                }
-                try await confirm(objects, in: bucket, jobs: options.jobs)
+                try await send(&objects, then: platformManifests, to: bucket, options: options, log: log)
             }
         } catch var error as PublishError {
             error.message += "; the live manifest \(bucket.name(manifest.step.key)) was not changed"
@@ -156,7 +142,7 @@ extension Publisher {
             manifestURL: baseURL.map { $0 + "manifest" },
             endpoint: bucket.endpoint.text,
             dryRun: options.dryRun,
-            steps: objects.map(\.step) + [manifest.step] + (pruning?.deletions ?? [])
+            steps: objects.map(\.step) + platformManifests.map(\.step) + [manifest.step] + (pruning?.deletions ?? [])
         )
         if !options.dryRun, options.check, let baseURL {
             report.publicCheck = try await checkPublic(
@@ -167,6 +153,51 @@ extension Publisher {
             )
         }
         return report
+    }
+
+    /// HEADs every object and marks those the store holds as publish would write them (``holds(_:_:)``) to keep.
+    private static func markHeld(
+        _ objects: inout [PlannedObject],
+        _ platformManifests: inout [PlannedObject],
+        _ manifest: inout PlannedObject,
+        in bucket: S3Bucket,
+        jobs: Int
+    ) async throws {
+        let all = objects + platformManifests + [manifest]
+        let heads = try await concurrently(all, jobs: jobs) { try await bucket.head($0.step.key) }
+        for index in objects.indices where holds(heads[index], objects[index]) {
+            objects[index].step.action = .keep
+        }
+        for index in platformManifests.indices where holds(heads[objects.count + index], platformManifests[index]) {
+            platformManifests[index].step.action = .keep
+        }
+        if holds(heads[all.count - 1], manifest) { manifest.step.action = .keep }
+    }
+
+    /// Uploads and confirms the archives, then each platform's manifest (a device reads one of them or the
+    /// main one): everything before the main manifest.
+    private static func send(
+        _ objects: inout [PlannedObject],
+        then platformManifests: [PlannedObject],
+        to bucket: S3Bucket,
+        options: Options,
+        log: @escaping @Sendable (String) -> Void
+    ) async throws {
+        let sent = try await upload(
+            objects.filter { $0.step.action == .upload },
+            to: bucket,
+            options: options,
+            log: log
+        )
+        for index in objects.indices {
+            objects[index].step = sent[objects[index].step.key] ?? objects[index].step
+        }
+        try await confirm(objects, in: bucket, jobs: options.jobs)
+        for object in platformManifests where object.step.action == .upload {
+            try await bucket.put(object.step.key, object.payload, headers: object.headers)
+            log("uploaded \(bucket.name(object.step.key))")
+        }
+        try await confirm(platformManifests, in: bucket, jobs: options.jobs)
     }
 
     /// Sends `objects`: those of at most one part side by side (`jobs` at once), then each larger one in parts

@@ -35,6 +35,9 @@ public enum Publisher {
         /// After publishing, fetch the manifest from `downloadBaseURL` and HEAD every object it names, unsigned,
         /// as a device would (only with a download base URL).
         public var check = true
+        /// Platforms to publish a manifest of their own for (`PREFIX/manifest-iOS.json`), as
+        /// ``DownloadManifest/platform(named:)`` spells them, as `export --platform` writes them.
+        public var platforms: [String] = []
         /// Requests at once.
         public var jobs = 4
         /// An object larger than this is sent in parts of this size (S3 takes 5 MiB to 5 GiB).
@@ -81,7 +84,7 @@ public enum Publisher {
     /// One object of a publish, and what was done with it.
     public struct Step: Sendable, Hashable, Codable {
         /// What the object is.
-        public enum Kind: String, Sendable, Codable { case pack, delta, manifest }
+        public enum Kind: String, Sendable, Codable { case pack, delta, platformManifest, manifest }
         /// What was done.
         public enum Action: String, Sendable, Codable {
             /// Sent (or, in a dry run, to be sent).
