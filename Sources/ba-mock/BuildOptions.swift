@@ -107,6 +107,28 @@ func checkBaseURL(_ text: String) throws {
     }
 }
 
+/// An asset folder (at most one) and pack archives among `inputs`, told apart by what is on disk, as `serve` and
+/// `publish` take them.
+func folderAndArchives(_ inputs: [FilePath], verb: String) throws -> (folder: FilePath?, archives: [FilePath]) {
+    var folder: FilePath?
+    var archives: [FilePath] = []
+    for input in inputs {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: input.string, isDirectory: &isFolder) else {
+            throw ValidationError("\(input) does not exist; give an asset folder or a pack archive (.aar)")
+        }
+        if isFolder.boolValue {
+            if let folder {
+                throw ValidationError("\(folder) and \(input) are both folders; \(verb) one asset folder at a time")
+            }
+            folder = input
+        } else {
+            archives.append(input)
+        }
+    }
+    return (folder, archives)
+}
+
 /// How many delta archives `serve` and `export` build for each pack.
 struct DeltaOptions: ParsableArguments {
     @Option(

@@ -26,11 +26,35 @@ struct Publish: AsyncParsableCommand {
             """
     )
 
-    @Argument(help: "The asset folder: packaging manifests (*.json) at its top level (Assets for the sample).")
-    var folder: FilePath
+    @Argument(
+        help: ArgumentHelp(
+            "An asset folder (packaging manifests at its top level; Assets for the sample) and pack archives to publish as they are (.aar from ba-package, or ba-mock's own), then where: s3://BUCKET or s3://BUCKET/PREFIX.",
+            valueName: "folder-or-archive... s3-url"
+        )
+    )
+    var inputs: [String] = []
 
-    @Argument(help: ArgumentHelp("Where to publish: s3://BUCKET or s3://BUCKET/PREFIX.", valueName: "s3-url"))
-    var destination: String
+    @Option(
+        parsing: .upToNextOption,
+        help: ArgumentHelp(
+            "The versions of the archives given, in their order, as ba-serve takes them (default: 1 each).",
+            valueName: "n"
+        )
+    )
+    var assetPackVersions: [Int] = []
+
+    /// The folder, the archives and the destination.
+    private func split() throws -> (folder: FilePath?, archives: [FilePath], destination: String) {
+        guard let destination = inputs.last, destination.hasPrefix("s3://") else {
+            throw ValidationError("give the destination last, as s3://BUCKET or s3://BUCKET/PREFIX")
+        }
+        let sources = inputs.dropLast().map { FilePath($0) }
+        guard !sources.isEmpty else {
+            throw ValidationError("give an asset folder or pack archives before \(destination)")
+        }
+        let (folder, archives) = try folderAndArchives(sources, verb: "publish")
+        return (folder, archives, destination)
+    }
 
     @Option(
         help:
@@ -127,6 +151,13 @@ struct Publish: AsyncParsableCommand {
     @OptionGroup var deltas: DeltaOptions
 
     func validate() throws {
+        let archives = try split().archives
+        if assetPackVersions.count > archives.count {
+            throw ValidationError(
+                "--asset-pack-versions gives \(assetPackVersions.count) versions for \(archives.count) archive(s); give "
+                    + "one per archive, in their order"
+            )
+        }
         if let downloadBaseURL {
             let problem =
                 URL(string: downloadBaseURL).map { DownloadManifest.fetchProblem(with: $0) }
@@ -149,11 +180,14 @@ struct Publish: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let (folder, archives, destination) = try split()
         var options = Publisher.Options(
             folder: folder,
             destination: destination,
             environment: ProcessInfo.processInfo.environment
         )
+        options.archives = archives
+        options.archiveVersions = assetPackVersions
         options.endpointURL = endpointURL
         options.region = region
         options.profile = profile

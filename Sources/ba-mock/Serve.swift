@@ -48,24 +48,7 @@ struct Serve: AsyncParsableCommand {
 
     /// The folder to serve and the archives, told apart by what is on disk.
     private func splitInputs() throws -> (folder: FilePath?, archives: [FilePath]) {
-        var folder: FilePath?
-        var archives: [FilePath] = []
-        for input in inputs {
-            var isFolder: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: input.string, isDirectory: &isFolder) else {
-                throw ValidationError("\(input) does not exist; give an asset folder or a pack archive (.aar)")
-            }
-            if isFolder.boolValue {
-                if let folder {
-                    throw ValidationError("\(folder) and \(input) are both folders; serve one asset folder at a time")
-                }
-                folder = input
-            } else {
-                archives.append(input)
-            }
-        }
-        if inputs.isEmpty { folder = "Assets" }
-        return (folder, archives)
+        inputs.isEmpty ? ("Assets", []) : try folderAndArchives(inputs, verb: "serve")
     }
 
     @Option(help: "Address or host name to listen on; also the name in a --tls-self-signed certificate.")

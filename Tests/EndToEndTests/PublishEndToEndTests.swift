@@ -452,4 +452,48 @@ struct PublishEndToEndTests {
         let keys = try store.objects("packs-test").map(\.key)
         #expect(!keys.contains("full/manifest") && !keys.contains("cut/manifest"), "\(keys)")
     }
+
+    /// Archives built elsewhere (ba-package's .aar, here ba-mock package's) are published byte for byte at the
+    /// versions given, as ba-serve takes them, and a device installs them from the store.
+    @Test func archivesArePublishedByteForByteAtTheirVersions() throws {
+        let scratch = try Scratch()
+        let folder = try scratch.copySampleAssets()
+        var archives: [FilePath] = []
+        for id in ["Tutorial", "Levels"] {
+            let archive = scratch.root.appending("\(id).aar")
+            let packaged = try runTool(
+                tool,
+                ["package", folder.appending("\(id).json").string, "--root", folder.string, "-o", archive.string]
+            )
+            #expect(packaged.status == 0, "\(packaged.stderr)")
+            archives.append(archive)
+        }
+        let store = try S3Store(buckets: ["packs-test"], publicRead: true)
+        defer { store.stop() }
+        let published = try report(
+            try publish(
+                archives.map(\.string) + ["s3://packs-test/apple", "--json", "--asset-pack-versions", "3", "1"],
+                store
+            )
+        )
+        let objects = try store.objects("packs-test")
+        for (archive, version) in zip(archives, [3, 1]) {
+            let digest = try FileDigest.sha256(of: archive)
+            let id = archive.stem ?? ""
+            let step = try #require(published.steps.first { $0.id == id })
+            #expect(step.key == "apple/packs/\(id)/\(version)-\(digest)")
+            #expect(objects.first { $0.key == step.key }?.sha256 == digest, "the archive's own bytes")
+        }
+        let manifestURL = store.endpoint + "/packs-test/apple/manifest"
+        let appGroup = scratch.root.appending("AppGroup")
+        let installed = try runTool(
+            sync,
+            ["ensure", "Tutorial", "--manifest-url", manifestURL, "--app-group", appGroup.string]
+        )
+        #expect(installed.status == 0, "\(installed.stderr)")
+
+        let mixed = try publish([folder.string, archives[0].string, "s3://packs-test/apple"], store)
+        #expect(mixed.status == 1)
+        #expect(mixed.stderr.contains("\(archives[0]) is pack Tutorial, which \(folder) builds too"), "\(mixed.stderr)")
+    }
 }

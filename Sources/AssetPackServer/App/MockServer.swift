@@ -107,7 +107,7 @@ public struct MockServer: Sendable {
         folder: AssetFolder,
         log: @escaping @Sendable (String) -> Void
     ) async throws -> MockServer {
-        let archives = try await readArchives(options, log: log)
+        let archives = try await readArchives(options.archives, versions: options.archiveVersions, log: log)
         let catalog = try await BlockingIO.shortCall {  // reads the state file
             try PackCatalog(
                 folder: folder,
@@ -148,12 +148,15 @@ public struct MockServer: Sendable {
         )
     }
 
-    /// The archives given as files, each read once and checked; their warnings said on `log`.
-    private static func readArchives(
-        _ options: ServeOptions,
+    /// The archives given as files, each read once and checked, at `versions` by position (1 past the end);
+    /// their warnings said on `log`. (`serve` and `publish` take archives as ba-serve does.)
+    /// - Throws: ``AssetPackServerError`` with code `.invalidOption` when two archives are one pack, and what
+    ///   reading one throws.
+    static func readArchives(
+        _ paths: [FilePath],
+        versions: [Int],
         log: @Sendable (String) -> Void
     ) async throws -> [ServedPack] {
-        let (paths, versions) = (options.archives, options.archiveVersions)
         let archives = try await BlockingIO.longJob {
             try paths.enumerated().map { number, path in
                 try ServedPack.archive(at: path, version: number < versions.count ? versions[number] : 1)

@@ -10,6 +10,8 @@ public struct PublishError: Error, Sendable, CustomStringConvertible {
         case noSuchBucket
         /// The destination, endpoint or base URL given is not usable.
         case invalidDestination
+        /// The folder and the archives given cannot be published together (two are one pack).
+        case invalidInput
         /// The store is out of space (507, `XMinioStorageFull`, `QuotaExceeded`).
         case storeFull
         /// The store kept answering 5xx or 429 after every retry.

@@ -34,14 +34,33 @@ extension Publisher {
         log: @escaping @Sendable (String) -> Void
     ) async throws -> Report {
         let (bucket, prefix) = try await bucket(options, http: http, log: log)
+        let archives = try await MockServer.readArchives(options.archives, versions: options.archiveVersions, log: log)
+        guard let folder = options.folder else {
+            return try await publish(
+                CatalogSnapshot(packs: archives.sorted { $0.id < $1.id }),
+                to: bucket,
+                prefix: prefix,
+                options: options,
+                log: log
+            )
+        }
         return try await Exporter.withBuiltPacks(
-            folder: options.folder,
+            folder: folder,
             packOptions: options.packOptions,
             pinnedVersions: options.pinnedVersions,
             deltaDepth: options.deltaDepth,
             log: log
-        ) { snapshot in
-            try await publish(snapshot, to: bucket, prefix: prefix, options: options, log: log)
+        ) { built in
+            var snapshot = built
+            if let twice = archives.first(where: { archive in built.packs.contains { $0.id == archive.id } }) {
+                throw PublishError(
+                    code: .invalidInput,
+                    message: "\(twice.archive) is pack \(twice.id), which \(folder) builds too",
+                    fix: "publish one of them"
+                )
+            }
+            snapshot.packs = (built.packs + archives).sorted { $0.id < $1.id }
+            return try await publish(snapshot, to: bucket, prefix: prefix, options: options, log: log)
         }
     }
 

@@ -14,8 +14,12 @@ import SystemPackage
 public enum Publisher {
     /// What to publish, where, and how.
     public struct Options: Sendable {
-        /// The asset folder.
-        public var folder: FilePath
+        /// The asset folder, if any.
+        public var folder: FilePath?
+        /// Pack archives published byte for byte (.aar from ba-package, or ba-mock's own), as `serve` takes them.
+        public var archives: [FilePath] = []
+        /// The versions of `archives`, by position (1 for those past the end), as ba-serve takes them.
+        public var archiveVersions: [Int] = []
         /// `s3://BUCKET/PREFIX`.
         public var destination: String
         /// The store's address; `nil` takes `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, the profile's
@@ -63,8 +67,8 @@ public enum Publisher {
         /// How many earlier versions each pack keeps a delta from.
         public var deltaDepth = 3
 
-        /// Options that publish `folder` to `destination`, with the process's environment.
-        public init(folder: FilePath, destination: String, environment: [String: String]) {
+        /// Options that publish `folder` (and `archives`) to `destination`, with the process's environment.
+        public init(folder: FilePath?, destination: String, environment: [String: String]) {
             self.folder = folder
             self.destination = destination
             self.environment = environment
