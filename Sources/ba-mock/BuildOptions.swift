@@ -129,6 +129,31 @@ func folderAndArchives(_ inputs: [FilePath], verb: String) throws -> (folder: Fi
     return (folder, archives)
 }
 
+/// The versions of pack archives given as files, as `ba-serve` takes them (`serve`, `publish`).
+struct ArchiveVersions: ParsableArguments {
+    @Option(
+        parsing: .upToNextOption,
+        help: ArgumentHelp(
+            "The versions of the archives given, in their order, as ba-serve takes them (default: 1 each).",
+            valueName: "n"
+        )
+    )
+    var assetPackVersions: [Int] = []
+
+    /// Throws unless there is at most one version per archive, and each is 0 or more.
+    func check(archives count: Int) throws {
+        if assetPackVersions.count > count {
+            throw ValidationError(
+                "--asset-pack-versions gives \(assetPackVersions.count) versions for \(count) archive(s); give one "
+                    + "per archive, in their order"
+            )
+        }
+        if let bad = assetPackVersions.first(where: { $0 < 0 }) {
+            throw ValidationError("--asset-pack-versions \(bad): a version is 0 or more")
+        }
+    }
+}
+
 /// How many delta archives `serve` and `export` build for each pack.
 struct DeltaOptions: ParsableArguments {
     @Option(

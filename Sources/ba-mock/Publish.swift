@@ -34,14 +34,7 @@ struct Publish: AsyncParsableCommand {
     )
     var inputs: [String] = []
 
-    @Option(
-        parsing: .upToNextOption,
-        help: ArgumentHelp(
-            "The versions of the archives given, in their order, as ba-serve takes them (default: 1 each).",
-            valueName: "n"
-        )
-    )
-    var assetPackVersions: [Int] = []
+    @OptionGroup var versions: ArchiveVersions
 
     /// The folder, the archives and the destination.
     private func split() throws -> (folder: FilePath?, archives: [FilePath], destination: String) {
@@ -152,12 +145,7 @@ struct Publish: AsyncParsableCommand {
 
     func validate() throws {
         let archives = try split().archives
-        if assetPackVersions.count > archives.count {
-            throw ValidationError(
-                "--asset-pack-versions gives \(assetPackVersions.count) versions for \(archives.count) archive(s); give "
-                    + "one per archive, in their order"
-            )
-        }
+        try versions.check(archives: archives.count)
         if let downloadBaseURL {
             let problem =
                 URL(string: downloadBaseURL).map { DownloadManifest.fetchProblem(with: $0) }
@@ -187,7 +175,7 @@ struct Publish: AsyncParsableCommand {
             environment: ProcessInfo.processInfo.environment
         )
         options.archives = archives
-        options.archiveVersions = assetPackVersions
+        options.archiveVersions = versions.assetPackVersions
         options.endpointURL = endpointURL
         options.region = region
         options.profile = profile

@@ -37,14 +37,7 @@ struct Serve: AsyncParsableCommand {
     )
     var inputs: [FilePath] = []
 
-    @Option(
-        parsing: .upToNextOption,
-        help: ArgumentHelp(
-            "The versions of the archives given, in their order, as ba-serve takes them (default: 1 each).",
-            valueName: "n"
-        )
-    )
-    var assetPackVersions: [Int] = []
+    @OptionGroup var versions: ArchiveVersions
 
     /// The folder to serve and the archives, told apart by what is on disk.
     private func splitInputs() throws -> (folder: FilePath?, archives: [FilePath]) {
@@ -156,15 +149,7 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         let archives = try splitInputs().archives
-        if assetPackVersions.count > archives.count {
-            throw ValidationError(
-                "--asset-pack-versions gives \(assetPackVersions.count) versions for \(archives.count) archive(s); give "
-                    + "one per archive, in their order"
-            )
-        }
-        if let bad = assetPackVersions.first(where: { $0 < 0 }) {
-            throw ValidationError("--asset-pack-versions \(bad): a version is 0 or more")
-        }
+        try versions.check(archives: archives.count)
         if (tlsCert == nil) != (tlsKey == nil) {
             throw ValidationError("--tls-cert and --tls-key go together: give both, or use --tls-self-signed")
         }
@@ -224,7 +209,7 @@ struct Serve: AsyncParsableCommand {
     func serveOptions() throws -> ServeOptions {
         let (folder, archives) = try splitInputs()
         var options = ServeOptions(folder: folder, archives: archives)
-        options.archiveVersions = assetPackVersions
+        options.archiveVersions = versions.assetPackVersions
         (options.host, options.port) = (host, port)
         options.tls =
             if let tlsCert, let tlsKey { .files(certificate: tlsCert, key: tlsKey) } else if tlsSelfSigned {
