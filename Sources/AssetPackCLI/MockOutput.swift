@@ -57,7 +57,7 @@ extension MockOutput {
         let manifest = report.manifestURL.map { "\(report.manifest) (\($0))" } ?? report.manifest
         lines.append(
             report.manifestChanged
-                ? "\(report.dryRun ? "would replace" : "replaced") \(manifest), last"
+                ? "\(report.dryRun ? "would write" : "wrote") \(manifest), last"
                 : "\(manifest) unchanged"
         )
         if let check = report.publicCheck {

@@ -93,7 +93,7 @@ struct Publish: AsyncParsableCommand {
     @Flag(
         inversion: .prefixedNo,
         help:
-            "After publishing, fetch the manifest from --download-base-url and HEAD every object it names, unsigned, as a device would: a bucket that is not readable there, or a size that differs, fails the run (the manifest is live by then)."
+            "After publishing, fetch the manifest from --download-base-url and the first byte of every object it names, unsigned, as a device would: a bucket that is not readable there, or a size that differs, fails the run (the manifest is live by then)."
     )
     var check = true
 
@@ -151,6 +151,15 @@ struct Publish: AsyncParsableCommand {
                 URL(string: downloadBaseURL).map { DownloadManifest.fetchProblem(with: $0) }
                 ?? "does not parse as a URL"
             if let problem { throw ValidationError("--download-base-url \(downloadBaseURL) \(problem)") }
+            // Written into every URL of the manifest as given: a space or a non-ASCII byte there is no URL.
+            if let bad = downloadBaseURL.unicodeScalars.first(where: {
+                !$0.isASCII || $0.value <= 0x20 || $0 == "\u{7F}"
+            }) {
+                throw ValidationError(
+                    "--download-base-url \(downloadBaseURL) holds \"\(bad)\", which a URL cannot: percent-encode it (a "
+                        + "space is %20, Ü is %C3%9C)"
+                )
+            }
         }
         for platform in platforms where DownloadManifest.platform(named: platform) == nil {
             throw ValidationError("--\(DownloadManifest.unknownPlatform(platform))")
@@ -160,6 +169,10 @@ struct Publish: AsyncParsableCommand {
         guard (5...5120).contains(partSize) else { throw ValidationError("--part-size must be 5 to 5120 (MiB)") }
         guard (0...20).contains(retries) else { throw ValidationError("--retries must be 0 to 20") }
         if let keep, keep < 1 { throw ValidationError("--keep must be 1 or more releases") }
+        // Ten years: a bound that keeps the seconds a number of milliseconds, and refuses inf and nan.
+        guard grace.isFinite, (0...315_360_000).contains(grace) else {
+            throw ValidationError("--grace must be 0 to 315360000 seconds (ten years)")
+        }
         guard grace >= Double(manifestMaxAge) else {
             throw ValidationError(
                 "--grace \(grace) is shorter than --manifest-max-age \(manifestMaxAge): an edge could still serve a manifest naming what was deleted"

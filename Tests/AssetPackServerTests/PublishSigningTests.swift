@@ -158,7 +158,11 @@ struct PublishSigningTests {
         #expect(destination.prefix == prefix)
     }
 
-    @Test(arguments: ["packs-test/game", "s3://", "s3://UPPER/x", "s3://ab", "s3://-dash/x", "https://bucket/x"])
+    @Test(arguments: [
+        "packs-test/game", "s3://", "s3://UPPER/x", "s3://ab", "s3://-dash/x", "https://bucket/x",
+        "s3://packs-test/a/../b",
+        "s3://packs-test/./x",
+    ])
     func destinationsThatAreNotS3BucketsAreRefused(text: String) {
         #expect {
             try Publisher.destination(text)

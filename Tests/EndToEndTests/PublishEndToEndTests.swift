@@ -310,6 +310,8 @@ struct PublishEndToEndTests {
         let movies = try #require(resumed.steps.first { $0.kind == .pack })
         #expect(movies.parts == 3)
         #expect(movies.resumedBytes == 10 << 20, "parts 1 and 2 were in the store")
+        let manifestBytes = resumed.steps.last?.bytes ?? 0
+        #expect(resumed.uploadedBytes == movies.bytes - (10 << 20) + manifestBytes, "what this run sent")
         let objects = try store.objects("packs-test")
         let object = try #require(objects.first { $0.key == movies.key })
         #expect(object.size == movies.bytes)
@@ -495,5 +497,34 @@ struct PublishEndToEndTests {
         let mixed = try publish([folder.string, archives[0].string, "s3://packs-test/apple"], store)
         #expect(mixed.status == 1)
         #expect(mixed.stderr.contains("\(archives[0]) is pack Tutorial, which \(folder) builds too"), "\(mixed.stderr)")
+    }
+
+    /// Options that cannot work are refused before anything is built or sent, and a store that is not there is
+    /// named as such.
+    @Test func optionsThatCannotWorkAreRefusedFirst() throws {
+        let scratch = try Scratch()
+        let folder = try scratch.copySampleAssets()
+        func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+            try runTool(
+                tool,
+                ["publish", folder.string, "s3://packs-test/game"] + arguments,
+                environment: ["AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"]
+            )
+        }
+        let infinite = try run(["--keep", "1", "--grace", "inf"])
+        #expect(infinite.status == 64)
+        #expect(infinite.stderr.contains("--grace must be 0 to 315360000 seconds"), "\(infinite.stderr)")
+        let spaced = try run(["--download-base-url", "https://cdn.example.com/Über 🎮"])
+        #expect(spaced.status == 64)
+        #expect(spaced.stderr.contains("which a URL cannot: percent-encode it"), "\(spaced.stderr)")
+        let port = try freeLoopbackPort()
+        let nobody = try run(["--endpoint-url", "http://127.0.0.1:\(port)", "--retries", "0"])
+        #expect(nobody.status == 1)
+        #expect(
+            nobody.stderr.contains(
+                "got no answer from the store at http://127.0.0.1:\(port): nothing is listening there"
+            ),
+            "\(nobody.stderr)"
+        )
     }
 }

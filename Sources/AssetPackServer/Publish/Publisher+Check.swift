@@ -5,7 +5,8 @@ import NIOCore
 import NIOHTTP1
 
 /// After publishing, what a device sees: the manifest and every object it names, fetched from the public
-/// address (`--download-base-url`, a CDN or the bucket), unsigned, as a device fetches them.
+/// address (`--download-base-url`, a CDN or the bucket), unsigned, as a device fetches them: each object with a
+/// GET of its first byte (a HEAD is answered differently by some stores and edges than the GET a device sends).
 extension Publisher {
     /// What the public address served.
     public struct PublicCheck: Sendable, Hashable, Codable {
@@ -13,11 +14,11 @@ extension Publisher {
         public var manifestURL: String
         /// Whether it served the manifest just published (an edge may serve the one before for its max-age).
         public var servesThisRelease: Bool
-        /// Objects HEADed: every one the served manifest names.
+        /// Objects fetched (their first byte): every one the served manifest names.
         public var objectsChecked: Int
     }
 
-    /// GETs the manifest at `baseURL` + `manifest`, then HEADs every URL it names.
+    /// GETs the manifest at `baseURL` + `manifest`, then the first byte of every URL it names.
     /// - Throws: ``PublishError`` with code `.notConfirmed` naming the first URL a device could not download
     ///   as the manifest says (a status, a size, or a manifest that does not parse).
     static func checkPublic(
@@ -76,16 +77,20 @@ extension Publisher {
         )
     }
 
+    /// GETs `url` (its first byte with `range`: a server that ignores ranges answers 200, whose body is then
+    /// not read).
     private static func fetch(
         _ url: String,
         method: HTTPMethod,
+        range: String? = nil,
         http: HTTPClient
     ) async throws -> (status: Int, headers: HTTPHeaders, body: Data) {
         var request = HTTPClientRequest(url: url)
         request.method = method
+        if let range { request.headers.add(name: "range", value: range) }
         do {
             let response = try await http.execute(request, timeout: .seconds(60))
-            let body = method == .HEAD ? ByteBuffer() : try await response.body.collect(upTo: 64 << 20)
+            let body = range != nil ? ByteBuffer() : try await response.body.collect(upTo: 64 << 20)
             return (Int(response.status.code), response.headers, Data(body.readableBytesView))
         } catch {
             throw PublishError(

@@ -26,7 +26,16 @@ extension Publisher {
         }
         let rest = text.dropFirst(5)
         let bucket = String(rest.prefix { $0 != "/" })
-        let prefix = rest.dropFirst(bucket.count).split(separator: "/").joined(separator: "/")
+        let segments = rest.dropFirst(bucket.count).split(separator: "/")
+        // A client collapses `.` and `..` in a URL: keys holding them could not be reached.
+        if let dots = segments.first(where: { $0 == "." || $0 == ".." }) {
+            throw PublishError(
+                code: .invalidDestination,
+                message: "the prefix in \(text) has a \"\(dots)\" segment, which a URL cannot name",
+                fix: "write the prefix without . and .. segments"
+            )
+        }
+        let prefix = segments.joined(separator: "/")
         // S3's rules for a bucket's name: 3 to 63 of a-z, 0-9, '.' and '-', starting and ending with a letter or digit.
         let allowed = bucket.utf8.allSatisfy {
             ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))

@@ -144,7 +144,7 @@ public enum Publisher {
         public var dryRun: Bool
         /// Every object: the archives, the manifest, then old versions deleted.
         public var steps: [Step]
-        /// Bytes sent (or to send).
+        /// Bytes sent (or to send), not counting the parts an earlier run had sent.
         public var uploadedBytes: Int64
         /// Bytes of old versions deleted (or to delete).
         public var deletedBytes: Int64
@@ -160,7 +160,8 @@ public enum Publisher {
             self.endpoint = endpoint
             self.dryRun = dryRun
             self.steps = steps
-            uploadedBytes = steps.filter { $0.action == .upload }.reduce(0) { $0 + $1.bytes }
+            // What was sent: a part an earlier run had sent is not sent again.
+            uploadedBytes = steps.filter { $0.action == .upload }.reduce(0) { $0 + $1.bytes - ($1.resumedBytes ?? 0) }
             deletedBytes = steps.filter { $0.action == .delete }.reduce(0) { $0 + $1.bytes }
             manifestChanged = steps.contains { $0.kind == .manifest && $0.action == .upload }
         }

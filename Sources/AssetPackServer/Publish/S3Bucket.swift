@@ -6,6 +6,10 @@ import NIOHTTP1
 import SystemPackage
 import _NIOFileSystem
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// One bucket of an S3-compatible store, spoken to with signed requests (``S3Signer``) through
 /// AsyncHTTPClient: the few calls `publish` needs (HEAD, GET, PUT of an object, a list to check the bucket).
 ///
@@ -149,11 +153,14 @@ struct S3Bucket: Sendable {
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
+                // The transport's own text (NIO's) is not the user's: say which of the two it was.
+                let refused = (error as? IOError)?.errnoCode == ECONNREFUSED
                 failure = PublishError(
                     code: .network,
-                    message:
-                        "\(method) \(key.map(name) ?? bucket) got no answer from the store at \(endpoint.text): the "
-                        + "connection could not be made or broke (\(error))",
+                    message: "\(method) \(key.map(name) ?? bucket) got no answer from the store at \(endpoint.text): "
+                        + (refused
+                            ? "nothing is listening there (connection refused)"
+                            : "the connection broke (\(type(of: error)))"),
                     fix: "check --endpoint-url and that the store is running; run publish again to resume"
                 )
             }
