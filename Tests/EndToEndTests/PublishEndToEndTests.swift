@@ -33,6 +33,14 @@ struct PublishEndToEndTests {
         return try JSONDecoder().decode(Publisher.Report.self, from: Data(run.stdout.utf8))
     }
 
+    /// nginx lines that pass a request to the store as it came (the Host header signed with it included).
+    func proxy(to store: S3Store) -> String {
+        """
+        proxy_pass \(store.endpoint);
+        proxy_set_header Host $http_host;
+        """
+    }
+
     func get(_ url: String) async throws -> (status: Int, headers: HTTPHeaders, body: Data) {
         let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(60))
         let body = try await response.body.collect(upTo: 64 << 20)
@@ -223,12 +231,10 @@ struct PublishEndToEndTests {
                 client_max_body_size 0;
                 location ~ /packs/Levels/ {
                     if ($request_method = PUT) { return 503; }
-                    proxy_pass \(store.endpoint);
-                    proxy_set_header Host $http_host;
+                    \(proxy(to: store))
                 }
                 location / {
-                    proxy_pass \(store.endpoint);
-                    proxy_set_header Host $http_host;
+                    \(proxy(to: store))
                 }
                 """
         )
@@ -288,8 +294,7 @@ struct PublishEndToEndTests {
                 client_max_body_size 0;
                 location / {
                     if ($arg_partNumber = 3) { return 503; }
-                    proxy_pass \(store.endpoint);
-                    proxy_set_header Host $http_host;
+                    \(proxy(to: store))
                 }
                 """
         )
@@ -391,10 +396,7 @@ struct PublishEndToEndTests {
         let folder = try scratch.copySampleAssets()
         let store = try S3Store(buckets: ["packs-test"])
         defer { store.stop() }
-        let proxy = """
-            proxy_pass \(store.endpoint);
-            proxy_set_header Host $http_host;
-            """
+        let proxy = proxy(to: store)
         let faulty = try await Nginx(
             scratch: scratch,
             server: """

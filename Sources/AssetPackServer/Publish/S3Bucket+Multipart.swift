@@ -90,8 +90,10 @@ extension S3Bucket {
                     checksumSHA256: Self.element("ChecksumSHA256", in: block)
                 )
             }
+            // A store that lists the same page again (or goes backwards) would loop forever: part numbers only grow.
             guard Self.element("IsTruncated", in: text) == "true",
-                let next = Self.element("NextPartNumberMarker", in: text)
+                let next = Self.element("NextPartNumberMarker", in: text), let after = Int(next),
+                after > Int(marker) ?? 0
             else { break }
             marker = next
         }

@@ -20,8 +20,17 @@ extension S3Bucket {
                 else { continue }
                 objects.append(Publisher.ListedObject(key: key, size: size, lastModified: date))
             }
-            token =
+            let next =
                 Self.element("IsTruncated", in: body) == "true" ? Self.element("NextContinuationToken", in: body) : nil
+            // A store that hands back the token it was given would loop forever.
+            if let next, next == token {
+                throw PublishError(
+                    code: .refused,
+                    message: "the store at \(endpoint.text) listed s3://\(bucket)/\(prefix) with the same continuation "
+                        + "token twice; nothing was deleted"
+                )
+            }
+            token = next
         } while token != nil
         return objects
     }
