@@ -7,6 +7,7 @@ import SystemPackage
 
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract: "Write an asset folder's packs as a static tree (manifest, assets/<id>) for any web server or CDN.",
         discussion: """
             A web server serving OUT at some URL gives clients what `ba-mock serve` gives them: the same \

@@ -7,6 +7,7 @@ import SystemPackage
 
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "inspect",
         abstract: "Show what a pack archive holds; --verify re-hashes every file.",
         discussion: """
             A tar pack (ba-mock's own) is shown from its Index.json. An Apple Archive (.aar, from ba-package, \

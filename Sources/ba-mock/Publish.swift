@@ -7,6 +7,7 @@ import SystemPackage
 
 struct Publish: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "publish",
         abstract: "Upload an asset folder's packs to an S3-compatible store, the manifest last.",
         discussion: """
             Packs and deltas go under keys that carry their version and SHA-256 (PREFIX/packs/<id>/<version>-<sha256>, \

@@ -10,6 +10,7 @@ import SystemPackage
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract:
             "Serve an asset folder's packs, and pack archives (.aar) as they are, over HTTP or HTTPS (the default command).",
         discussion: """

@@ -6,6 +6,7 @@ import SystemPackage
 
 struct Template: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "template",
         abstract: "Print a commented packaging-manifest template (Apple's keys), like `ba-package template`."
     )
 

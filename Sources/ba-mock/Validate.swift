@@ -7,6 +7,7 @@ import SystemPackage
 
 struct Validate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "validate",
         abstract:
             "Check manifests as package would, every problem in one run (`evaluate`, as ba-package names it); with --info-plist, the app's Info.plist too.",
         discussion: """

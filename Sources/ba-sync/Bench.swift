@@ -8,6 +8,7 @@ import SystemPackage
 
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "bench",
         abstract: "Measure reads of installed files the three ways AssetPackManager offers (offline).",
         discussion: """
             Runs one case per method × pattern × cache state (× block size for random reads) and reports \

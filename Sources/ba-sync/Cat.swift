@@ -6,6 +6,7 @@ import SystemPackage
 
 struct Cat: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "cat",
         abstract: "contents(at:): write a file of the merged namespace to stdout (offline).",
         discussion: "The bytes go to stdout as they are; with --json, only a failure is printed (as an error line)."
     )

@@ -5,6 +5,7 @@ import Foundation
 
 struct Ensure: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "ensure",
         abstract: "Make packs local: ensureLocalAvailability(of:requireLatestVersion:).",
         discussion: "Returns at once for packs already installed (unless --latest finds a newer version)."
     )

@@ -6,6 +6,7 @@ import Foundation
 
 struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "List the server's packs with their local status.",
         discussion:
             "Only the packs for the platform played: iOS unless --platform (or BA_SYNC_PLATFORM) says otherwise. --network offline plays a device without network (the list then fails, saying so)."

@@ -5,6 +5,7 @@ import AssetPackFormat
 
 struct Reconcile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "reconcile",
         abstract: "reconcilePreferredLanguages(): make the localized packs follow --language.",
         discussion: """
             Resolves --language to its best match among the packs' languages (else --primary-language), \

@@ -4,6 +4,7 @@ import AssetPackClient
 
 struct Remove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "remove",
         abstract: "remove(assetPackWithID:): delete an installed pack (offline); `ensure` downloads it again."
     )
 

@@ -7,6 +7,7 @@ import SystemPackage
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract: "Installed packs: Apple's status flags, version, sizes, folder.",
         discussion: """
             With a server (--server or BA_SYNC_SERVER) that answers, the flags are relative to what it \

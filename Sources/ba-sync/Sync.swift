@@ -12,6 +12,7 @@ enum InAppContent: String, ExpressibleByArgument, CaseIterable {
 
 struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "sync",
         abstract: "Do what the system does on an event: install, update or periodic.",
         discussion: """
             install: essential then prefetch packs whose installationEventTypes include firstInstallation. \

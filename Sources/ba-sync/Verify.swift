@@ -5,6 +5,7 @@ import AssetPackFormat
 
 struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "verify",
         abstract: "Re-hash installed files against their pack's index (offline).",
         discussion: "Exits 1 when a file differs or is missing; --json lists them as data."
     )
