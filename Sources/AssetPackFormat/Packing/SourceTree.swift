@@ -149,6 +149,11 @@ struct SourceTree {
                 code: .notFound
             )
         }
+        return try Self.kind(info, shownAs: path, file: file, key: key)
+    }
+
+    /// What an `lstat` found: a regular file or a folder, else refused.
+    private static func kind(_ info: stat, shownAs path: String, file: String, key: String) throws -> Kind {
         switch info.st_mode & S_IFMT {
         case S_IFREG: return .regular(info)
         case S_IFDIR: return .directory
@@ -257,10 +262,12 @@ struct SourceTree {
             )
         }
         var target = path
+        let kind: Kind
         if info.st_mode & S_IFMT == S_IFLNK {
             target = try inside(path, file: file, key: key)
             try refuseState(target, shownAs: path, file: file, key: key)
-            if case .directory = try kind(of: target, shownAs: path, file: file, key: key) {
+            kind = try self.kind(of: target, shownAs: path, file: file, key: key)
+            if case .directory = kind {
                 throw AssetPackFormatError.manifest(
                     file,
                     key: key,
@@ -269,8 +276,10 @@ struct SourceTree {
                     code: .unsafePath
                 )
             }
+        } else {
+            kind = try Self.kind(info, shownAs: path, file: file, key: key)  // its own lstat: one a file, not two
         }
-        switch try kind(of: target, shownAs: path, file: file, key: key) {
+        switch kind {
         case .regular(let stat):
             found.files.append(
                 target.utf8.elementsEqual(path.utf8)  // not reached through a symlink
