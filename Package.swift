@@ -169,6 +169,8 @@ let package = Package(
             name: "AssetPackBench",
             dependencies: [
                 "AssetPackClient",
+                "BackgroundAssets",
+                "System",
                 "AssetPackFormat",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "SystemPackage", package: "swift-system"),

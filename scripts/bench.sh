@@ -85,7 +85,7 @@ if [ $smoke = 1 ]; then
   scale_counts="10 100 1000"
   update_count=100 update_size=$((16 << 10)) update_changed=1 small_count=100
   huge_size=$((2 << 20)) huge_change=$((64 << 10))
-  read_seconds=0.2 wrk_seconds=1
+  read_seconds=0.2 wrk_seconds=1 layer_calls=2000
 else
   big_count=4 big_size=$((256 << 20))
   many_count=20000 many_min=1024 many_max=$((64 << 10))
@@ -94,7 +94,7 @@ else
   scale_counts="1000 10000 100000"
   update_count=1024 update_size=$((1 << 20)) update_changed=10 small_count=3000
   huge_size=$((200 << 20)) huge_change=$((1 << 20))
-  read_seconds=1 wrk_seconds=2
+  read_seconds=1 wrk_seconds=2 layer_calls=20000
 fi
 
 # --- helpers ---------------------------------------------------------------------------------------------
@@ -451,6 +451,18 @@ log "contents(at:) calls on the installed many set"
 for r in $(seq 1 "$rounds"); do
   row=$(bench_csv --app-group "$work/app-many" --method contents --pattern first-byte --cache warm --duration "$read_seconds")
   record "contents-call-p99-warm" "many" "ours" "$(csv_field "$row" 13)" "µs"
+done
+# Apple's declarations (import BackgroundAssets) against the engine underneath, on the same installed files:
+# the first contents(at:) after ensureLocalAvailability in a fresh manager (median of 20), and contents(at:) p99.
+log "BackgroundAssets against the engine underneath (many)"
+layer_field() { python3 -c 'import json, sys; d = json.load(sys.stdin); print(d[sys.argv[1]][sys.argv[2]] if sys.argv[2] == "firstReadMedian" else d[sys.argv[1]]["contentsCall"]["p99"])' "$@"; }
+for r in $(seq 1 "$rounds"); do
+  "$sync" bench --app-group "$work/app-many" --layers --pack many --iterations "$layer_calls" --json >"$work/layers.json"
+  for who in ours ref; do
+    layer=$([ "$who" = ours ] && echo backgroundAssets || echo engine)
+    record "backgroundassets-first-read" "many" "$who" "$(layer_field "$layer" firstReadMedian <"$work/layers.json")" "µs"
+    record "backgroundassets-contents-call" "many" "$who" "$(layer_field "$layer" p99 <"$work/layers.json")" "µs"
+  done
 done
 
 log "hash the installed big set: ba-sync verify vs sha256sum"

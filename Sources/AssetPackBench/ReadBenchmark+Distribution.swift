@@ -58,3 +58,18 @@ extension ReadBenchmark.Result {
         return points
     }
 }
+
+extension ReadBenchmark.Latency {
+    /// The percentiles of a histogram of nanoseconds, in microseconds.
+    init(_ histogram: Histogram<UInt64>) {
+        let micro = { (value: UInt64) in Double(value) / 1000 }
+        self.init(
+            p50: micro(histogram.valueAtPercentile(50)),
+            p90: micro(histogram.valueAtPercentile(90)),
+            p99: micro(histogram.valueAtPercentile(99)),
+            p999: micro(histogram.valueAtPercentile(99.9)),
+            max: micro(histogram.max),
+            mean: histogram.mean / 1000
+        )
+    }
+}

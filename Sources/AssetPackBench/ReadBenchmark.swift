@@ -343,20 +343,12 @@ public struct ReadBenchmark: Sendable {
         let bytes = workers.reduce(0) { $0 + $1.bytes }
         let sink = workers.reduce(UInt64(0)) { $0 ^ $1.sink }
         ReadBenchmark.keep(sink)
-        let micro = { (value: UInt64) in Double(value) / 1000 }
         var result = Result(
             benchCase: benchCase,
             operations: operations,
             bytes: bytes,
             seconds: Double(elapsed) / 1e9,
-            latency: Latency(
-                p50: micro(histogram.valueAtPercentile(50)),
-                p90: micro(histogram.valueAtPercentile(90)),
-                p99: micro(histogram.valueAtPercentile(99)),
-                p999: micro(histogram.valueAtPercentile(99.9)),
-                max: micro(histogram.max),
-                mean: histogram.mean / 1000
-            )
+            latency: Latency(histogram)
         )
         result.histogram = histogram
         result.distribution = Self.distribution(of: histogram)

@@ -128,6 +128,12 @@ struct Bench: AsyncParsableCommand {
     @Flag(help: "CSV on stdout (a header row, then a row per case).")
     var csv = false
 
+    @Flag(
+        help:
+            "Compare Apple's BackgroundAssets declarations (import BackgroundAssets) with the engine underneath on --pack's installed files: the first contents(at:) after ensureLocalAvailability(of:) in a fresh manager (20 rounds; the pack is local, so no server is asked), and contents(at:) with its first byte, back to back (--iterations calls per layer, default 20 000). The read options above do not apply."
+    )
+    var layers = false
+
     func validate() throws {
         guard threads >= 1 else { throw ValidationError("--threads must be 1 or more") }
         if let problem = secondsProblem(duration, option: "--duration", positive: true) {
@@ -140,7 +146,8 @@ struct Bench: AsyncParsableCommand {
         guard tolerance >= 0, tolerance.isFinite else { throw ValidationError("--tolerance must be 0 or more") }
     }
 
-    func run() throws {
+    func run() async throws {
+        if layers { return try await compareLayers() }
         var settings = ReadBenchmark.Options()
         settings.methods = method
         settings.patterns = pattern
@@ -181,6 +188,33 @@ struct Bench: AsyncParsableCommand {
             }
             if report.baseline?.contains(where: \.regressed) == true { throw ExitCode.failure }
         }
+    }
+
+    private func compareLayers() async throws {
+        guard let pack else {
+            throw ValidationError("--layers needs --pack ID: the installed pack whose files both layers read")
+        }
+        var options = LayerBenchmark.Options()
+        if let iterations { options.calls = iterations }
+        let report: LayerBenchmark.Report
+        do {
+            report = try await LayerBenchmark.run(appGroup: try app.appGroupPath, assetPackID: pack, options: options)
+        } catch {
+            if app.json { Console.jsonError(error) }
+            throw error
+        }
+        if app.json {
+            Console.out(try report.json())
+            return
+        }
+        if ReadBenchmark.Environment.isDebugBuild {
+            Console.err("ba-sync bench: a DEBUG build; its numbers say little about a release build (make install)")
+        }
+        Console.out(
+            "\(report.assetPackID): \(report.files) files, \(report.rounds) rounds, \(report.calls) calls per layer"
+        )
+        Console.table(report.tableRows())
+        Console.out("ratio = BackgroundAssets / engine: what Apple's declarations cost here over the library")
     }
 
     private func show(_ report: ReadBenchmark.Report) {

@@ -116,4 +116,36 @@ struct ReadBenchmarkTests {
             #expect(refused?.message.contains("is not a report of `ba-sync bench --json`") == true)
         }
     }
+
+    /// `bench --layers`: both layers read the same installed files, every round and call counted; a pack the
+    /// manifest lists but that is not installed is refused before anything is asked of a server.
+    @Test func theLayersAreMeasuredOnTheSameFiles() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let appGroup = scratch.root.appending("AppGroup")
+        let installed = try await LiveServer.with(folder: scratch.root) { server in
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
+            try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Levels"))
+            return try manager.reader.paths(inAssetPackWithID: "Levels").count
+        }
+        // The server is gone: a first read after ensureLocalAvailability of an installed pack asks none.
+        var options = LayerBenchmark.Options()
+        (options.rounds, options.calls) = (4, 1500)
+        let report = try await LayerBenchmark.run(appGroup: appGroup, assetPackID: "Levels", options: options)
+        #expect(report.files == installed && installed > 1)
+        for layer in [report.backgroundAssets, report.engine] {
+            #expect(layer.firstRead.count == 4 && layer.firstRead.allSatisfy { $0 > 0 })
+            #expect(layer.contentsCall.p50 > 0 && layer.contentsCall.p99 >= layer.contentsCall.p50)
+        }
+        #expect(report.tableRows().map(\.first) == ["layer", "BackgroundAssets", "engine", "ratio"])
+
+        let error = await #expect(throws: AssetPackClientError.self) {
+            try await LayerBenchmark.run(appGroup: appGroup, assetPackID: "Textures", options: options)
+        }
+        #expect(error?.code == .assetPackNotFound)
+        #expect(error?.message.contains("Textures is not installed") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("ba-sync ensure Textures") == true, "\(error?.message ?? "")")
+    }
 }
