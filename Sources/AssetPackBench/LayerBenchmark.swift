@@ -77,7 +77,7 @@ public struct LayerBenchmark: Sendable {
                 let path = paths[round % paths.count]
                 if appleFirst {
                     firstReads.apple.append(
-                        try await withShared(shared) {
+                        try await Backend.playing(shared) {
                             let manager = BackgroundAssets.AssetPackManager.shared
                             try await manager.ensureLocalAvailability(
                                 of: BackgroundAssets.AssetPack(pack),
@@ -114,7 +114,7 @@ public struct LayerBenchmark: Sendable {
     ) async throws -> (apple: ReadBenchmark.Latency, engine: ReadBenchmark.Latency) {
         let applePaths = paths.map { System.FilePath($0) }
         let enginePaths = paths.map { SystemPackage.FilePath($0) }
-        return try await withShared(shared) {
+        return try await Backend.playing(shared) {
             let manager = BackgroundAssets.AssetPackManager.shared
             var apple = Histogram<UInt64>(
                 lowestDiscernibleValue: 1,
@@ -143,23 +143,6 @@ public struct LayerBenchmark: Sendable {
             withExtendedLifetime(sink) {}
             return (ReadBenchmark.Latency(apple), ReadBenchmark.Latency(underneath))
         }
-    }
-
-    /// Runs `body` with `AssetPackManager.shared` playing `configuration`, as an app's tests do
-    /// (`BackgroundAssetsTesting`), then closes it.
-    private static func withShared<T: Sendable>(
-        _ configuration: ManagerConfiguration,
-        _ body: () async throws -> T
-    ) async throws -> T {
-        let backend = try Backend(configuration)
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await Backend.$override.withValue(backend) { try await body() })
-        } catch {
-            result = .failure(error)
-        }
-        await backend.shutdown()
-        return try result.get()
     }
 
     /// Microseconds of `read` and the first byte of what it returns.

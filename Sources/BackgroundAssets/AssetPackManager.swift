@@ -73,6 +73,25 @@ extension Backend {
     /// The backend a test set for its task tree (`BackgroundAssetsTesting`).
     @TaskLocal package static var override: Backend?
 
+    /// Runs `body` with `shared` playing a backend made from `configuration` (for this task and the tasks it
+    /// starts), then ends its status updates and closes its connections: an app's tests
+    /// (`BackgroundAssetsTesting`) and `ba-sync bench --layers`.
+    /// - Throws: The engine's errors for the configuration, or what `body` throws.
+    package static func playing<T: Sendable>(
+        _ configuration: ManagerConfiguration,
+        _ body: () async throws -> T
+    ) async throws -> T {
+        let backend = try await BlockingIO.shortCall { try Backend(configuration) }
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await $override.withValue(backend) { try await body() })
+        } catch {
+            result = .failure(error)
+        }
+        await backend.shutdown()
+        return try result.get()
+    }
+
     /// The backend the environment configures, made at its first use; a process without one traps with
     /// Apple's message, as a device does for a bundle without `BAAppGroupID`.
     package static let fromEnvironment: Backend = {

@@ -60,16 +60,7 @@ extension BackgroundAssets.AssetPackManager {
         _ configuration: SharedManagerConfiguration,
         _ body: () async throws -> T
     ) async throws -> T {
-        let made = try configuration.managerConfiguration()
-        let backend = try await BlockingIO.shortCall { try Backend(made) }
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await Backend.$override.withValue(backend) { try await body() })
-        } catch {
-            result = .failure(error)
-        }
-        await backend.shutdown()
-        return try result.get()
+        try await Backend.playing(try configuration.managerConfiguration(), body)
     }
 
     /// Waits for the updates `checkForUpdates()` scheduled (Apple's returns without waiting, and a device
