@@ -15,6 +15,9 @@ import SystemPackage
 ///   after it is timed, with its first byte: the call that reads the app group's namespace.
 /// - **Contents call**: `contents(at:)` of each file in turn and its first byte, back to back, in blocks of
 ///   1 000 calls that alternate between the layers, into an HDR histogram per layer.
+///
+/// The reads run off Swift's cooperative pool (a first read on NIO's blocking pool, the calls on a thread of
+/// their own), with `shared` played on that thread too.
 public struct LayerBenchmark: Sendable {
     /// What to run.
     public struct Options: Sendable {
@@ -61,7 +64,7 @@ public struct LayerBenchmark: Sendable {
         configuration.platform = nil
         let engine = try AssetPackClient.AssetPackManager(configuration: configuration)
         let pack = try await engine.cachedAssetPack(withID: assetPackID)
-        let paths = try engine.reader.paths(inAssetPackWithID: assetPackID)
+        let paths = try await BlockingIO.shortCall { try engine.reader.paths(inAssetPackWithID: assetPackID) }
         guard !paths.isEmpty else {
             throw AssetPackClientError(
                 code: .assetPackNotFound,
@@ -83,13 +86,23 @@ public struct LayerBenchmark: Sendable {
                                 of: BackgroundAssets.AssetPack(pack),
                                 requireLatestVersion: false
                             )
-                            return try timed { try manager.contents(at: System.FilePath(path)) }
+                            // Off the cooperative pool, as every read here; the thread sees `shared` played too.
+                            let backend = Backend.current
+                            return try await BlockingIO.shortCall {
+                                try Backend.$override.withValue(backend) {
+                                    try timed { try manager.contents(at: System.FilePath(path)) }
+                                }
+                            }
                         }
                     )
                 } else {
                     let manager = try AssetPackClient.AssetPackManager(configuration: configuration)
                     try await manager.ensureLocalAvailability(of: pack)
-                    firstReads.engine.append(try timed { try manager.contents(at: SystemPackage.FilePath(path)) })
+                    firstReads.engine.append(
+                        try await BlockingIO.shortCall {
+                            try timed { try manager.contents(at: SystemPackage.FilePath(path)) }
+                        }
+                    )
                 }
             }
         }
@@ -115,34 +128,50 @@ public struct LayerBenchmark: Sendable {
         let applePaths = paths.map { System.FilePath($0) }
         let enginePaths = paths.map { SystemPackage.FilePath($0) }
         return try await Backend.playing(shared) {
-            let manager = BackgroundAssets.AssetPackManager.shared
-            var apple = Histogram<UInt64>(
-                lowestDiscernibleValue: 1,
-                highestTrackableValue: 3_600_000_000_000,
-                numberOfSignificantValueDigits: .three
-            )
-            var underneath = apple
-            var done = 0
-            var sink: UInt8 = 0
-            while done < calls {
-                let block = min(1000, calls - done)
-                for appleTurn in done / 1000 % 2 == 0 ? [true, false] : [false, true] {
-                    for index in done..<done + block {
-                        let began = DispatchTime.now().uptimeNanoseconds
-                        let data =
-                            appleTurn
-                            ? try manager.contents(at: applePaths[index % paths.count])
-                            : try engine.contents(at: enginePaths[index % paths.count])
-                        sink &+= data.first ?? 0
-                        let nanoseconds = max(1, DispatchTime.now().uptimeNanoseconds - began)
-                        if appleTurn { apple.record(nanoseconds) } else { underneath.record(nanoseconds) }
-                    }
+            let backend = Backend.current
+            return try await BlockingIO.longJob {
+                try Backend.$override.withValue(backend) {
+                    try callLoop(engine, applePaths: applePaths, enginePaths: enginePaths, calls: calls)
                 }
-                done += block
             }
-            withExtendedLifetime(sink) {}
-            return (ReadBenchmark.Latency(apple), ReadBenchmark.Latency(underneath))
         }
+    }
+
+    /// The loop of ``contentsCalls(_:engine:paths:calls:)``, on a thread of its own.
+    private static func callLoop(
+        _ engine: AssetPackClient.AssetPackManager,
+        applePaths: [System.FilePath],
+        enginePaths: [SystemPackage.FilePath],
+        calls: Int
+    ) throws -> (apple: ReadBenchmark.Latency, engine: ReadBenchmark.Latency) {
+        let manager = BackgroundAssets.AssetPackManager.shared
+        let count = applePaths.count
+        var apple = Histogram<UInt64>(
+            lowestDiscernibleValue: 1,
+            highestTrackableValue: 3_600_000_000_000,
+            numberOfSignificantValueDigits: .three
+        )
+        var underneath = apple
+        var done = 0
+        var sink: UInt8 = 0
+        while done < calls {
+            let block = min(1000, calls - done)
+            for appleTurn in done / 1000 % 2 == 0 ? [true, false] : [false, true] {
+                for index in done..<done + block {
+                    let began = DispatchTime.now().uptimeNanoseconds
+                    let data =
+                        appleTurn
+                        ? try manager.contents(at: applePaths[index % count])
+                        : try engine.contents(at: enginePaths[index % count])
+                    sink &+= data.first ?? 0
+                    let nanoseconds = max(1, DispatchTime.now().uptimeNanoseconds - began)
+                    if appleTurn { apple.record(nanoseconds) } else { underneath.record(nanoseconds) }
+                }
+            }
+            done += block
+        }
+        withExtendedLifetime(sink) {}
+        return (ReadBenchmark.Latency(apple), ReadBenchmark.Latency(underneath))
     }
 
     /// Microseconds of `read` and the first byte of what it returns.
