@@ -20,7 +20,10 @@ struct TortureTests {
     /// recovered from; `times` rules must be. The rule is added (through the control API) only once the
     /// setup is done, so it always meets the run under test.
     static let rules: [(rule: String, expected: @Sendable (Int) -> Expected)] = [
-        ("reset-after=150000", { _ in .recovered }),
+        // Every connection is cut after 200 000 bytes: Levels (about 460 KB as an Apple Archive) needs three of
+        // the four attempts `--retries 3` allows, so one break of the loaded machine's own is still recovered.
+        // At 150 000 it needed all four, and a CI run failed when one more broke early.
+        ("reset-after=200000", { _ in .recovered }),
         ("truncate", { _ in .failedCleanly }),
         ("corrupt=3000", { _ in .failedCleanly }),
         ("wrong-length", { _ in .failedCleanly }),
