@@ -11,8 +11,9 @@ import SystemPackage
 ///
 /// - **First read**: in each round, for each layer (who goes first alternates), a manager is opened on the
 ///   app group, the pack is taken from the manifest last fetched and made local with
-///   `ensureLocalAvailability(of:requireLatestVersion: false)` (it is installed, so no server is asked), and the first `contents(at:)`
-///   after it is timed, with its first byte: the call that reads the app group's namespace.
+///   `ensureLocalAvailability(of:requireLatestVersion: false)` (it is installed, so no server is asked),
+///   and the first `contents(at:)` after it is timed, with its first byte: the call that reads the app
+///   group's namespace.
 /// - **Contents call**: `contents(at:)` of each file in turn and its first byte, back to back, in blocks of
 ///   1 000 calls that alternate between the layers, into an HDR histogram per layer.
 ///
