@@ -14,7 +14,10 @@ struct Export: AsyncParsableCommand {
             manifest fields, the same pack bytes and digests. Versions are shared with `serve` through \
             FOLDER/.ba-mock/state.json. Pack URLs are relative (assets/<id>) unless --base-url is given. \
             With --platform, a manifest per platform is written beside OUT/manifest (manifest-iOS.json, ...); \
-            `ba-mock serve` gives the same at /manifest?platform=iOS.
+            `ba-mock serve` gives the same at /manifest?platform=iOS. \
+            Each pack in OUT/assets is a hard link to the pack built in FOLDER/.ba-mock/packs where both are on \
+            one file system (its bytes are written once), else a copy; a pack edited in place there is noticed \
+            and built again by the next serve or export. --copy always copies.
             """
     )
 
@@ -42,6 +45,9 @@ struct Export: AsyncParsableCommand {
     )
     var platforms: [String] = []
 
+    @Flag(help: "Copy each pack into OUT/assets, even where a hard link to the pack built in FOLDER/.ba-mock would do.")
+    var copy = false
+
     @Flag(help: "Print the manifest written instead of a summary.")
     var json = false
 
@@ -62,6 +68,7 @@ struct Export: AsyncParsableCommand {
         options.platforms = platforms.compactMap(DownloadManifest.platform(named:))
         options.packOptions = build.packOptions
         options.deltaDepth = deltas.deltaDepth
+        options.linking = !copy
         let report = try await Exporter.export(options, log: { Console.err($0) })
         for warning in report.result.warnings { Console.err("warning: \(warning)") }
         if json {

@@ -1,5 +1,6 @@
 import AssetPackFormat
 import Foundation
+import Synchronization
 import SystemPackage
 import TestSupport
 import Testing
@@ -31,6 +32,61 @@ struct ExportTests {
         #expect(try scratch.read(out.appending("assets/images/logo.png")) == Scratch.noise(100, seed: 1))
         #expect(try scratch.read(out.appending("assets/style.css")) == Data("body {}".utf8))
         #expect(try scratch.read(out.appending("index.html")) == Data("<html></html>".utf8))
+    }
+
+    /// A pack is exported as a hard link to the archive built in `.ba-mock` (one write of its bytes, not two)
+    /// where the file system allows, and as a copy on request: the same bytes and digest either way.
+    @Test func packsAreLinkedWhereTheyCanBeAndCopiedOnRequest() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let catalog = try PackCatalog(folder: AssetFolder(root: scratch.root), archivesKept: 1)
+        try await catalog.refresh()
+        let (linked, copied) = (scratch.root.appending("linked"), scratch.root.appending("copied"))
+        _ = try Exporter.export(catalog.snapshot, to: linked, baseURL: nil)
+        _ = try Exporter.export(catalog.snapshot, to: copied, baseURL: nil, linking: false)
+        for pack in catalog.snapshot.packs {
+            let built = try FileManager.default.attributesOfItem(atPath: pack.archive.string)
+            for (out, shared) in [(linked, true), (copied, false)] {
+                let exported = out.appending("assets/\(pack.id)")
+                let attributes = try FileManager.default.attributesOfItem(atPath: exported.string)
+                let same = attributes[.systemFileNumber] as? Int == built[.systemFileNumber] as? Int
+                #expect(same == shared, "\(exported) shares the built archive's inode: \(same)")
+                #expect(try FileDigest.sha256(of: exported) == pack.sha256)
+            }
+        }
+    }
+
+    /// An exported pack edited in place (it is a hard link to the built archive, so the archive changed too) is
+    /// not served as it is: the next refresh, of this run or of a later one, sees the archive differs from what
+    /// was built and builds it again; the pack keeps its version and digest, and the edited file (the user's) is
+    /// left as it is.
+    @Test(arguments: [false, true])
+    func aPackEditedInPlaceThroughAnExportedLinkIsBuiltAgain(laterRun: Bool) async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let out = scratch.root.appending("site")
+        let said = Mutex<[String]>([])
+        let log: @Sendable (String) -> Void = { line in said.withLock { $0.append(line) } }
+        let folder = try AssetFolder(root: scratch.root)
+        var catalog = try PackCatalog(folder: folder, archivesKept: 1, log: log)
+        try await catalog.refresh()
+        let before = try #require(catalog.snapshot.pack(withID: "Levels"))
+        _ = try Exporter.export(catalog.snapshot, to: out, baseURL: nil)
+        let exported = out.appending("assets/Levels")
+        var edited = try scratch.read(exported)
+        edited[edited.count / 2] ^= 0xFF
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: exported.string))
+        try handle.write(contentsOf: edited)  // in place, as `dd conv=notrunc` would
+        try handle.close()
+
+        if laterRun { catalog = try PackCatalog(folder: folder, archivesKept: 1, log: log) }
+        try await catalog.refresh()
+        let after = try #require(catalog.snapshot.pack(withID: "Levels"))
+        #expect(after.version == before.version)
+        #expect(try FileDigest.sha256(of: after.archive) == before.sha256)
+        #expect(try scratch.read(exported) == edited)
+        let lines = said.withLock { $0 }
+        #expect(lines.contains { $0.contains("Levels") && $0.contains("changed since it was built") }, "\(lines)")
     }
 
     /// A tampered record cannot make export delete outside the output folder: `lnk -> ../victim` planted in

@@ -120,4 +120,25 @@ struct MockServerTests {
         #expect(report.result.manifest.assetPacks.map(\.id) == ["Levels", "Textures", "Tutorial"])
         #expect(report.result.platformManifests["macOS"] == scratch.root.appending("second/manifest-macOS.json"))
     }
+
+    /// A state copied aside onto another file system (no hard link there, so each file is copied) keeps its
+    /// archives' modification times: nothing is built again in it. Copied with a new time, every archive looked
+    /// changed since it was built, and every pack was built again.
+    @Test func aStateCopiedAsideKeepsItsArchivesAsBuilt() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let folder = try AssetFolder(root: scratch.root)
+        try await PackCatalog(folder: folder).refresh()
+        var (own, shm) = (stat(), stat())
+        #expect(stat(scratch.root.string, &own) == 0 && stat("/dev/shm", &shm) == 0)
+        #expect(own.st_dev != shm.st_dev, "/dev/shm is another file system, where no hard link to the state goes")
+
+        let aside = try folder.withStateAside(in: "/dev/shm")
+        defer { aside.removeStateAside() }
+        let said = Mutex<[String]>([])
+        let catalog = try PackCatalog(folder: aside, log: { line in said.withLock { $0.append(line) } })
+        try await catalog.refresh()
+        #expect(said.withLock { $0 } == [])
+        #expect(catalog.snapshot.packs.map(\.id) == ["Levels", "Textures", "Tutorial"])
+    }
 }

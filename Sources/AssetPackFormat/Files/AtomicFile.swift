@@ -65,13 +65,7 @@ public enum AtomicFile {
         _ body: (FileDescriptor) throws -> T
     ) throws -> T {
         BlockingIO.checkOffPool("AtomicFile.write")
-        guard PackPath.normalize(name) == name, !name.utf8.contains(UInt8(ascii: "/")) else {
-            throw AssetPackFormatError(
-                code: .unsafePath,
-                message: "cannot write \(path): \"\(name)\" is not a file name"
-            )
-        }
-        let temporary = ".\(name).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let temporary = try temporaryName(for: name, shownAs: path)
         let shownTemporary = path.removingLastComponent().appending(temporary)
         var raw: Int32
         repeat {
@@ -103,6 +97,48 @@ public enum AtomicFile {
         moved = true
         _ = fsync(folder.rawValue)  // as syncDirectory: some file systems cannot, and the rename has happened
         return result
+    }
+
+    /// Puts a hard link to `source` at `name` of an open folder, as ``write(in:named:shownAs:permissions:_:)``
+    /// puts a file there: linked under a temporary name, then renamed over `name` (a symlink there is replaced,
+    /// never followed), and the folder synced. No byte is written, and none needs syncing: `source` must be a
+    /// file that was synced and that nothing writes into again (one renamed into place, as this type writes).
+    /// - Returns: Whether it was linked; `false` when the link could not be made (another file system, one
+    ///   without hard links, or no permission): the caller copies instead.
+    /// - Throws: ``AssetPackFormatError`` with code `.unsafePath` when `name` is not one component, or `.io`
+    ///   when the link cannot be renamed into place.
+    public static func link(
+        _ source: FilePath,
+        in folder: FileDescriptor,
+        named name: String,
+        shownAs path: FilePath
+    ) throws -> Bool {
+        BlockingIO.checkOffPool("AtomicFile.link")
+        let temporary = try temporaryName(for: name, shownAs: path)
+        guard linkat(AT_FDCWD, source.string, folder.rawValue, temporary, 0) == 0 else { return false }
+        defer {
+            // Gone once renamed; still there when it failed, or when `name` already was this very file (a rename
+            // between two links to one file does nothing).
+            _ = unlinkat(folder.rawValue, temporary, 0)
+        }
+        if renameat(folder.rawValue, temporary, folder.rawValue, name) != 0 {
+            let shownTemporary = path.removingLastComponent().appending(temporary)
+            throw AssetPackFormatError.io("rename \(shownTemporary) to", path, Errno(rawValue: errno))
+        }
+        _ = fsync(folder.rawValue)  // as syncDirectory: some file systems cannot, and the rename has happened
+        return true
+    }
+
+    /// A temporary name beside `name`, for a file renamed to `name` once complete.
+    /// - Throws: ``AssetPackFormatError`` with code `.unsafePath` when `name` is not one component.
+    private static func temporaryName(for name: String, shownAs path: FilePath) throws -> String {
+        guard PackPath.normalize(name) == name, !name.utf8.contains(UInt8(ascii: "/")) else {
+            throw AssetPackFormatError(
+                code: .unsafePath,
+                message: "cannot write \(path): \"\(name)\" is not a file name"
+            )
+        }
+        return ".\(name).tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     }
 
     /// Writes `bytes` to `path` atomically.

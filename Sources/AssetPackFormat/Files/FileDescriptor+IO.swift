@@ -106,6 +106,24 @@ extension FileDescriptor {
 }
 
 extension FileDescriptor {
+    /// The size and modification time (nanoseconds since 1970) of the regular file at `path`, not followed if a
+    /// symlink; `nil` for anything else, or nothing.
+    public static func regularFileStamp(at path: FilePath) -> (size: Int64, modified: Int64)? {
+        var info = Glibc.stat()
+        guard lstat(path.string, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return (Int64(info.st_size), Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
+    }
+
+    /// Gives this file the access and modification times of the file open as `source`, as `cp -p` does
+    /// (ignoring failures: the copy is whole either way).
+    public func keepTimes(of source: FileDescriptor) {
+        var info = Glibc.stat()
+        guard fstat(source.rawValue, &info) == 0 else { return }
+        _ = futimens(rawValue, [info.st_atim, info.st_mtim])
+    }
+}
+
+extension FileDescriptor {
     /// What a name in a folder is, seen without following a symlink.
     public enum EntryKind: Sendable, Hashable {
         case regular, folder, symlink, other

@@ -111,16 +111,17 @@ extension AssetFolder {
     /// system allows (ba-mock never writes into a file it keeps: it writes a new one and renames it, so a
     /// build in the copy cannot reach the original) and as a copy otherwise. Only regular files are taken,
     /// opened without following a link or waiting on a FIFO. Call ``removeStateAside()`` when done.
+    /// - Parameter base: Where the temporary folder is made.
     /// - Throws: ``AssetPackServerError`` with code `.state` when the temporary folder cannot be made or a
     ///   file not copied.
-    public func withStateAside() throws -> AssetFolder {
+    public func withStateAside(in base: String = NSTemporaryDirectory()) throws -> AssetFolder {
         BlockingIO.checkOffPool("AssetFolder.withStateAside")
         try PackCatalog.checkStateFolder(of: self)  // a linked .ba-mock is refused, not read through
-        var template = Array((NSTemporaryDirectory() + "/ba-mock-check-XXXXXX").utf8CString)
+        var template = Array((base + "/ba-mock-check-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ $0.baseAddress.flatMap(mkdtemp) }) else {
             throw AssetPackServerError(
                 code: .state,
-                message: "cannot create a folder in \(NSTemporaryDirectory()). Fix: set TMPDIR to a writable folder",
+                message: "cannot create a folder in \(base). Fix: set TMPDIR to a writable folder",
                 cause: Errno(rawValue: errno)
             )
         }
@@ -187,5 +188,6 @@ extension AssetFolder {
         } catch {
             throw failed("copy")
         }
+        writer.keepTimes(of: reader)  // a record tells an archive changed since it was built by its time
     }
 }

@@ -19,6 +19,9 @@ extension Exporter {
         public var packOptions = PackBuildOptions()
         /// How many earlier versions each pack keeps a delta from.
         public var deltaDepth = 3
+        /// Put each pack as a hard link to the archive built where the file system allows, else as a copy (see
+        /// ``Exporter/export(_:to:baseURL:platforms:linking:)``).
+        public var linking = true
 
         /// Options that export `folder` into `out` with the defaults of `ba-mock export`.
         public init(folder: FilePath, out: FilePath) {
@@ -38,7 +41,7 @@ extension Exporter {
     /// Builds the folder's packs (versions shared with `serve` through its `.ba-mock`, or a copy of it when
     /// another ba-mock holds it: the note goes to `log`, as do the catalog's warnings, before the export) and
     /// writes them into `options.out`.
-    /// - Throws: What the catalog and ``export(_:to:baseURL:platforms:)`` throw.
+    /// - Throws: What the catalog and ``export(_:to:baseURL:platforms:linking:)`` throw.
     public static func export(_ options: Options, log: @escaping @Sendable (String) -> Void) async throws -> Report {
         try await withBuiltPacks(
             folder: options.folder,
@@ -48,7 +51,13 @@ extension Exporter {
             log: log
         ) { snapshot in
             let result = try await BlockingIO.longJob {  // copies every archive
-                try export(snapshot, to: options.out, baseURL: options.baseURL, platforms: options.platforms)
+                try export(
+                    snapshot,
+                    to: options.out,
+                    baseURL: options.baseURL,
+                    platforms: options.platforms,
+                    linking: options.linking
+                )
             }
             return Report(result: result, snapshot: snapshot)
         }

@@ -46,6 +46,9 @@ public enum Exporter {
     ///   - platforms: Platforms (as ``DownloadManifest/platform(named:)`` spells them) to write a manifest of
     ///     their own for, `manifest-<platform>.json` beside `manifest`, holding only the packs for that platform
     ///     (as `ba-package download-manifest create --ios` makes one per platform).
+    ///   - linking: Put each pack archive as a hard link to the archive built in `.ba-mock` where the file
+    ///     system allows (its bytes are written once, not twice; ba-mock never writes into an archive it
+    ///     built, and builds again one that changed, see ``MockState/Record/isAsBuilt(_:)``), else as a copy.
     /// - Returns: The manifest written, and the recorded files left in place.
     /// - Throws: ``AssetPackFormatError`` with code `.io`, `.unsafePath` (a symlink where export writes) or
     ///   `.invalidState` (a damaged record, or one that is not a regular file).
@@ -53,7 +56,8 @@ public enum Exporter {
         _ snapshot: CatalogSnapshot,
         to folder: FilePath,
         baseURL: String?,
-        platforms: [String] = []
+        platforms: [String] = [],
+        linking: Bool = true
     ) throws -> Result {
         try AtomicFile.makeFolder(folder, option: "--out")
         // The folder itself is the user's choice, through a symlink or not; what is below it is not.
@@ -64,7 +68,7 @@ public enum Exporter {
             throw AssetPackFormatError(code: .io, message: "cannot open \(folder): \(error)", cause: error)
         }
         return try out.closeAfter {
-            try export(snapshot, into: out, shownAs: folder, baseURL: baseURL, platforms: platforms)
+            try export(snapshot, into: out, shownAs: folder, baseURL: baseURL, platforms: platforms, linking: linking)
         }
     }
 
@@ -73,18 +77,21 @@ public enum Exporter {
         into out: FileDescriptor,
         shownAs folder: FilePath,
         baseURL: String?,
-        platforms: [String]
+        platforms: [String],
+        linking: Bool
     ) throws -> Result {
         let record = StateFile<Record>(folder.appending(recordName))
         let before = Set(try record.load(in: out)?.files ?? [])
         var written: [String] = []
         let files = snapshot.packs.flatMap { pack in
-            [(pack.archive, "assets/\(pack.id)")] + pack.deltas.map { ($0.archive, pack.deltaPath($0)) }
+            [(pack.archive, "assets/\(pack.id)", linking)] + pack.deltas.map { ($0.archive, pack.deltaPath($0), false) }
         }
-        for (source, path) in files {
+        for (source, path, link) in files {
             let (folders, name) = split(path)
             try withFolder(folders, in: out, shownAs: folder, creating: true) { parent in
-                try copy(source, into: parent, named: name, shownAs: folder.appending(path))
+                let shownAs = folder.appending(path)
+                if link, try AtomicFile.link(source, in: parent, named: name, shownAs: shownAs) { return }
+                try copy(source, into: parent, named: name, shownAs: shownAs)
             }
             written.append(path)
         }

@@ -34,6 +34,9 @@ struct MockState: Sendable, Codable {
         var bases: [Base]? = nil
         /// The delta archives from those bases to this version.
         var deltas: [Delta]? = nil
+        /// The archive's modification time when it was built, in nanoseconds since 1970 (nil in a state written
+        /// before it was kept): with its size, what tells an archive changed since (see ``isAsBuilt(_:)``).
+        var archiveModified: Int64? = nil
     }
 
     /// An earlier version of a pack, as clients may hold it.
@@ -83,5 +86,34 @@ struct MockState: Sendable, Codable {
     func save(to file: FilePath) throws {
         BlockingIO.checkOffPool("MockState.save")
         try StateFile<MockState>(file).save(self)
+    }
+}
+
+extension MockState.Record {
+    /// Whether the archive at `path` is as it was built: a regular file of the recorded size and, where the
+    /// record has it, modification time. ba-mock never writes into an archive it built (it writes a new one and
+    /// renames it), but an export links its packs to them, and an exported pack edited in place (`dd
+    /// conv=notrunc`, a test corrupting a download on purpose) edits the archive too.
+    func isAsBuilt(_ path: FilePath) -> Bool {
+        guard let (size, modified) = FileDescriptor.regularFileStamp(at: path) else { return false }
+        return size == downloadSize && (archiveModified.map { $0 == modified } ?? true)
+    }
+}
+
+extension MockState {
+    /// The files in `packsFolder`, less the records' archives that changed since they were built (those are
+    /// built again, as if missing).
+    /// - Returns: The names, and the changed archives as `(pack ID, path)`.
+    func archives(in packsFolder: FilePath) -> (names: Set<String>, changed: [(id: String, path: FilePath)]) {
+        var names = Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [])
+        var changed: [(id: String, path: FilePath)] = []
+        for (id, record) in packs.sorted(by: { $0.key < $1.key })
+        where !record.removed && names.contains(record.archive) {
+            let path = packsFolder.appending(record.archive)
+            guard !record.isAsBuilt(path) else { continue }
+            names.remove(record.archive)
+            changed.append((id, path))
+        }
+        return (names, changed)
     }
 }

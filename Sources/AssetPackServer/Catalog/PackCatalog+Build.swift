@@ -49,7 +49,7 @@ extension PackCatalog {
         let building = packsFolder.appending("\(id).building")
         log("building \(id): \(ByteFormat.count(source.files.count, "file")), \(ByteFormat.string(source.installSize))")
         let chunked = deltaStore.depth > 0
-        let (built, index, chunks, name) = try await BlockingIO.longJob {
+        let (built, index, chunks, name, modified) = try await BlockingIO.longJob {
             let (built, index, chunks) = try Self.buildPack(source, to: building, options: options, chunked: chunked)
             let name = "\(id)-\(built.sha256.prefix(16)).\(built.format == .aar ? "aar" : "pack")"
             if rename(building.string, packsFolder.appending(name).string) != 0 {
@@ -59,7 +59,8 @@ extension PackCatalog {
                     cause: Errno(rawValue: errno)
                 )
             }
-            return (built, index, chunks, name)
+            let modified = FileDescriptor.regularFileStamp(at: packsFolder.appending(name))?.modified
+            return (built, index, chunks, name, modified)
         }
         let sameContent = previous?.sha256 == built.sha256
         let record = MockState.Record(
@@ -77,7 +78,8 @@ extension PackCatalog {
             removed: false,
             platforms: source.manifest.platforms,
             language: source.manifest.language,
-            userInfo: source.manifest.userInfo
+            userInfo: source.manifest.userInfo,
+            archiveModified: modified
         )
         let (deltaStore, log) = (self.deltaStore, self.log)
         let previousVersion = previous.map { published($0, id: id) }

@@ -36,7 +36,7 @@ extension PackCatalog {
         // built (503 with Retry-After, not 404), and the manifest waits for them.
         let (packsFolder, state) = (self.packsFolder, self.state)
         let unbuilt = try await BlockingIO.shortCall { () -> Set<String> in
-            let archives = Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [])
+            let archives = state.archives(in: packsFolder).names
             return Set(
                 scan.sources.filter { source in
                     guard let record = state.packs[source.manifest.assetPackID], !record.removed else { return true }

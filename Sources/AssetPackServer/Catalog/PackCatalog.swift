@@ -222,13 +222,18 @@ public actor PackCatalog {
     /// - Returns: The scan, each source's fingerprint, and the names in `packs/`.
     private func scanFolder() async throws -> (AssetFolder.Scan, [String], Set<String>) {
         let (folder, packsFolder, options, checked) = (self.folder, self.packsFolder, self.options, checkedScan)
+        let state = self.state
         checkedScan = nil
-        let (scan, fingerprints, archives) = try await BlockingIO.longJob {
+        let (scan, fingerprints, (archives, changed)) = try await BlockingIO.longJob {
             let scan = try checked ?? folder.scan()
             let fingerprints = scan.sources.map { $0.fingerprint(options: options) }
             try Self.createFolder(packsFolder)
-            let archives = Set((try? FileManager.default.contentsOfDirectory(atPath: packsFolder.string)) ?? [])
-            return (scan, fingerprints, archives)
+            return (scan, fingerprints, state.archives(in: packsFolder))
+        }
+        for (id, path) in changed {
+            log(
+                "\(path) changed since it was built (an exported pack is a hard link to it: edited in place?); building \(id) again"
+            )
         }
         if !started {
             // At start-up: anything in packs/ that no record names is left from an earlier run, a killed build
