@@ -147,7 +147,34 @@ struct RealContentTests {
             try PackBuilder.build(source, to: scratch.root.appending("Pack.pack"))
         }
         #expect(error?.code == .unsafePath, "\(error?.message ?? "")")
+        #expect(
+            error?.message
+                == "\(root)/Levels/level.json now leads to \(outside.root)/level.json (a folder on its way was replaced "
+                + "by a symlink after the listing); refused. Fix: pack again"
+        )
         #expect(!FileManager.default.fileExists(atPath: scratch.root.appending("Pack.pack").string))
+    }
+
+    /// A folder moved after the listing and linked back leads to the very files listed: they are packed, byte
+    /// for byte (the device and inode checked on each open say so; the path it was opened by no longer matters).
+    @Test func aFolderMovedAndLinkedBackAfterListingPacksTheListedFiles() throws {
+        let scratch = try Scratch()
+        try scratch.write("Assets/Levels/level.json", "public")
+        let root = scratch.root.appending("Assets")
+        let source = try PackSource.resolve(try manifest(#"{"directory": "Levels"}"#), root: root)
+        try FileManager.default.moveItem(
+            atPath: root.appending("Levels").string,
+            toPath: scratch.root.appending("moved").string
+        )
+        try FileManager.default.createSymbolicLink(
+            atPath: root.appending("Levels").string,
+            withDestinationPath: scratch.root.appending("moved").string
+        )
+        try PackBuilder.build(source, to: scratch.root.appending("Pack.pack"))
+        let out = scratch.root.appending("out")
+        try FileManager.default.createDirectory(atPath: out.string, withIntermediateDirectories: true)
+        _ = try PackArchiveReader.extract(scratch.root.appending("Pack.pack"), into: out)
+        #expect(try scratch.read(out.appending("Levels/level.json")) == Data("public".utf8))
     }
 
     /// A pax name without `hdrcharset=BINARY` is one libarchive converts, and in a UTF-8 locale it normalizes
