@@ -65,21 +65,6 @@ struct AppleArchiveFastPathTests {
         }
     }
 
-    /// Where two byte strings first differ (the shorter one's length, when it is the other's start); `nil`
-    /// when they are equal. Compared with `memcmp` and reported as an offset: `#expect` on the values would
-    /// compare 20 MiB element by element in a debug build and print both.
-    static func firstDifference(_ a: Data, _ b: Data) -> Int? {
-        a.withUnsafeBytes { a in
-            b.withUnsafeBytes { b in
-                let common = min(a.count, b.count)
-                if common > 0, let x = a.baseAddress, let y = b.baseAddress, memcmp(x, y, common) != 0 {
-                    return (0..<common).first { a[$0] != b[$0] }
-                }
-                return a.count == b.count ? nil : common
-            }
-        }
-    }
-
     /// `plain` as an LZFSE pbz stream of blocks of `blockSize`.
     static func pbz(_ plain: Data, blockSize: Int) -> Data {
         func bigEndian(_ value: Int) -> Data { Data(AppleArchiveWriter.bigEndian(UInt64(value))) }
@@ -120,7 +105,7 @@ struct AppleArchiveFastPathTests {
         #expect(blocks.contains { $0.stored < $0.raw } && blocks.contains { $0.stored == $0.raw })
         for threads in [2, 3] {
             let parallel = try Self.build(source, scratch, compression, threads: threads)
-            #expect(Self.firstDifference(parallel.bytes, serial.bytes) == nil, "\(threads) threads")
+            #expect(firstDifference(parallel.bytes, serial.bytes) == nil, "\(threads) threads")
             #expect(parallel.sha256 == serial.sha256 && parallel.index == serial.index)
         }
     }
@@ -136,7 +121,7 @@ struct AppleArchiveFastPathTests {
                 let decoded = Self.decode(archive, threads: threads, feed: feed)
                 #expect(decoded.error == nil)
                 #expect(
-                    Self.firstDifference(decoded.bytes, plain) == nil,
+                    firstDifference(decoded.bytes, plain) == nil,
                     "\(threads) threads, fed \(feed) bytes at a time"
                 )
             }
@@ -146,7 +131,7 @@ struct AppleArchiveFastPathTests {
         let large = Self.pbz(plain, blockSize: 10 << 20)
         for threads in [1, 2, 3] {
             let decoded = Self.decode(large, threads: threads)
-            #expect(decoded.error == nil && Self.firstDifference(decoded.bytes, plain) == nil, "\(threads) threads")
+            #expect(decoded.error == nil && firstDifference(decoded.bytes, plain) == nil, "\(threads) threads")
         }
         // And it extracts: every file the bytes it was packed from.
         let destination = scratch.root.appending("out")
@@ -186,7 +171,7 @@ struct AppleArchiveFastPathTests {
             for threads in [2, 3] {
                 let parallel = Self.decode(bytes, threads: threads)
                 #expect(parallel.error == serial.error, "\(what), \(threads) threads")
-                #expect(Self.firstDifference(parallel.bytes, serial.bytes) == nil, "\(what), \(threads) threads")
+                #expect(firstDifference(parallel.bytes, serial.bytes) == nil, "\(what), \(threads) threads")
             }
         }
     }
@@ -235,7 +220,7 @@ struct AppleArchiveFastPathTests {
                 }
             }
         }
-        #expect(Self.firstDifference(built.bytes, try scratch.read(expected)) == nil)
+        #expect(firstDifference(built.bytes, try scratch.read(expected)) == nil)
         #expect(built.sha256 == sha256)
         #expect(
             built.index.files.map(\.sha256)

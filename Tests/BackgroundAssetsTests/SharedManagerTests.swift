@@ -246,7 +246,7 @@ import Testing
     // folder it leads to is left as it was (the link itself was copied, and every build went into the source).
     @Test func anAssetFolderThatIsALinkIsCopiedNotWrittenTo() async throws {
         let folder = try Fixture.make()
-        let link = FileManager.default.temporaryDirectory.appendingPathComponent("ba-link-\(UUID().uuidString)").path
+        let link = Fixture.temporary("ba-link").path
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: folder.string)
         let before = try FileManager.default.subpathsOfDirectory(atPath: folder.string).sorted()
         let served = try await withAssetPackServer(serving: FilePath(link)) { _ in
@@ -280,9 +280,7 @@ import Testing
             try await manager.ensureLocalAvailability(
                 of: Set(try await manager.manifest.assetPacks.filter { $0.language == nil })
             )
-            let outside = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "ba-outside-\(UUID().uuidString)"
-            )
+            let outside = Fixture.temporary("ba-outside")
             try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(
                 atPath: server.appGroup.appending(".ba-sync/views").string,
