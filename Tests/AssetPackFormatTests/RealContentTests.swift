@@ -149,8 +149,8 @@ struct RealContentTests {
         #expect(error?.code == .unsafePath, "\(error?.message ?? "")")
         #expect(
             error?.message
-                == "\(root)/Levels/level.json now leads to \(outside.root)/level.json (a folder on its way was replaced "
-                + "by a symlink after the listing); refused. Fix: pack again"
+                == "\(root)/Levels/level.json now leads to \(outside.root)/level.json (a folder on its way was "
+                + "replaced by a symlink after the listing); refused. Fix: pack again"
         )
         #expect(!FileManager.default.fileExists(atPath: scratch.root.appending("Pack.pack").string))
     }

@@ -232,7 +232,8 @@ public actor PackCatalog {
         }
         for (id, path) in changed {
             log(
-                "\(path) changed since it was built (an exported pack is a hard link to it: edited in place?); building \(id) again"
+                "note: \(path) changed since it was built (an exported pack is a hard link to it: edited in "
+                    + "place?); building \(id) again"
             )
         }
         if !started {
