@@ -56,6 +56,28 @@ struct ExportTests {
         }
     }
 
+    /// A symlink planted where a built archive is, after the build, is neither linked into the output (a web
+    /// server would follow it) nor followed: the export fails and nothing from where it leads is written.
+    @Test(arguments: [true, false])
+    func aSymlinkPlantedForABuiltArchiveIsNotExported(linking: Bool) async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let secret = try scratch.write("secret.txt", "not a pack")
+        let catalog = try PackCatalog(folder: AssetFolder(root: scratch.root), archivesKept: 1)
+        try await catalog.refresh()
+        let archive = try #require(catalog.snapshot.pack(withID: "Levels")).archive
+        try FileManager.default.removeItem(atPath: archive.string)
+        try FileManager.default.createSymbolicLink(atPath: archive.string, withDestinationPath: secret.string)
+        let out = scratch.root.appending("site")
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try Exporter.export(catalog.snapshot, to: out, baseURL: nil, linking: linking)
+        }
+        #expect(error?.code == .io, "\(String(describing: error))")
+        let exported = out.appending("assets/Levels").string
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: exported)) == nil)
+        #expect(!FileManager.default.fileExists(atPath: exported))
+    }
+
     /// An exported pack edited in place (it is a hard link to the built archive, so the archive changed too) is
     /// not served as it is: the next refresh, of this run or of a later one, sees the archive differs from what
     /// was built and builds it again; the pack keeps its version and digest, and the edited file (the user's) is

@@ -104,7 +104,8 @@ public enum AtomicFile {
     /// never followed), and the folder synced. No byte is written, and none needs syncing: `source` must be a
     /// file that was synced and that nothing writes into again (one renamed into place, as this type writes).
     /// - Returns: Whether it was linked; `false` when the link could not be made (another file system, one
-    ///   without hard links, or no permission): the caller copies instead.
+    ///   without hard links, or no permission) or `source` is not a regular file (a symlink planted there is
+    ///   never put in place): the caller copies instead.
     /// - Throws: ``AssetPackFormatError`` with code `.unsafePath` when `name` is not one component, or `.io`
     ///   when the link cannot be renamed into place.
     public static func link(
@@ -116,6 +117,12 @@ public enum AtomicFile {
         BlockingIO.checkOffPool("AtomicFile.link")
         let temporary = try temporaryName(for: name, shownAs: path)
         guard linkat(AT_FDCWD, source.string, folder.rawValue, temporary, 0) == 0 else { return false }
+        var linked = stat()
+        guard fstatat(folder.rawValue, temporary, &linked, AT_SYMLINK_NOFOLLOW) == 0, linked.st_mode & S_IFMT == S_IFREG
+        else {
+            _ = unlinkat(folder.rawValue, temporary, 0)  // a symlink at `source` is linked as one: never put in place
+            return false
+        }
         defer {
             // Gone once renamed; still there when it failed, or when `name` already was this very file (a rename
             // between two links to one file does nothing).

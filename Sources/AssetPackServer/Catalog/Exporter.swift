@@ -235,7 +235,7 @@ public enum Exporter {
     ) throws {
         let input: FileDescriptor
         do {
-            input = try FileDescriptor.open(source, .readOnly)
+            input = try FileDescriptor.open(source, .readOnly, options: [.noFollow, .closeOnExec])
         } catch let errno as Errno {
             throw AssetPackFormatError(code: .io, message: "cannot open \(source): \(errno)", cause: errno)
         }
