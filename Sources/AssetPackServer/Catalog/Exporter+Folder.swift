@@ -50,7 +50,7 @@ extension Exporter {
             deltaDepth: options.deltaDepth,
             log: log
         ) { snapshot in
-            let result = try await BlockingIO.longJob {  // copies every archive
+            let result = try await BlockingIO.longJob {  // links or copies every archive
                 try export(
                     snapshot,
                     to: options.out,
