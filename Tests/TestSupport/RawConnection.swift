@@ -99,6 +99,22 @@ public final class RawConnection: @unchecked Sendable {
         return data
     }
 
+    /// Reads until `count` whole responses arrived (each with a `Content-Length`), the peer closed, or
+    /// `timeout` passed; returns the whole ones, in the order they came.
+    public func readResponses(_ count: Int, timeout: Double) -> [RawResponse] {
+        var data = Data()
+        var responses: [RawResponse] = []
+        _ = read(timeout: timeout) { bytes in
+            data.append(contentsOf: bytes)
+            while let (response, length) = RawResponse.first(in: data) {
+                responses.append(response)
+                data = data.subdata(in: (data.startIndex + length)..<data.endIndex)
+            }
+            return responses.count < count
+        }
+        return responses
+    }
+
     /// Reads until the peer closes or `timeout` passes; returns the bytes and whether the peer closed.
     public func readToEnd(timeout: Double) -> (bytes: Int, closed: Bool) {
         read(timeout: timeout) { _ in true }
@@ -133,5 +149,35 @@ public final class RawConnection: @unchecked Sendable {
 public func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}
+
+/// One HTTP/1.1 response as it came over the wire.
+public struct RawResponse: Sendable {
+    /// The status line and header lines, without the blank line that ends them.
+    public var head: [String]
+    public var body: Data
+
+    /// The value of the first header named `name` (any case).
+    public func header(_ name: String) -> String? {
+        head.dropFirst().lazy.compactMap { line -> String? in
+            guard let colon = line.firstIndex(of: ":"),
+                line[..<colon].caseInsensitiveCompare(name) == .orderedSame
+            else { return nil }
+            return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }.first
+    }
+
+    /// The first whole response of `data` (head and `Content-Length` bytes), and its length in `data`.
+    static func first(in data: Data) -> (RawResponse, Int)? {
+        guard let end = data.firstRange(of: Data("\r\n\r\n".utf8)) else { return nil }
+        let lines = String(decoding: data[data.startIndex..<end.lowerBound], as: UTF8.self)
+            .components(separatedBy: "\r\n")
+        var response = RawResponse(head: lines, body: Data())
+        let length = Int(response.header("Content-Length") ?? "0") ?? 0
+        let bodyStart = end.upperBound
+        guard data.endIndex - bodyStart >= length else { return nil }
+        response.body = Data(data[bodyStart..<(bodyStart + length)])
+        return (response, bodyStart + length - data.startIndex)
     }
 }

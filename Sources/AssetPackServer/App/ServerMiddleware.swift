@@ -77,19 +77,43 @@ struct RequestLogMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        // The dashboard's own requests (its event stream lasts as long as the page) are not downloads; with no
-        // request log, nothing is counted while no page is open.
-        let board = request.uri.path.hasPrefix("/_mock") ? nil : self.board
-        guard write != nil || board?.isWatched == true else { return try await next(request, context) }
+        guard records(request.uri.path) else { return try await next(request, context) }
         let start = ContinuousClock.now
         let response = try await next(request, context)
-        let line = LineParts(
-            method: request.method.rawValue,
-            path: request.uri.path,
-            range: request.headers[.range],
-            status: response.status.code,
-            fault: response.headers[.mockFault]
+        expect(
+            LineParts(
+                method: request.method.rawValue,
+                path: request.uri.path,
+                range: request.headers[.range],
+                status: response.status.code,
+                fault: response.headers[.mockFault]
+            ),
+            total: response.headers[.contentLength].flatMap { Int($0) } ?? response.body.contentLength,
+            client: context.remoteAddress?.ipAddress,
+            since: start,
+            on: context.channel
         )
+        return response
+    }
+
+    /// Whether a response to a request for `path` is recorded now: always with a request log; without one,
+    /// for the board while a dashboard page is open. The dashboard's own requests (its event stream lasts as
+    /// long as the page) are not downloads, and not on the board.
+    func records(_ path: String) -> Bool {
+        write != nil || (board?.isWatched == true && !path.hasPrefix("/_mock"))
+    }
+
+    /// Queues the account of a response about to be handed to the connection `channel` (the router's, or
+    /// ``DirectPackResponder``'s): its line is written and its row on the board finished when its last write
+    /// completes.
+    func expect(
+        _ line: LineParts,
+        total: Int?,
+        client: String?,
+        since start: ContinuousClock.Instant,
+        on channel: ObjectIdentifier
+    ) {
+        let board = line.path.hasPrefix("/_mock") ? nil : self.board
         let (json, write) = (self.json, self.write)
         let boardID = board?.reserveID()
         // Settled on the connection's event loop when the response's last write completes (the line must
@@ -102,13 +126,13 @@ struct RequestLogMiddleware: RouterMiddleware {
             board.begin(
                 DownloadBoard.InFlight(
                     id: boardID,
-                    client: context.remoteAddress?.ipAddress ?? "?",
+                    client: client ?? "?",
                     method: line.method,
                     path: line.path,
                     pack: DownloadBoard.pack(inPath: line.path),
                     range: line.range,
                     status: line.status,
-                    total: response.headers[.contentLength].flatMap { Int($0) } ?? response.body.contentLength,
+                    total: total,
                     fault: line.fault,
                     sent: 0,
                     started: Date()
@@ -116,11 +140,11 @@ struct RequestLogMiddleware: RouterMiddleware {
                 entry: entry
             )
         }
-        tally.expect(entry, on: context.channel)
-        return response
+        tally.expect(entry, on: channel)
     }
 
-    private struct LineParts: Sendable {
+    /// What a request log line says of its request and response, but for the bytes sent and the time taken.
+    struct LineParts: Sendable {
         var method: String
         var path: String
         var range: String?

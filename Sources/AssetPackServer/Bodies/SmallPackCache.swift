@@ -16,9 +16,15 @@ final class SmallPackCache: Sendable {
 
     private let entries = Mutex<(packs: [String: ByteBuffer], bytes: Int)>(([:], 0))
 
+    /// The whole archive of `pack` if it is held already, else `nil` (the event loop's question: it must not
+    /// read a file).
+    func held(_ pack: ServedPack) -> ByteBuffer? {
+        entries.withLock { $0.packs[pack.sha256] }
+    }
+
     /// The whole archive of `pack`, read once.
     func bytes(of pack: ServedPack) async throws -> ByteBuffer {
-        if let cached = entries.withLock({ $0.packs[pack.sha256] }) { return cached }
+        if let cached = held(pack) { return cached }
         let path = pack.archive
         let bytes = try await BlockingIO.shortCall {
             ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: path.string)))

@@ -28,6 +28,9 @@ public final class FaultPlan: Sendable {
     /// The rules in force.
     public var rules: [FaultRule] { state.withLock { $0.entries.map(\.rule) } }
 
+    /// Whether no rule is in force: no request can draw a fault.
+    var isEmpty: Bool { state.withLock { $0.entries.isEmpty } }
+
     /// Adds a rule.
     public func add(_ rule: FaultRule) { state.withLock { $0.entries.append(Entry(rule: rule)) } }
 
