@@ -19,26 +19,19 @@ func buildRouter(
     configuration: ServerConfiguration,
     scheme: String,
     sendfile: SendfileTransport?,
-    tally: ResponseTally?
+    requestLog: RequestLogMiddleware?,
+    board: DownloadBoard?,
+    smallPacks: SmallPackCache
 ) -> Router<MockRequestContext> {
     let router = Router(context: MockRequestContext.self, options: .autoGenerateHeadEndpoints)
-    let board = configuration.dashboard ? DownloadBoard() : nil
-    if let tally, configuration.requestLog != nil || board != nil {
-        router.add(
-            middleware: RequestLogMiddleware(
-                json: configuration.jsonLog,
-                tally: tally,
-                write: configuration.requestLog,
-                board: board
-            )
-        )
-    }
+    if let requestLog { router.add(middleware: requestLog) }
     router.add(middleware: JSONErrorMiddleware())
     PackController(
         catalog: catalog,
         baseURL: configuration.baseURL,
         scheme: scheme,
         faults: configuration.faults,
+        smallPacks: smallPacks,
         sendfile: sendfile
     ).addRoutes(to: router)
     ControlController(
@@ -72,12 +65,27 @@ public func buildApplication(
     let sendfile = tls == nil ? SendfileTransport() : nil
     // The request log and the dashboard count what each connection's socket took; without them nothing is.
     let tally = configuration.requestLog == nil && !configuration.dashboard ? nil : ResponseTally()
+    let board = configuration.dashboard ? DownloadBoard() : nil
+    let requestLog = tally.map {
+        RequestLogMiddleware(json: configuration.jsonLog, tally: $0, write: configuration.requestLog, board: board)
+    }
+    let smallPacks = SmallPackCache()
     let router = buildRouter(
         catalog: catalog,
         configuration: configuration,
         scheme: scheme,
         sendfile: sendfile,
-        tally: tally
+        requestLog: requestLog,
+        board: board,
+        smallPacks: smallPacks
+    )
+    let serverName = "ba-mock"
+    let direct = DirectPackRoute(
+        catalog: catalog,
+        packs: smallPacks,
+        faults: configuration.faults,
+        recorder: requestLog,
+        serverName: serverName
     )
     var logger = Logger(label: "ba-mock")
     logger.logLevel = .warning
@@ -101,7 +109,8 @@ public func buildApplication(
                 sendTimeout: sendTimeout,
                 sendfile: sendfile,
                 tally: tally,
-                http1: http1Codec
+                http1: http1Codec,
+                direct: direct
             ),
             idleTimeout: .seconds(30)
         )
@@ -127,7 +136,7 @@ public func buildApplication(
     return Application(
         router: router,
         server: server,
-        configuration: .init(address: .hostname(host, port: configuration.port), serverName: "ba-mock"),
+        configuration: .init(address: .hostname(host, port: configuration.port), serverName: serverName),
         services: services,
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? configuration.port
@@ -147,13 +156,14 @@ private func connectionHandlers(
     sendTimeout: TimeAmount,
     sendfile: SendfileTransport?,
     tally: ResponseTally?,
-    http1: (locate: HTTP1HandlerInstaller.Locate, warning: HTTP1HandlerInstaller.MissingCodecWarning)
+    http1: (locate: HTTP1HandlerInstaller.Locate, warning: HTTP1HandlerInstaller.MissingCodecWarning),
+    direct: DirectPackRoute
 ) -> [any RemovableChannelHandler] {
     var handlers: [any RemovableChannelHandler] = [
         ConnectionTrackingHandler(tracker: tracker),
         RequestHeadTimeoutHandler(timeout: headTimeout), SendTimeoutHandler(timeout: sendTimeout),
         ConnectionCloseHandler(),
-        HTTP1HandlerInstaller(sendfile: sendfile, locateCodec: http1.locate, warning: http1.warning),
+        HTTP1HandlerInstaller(sendfile: sendfile, locateCodec: http1.locate, warning: http1.warning, direct: direct),
     ]
     if let tally { handlers.append(ResponseTallyHandler(tally: tally, markers: sendfile != nil)) }
     return handlers

@@ -18,7 +18,8 @@ struct PackController {
     /// `http` or `https`, for derived base URLs.
     let scheme: String
     let faults: FaultPlan
-    let smallPacks = SmallPackCache()
+    /// Small packs' bytes, shared with ``DirectPackResponder``.
+    let smallPacks: SmallPackCache
     /// Files open for `sendfile` bodies, or `nil` when bodies must go through buffers (TLS).
     let sendfile: SendfileTransport?
 
@@ -124,8 +125,9 @@ struct PackController {
         return try await serve(pack.served(delta), request: request, context: context)
     }
 
-    private func serve(_ pack: ServedPack, request: Request, context: Context) async throws -> Response {
-        let id = pack.id
+    /// The headers of every answer for `pack` (`200`, `206`, `304`), in the order they are sent; also those
+    /// of ``DirectPackResponder``'s answers, which must not differ from the router's.
+    static func headers(of pack: ServedPack) -> HTTPFields {
         var headers: HTTPFields = [
             .acceptRanges: "bytes",
             .eTag: pack.etag,
@@ -133,7 +135,13 @@ struct PackController {
             .contentType: "application/octet-stream",
             .cacheControl: "no-cache",
         ]
-        if let name = HTTPField.Name("X-Asset-Pack-Version") { headers[name] = String(pack.version) }
+        headers[.assetPackVersion] = String(pack.version)
+        return headers
+    }
+
+    private func serve(_ pack: ServedPack, request: Request, context: Context) async throws -> Response {
+        let id = pack.id
+        var headers = Self.headers(of: pack)
         let injected = faults.draw(pack: id)
         if !injected.isEmpty { headers[.mockFault] = injected.map(\.description).joined(separator: "; ") }
         var plan = FaultyBodyWriter.Plan()
@@ -240,10 +248,11 @@ struct PackController {
         }
     }
 
-    /// How a body is sent, as `X-Mock-Body` says: `memory` (a small pack, read once), `sendfile` (the kernel
+    /// How a body is sent, as `X-Mock-Body` says: `memory` (a small pack, read once), `direct` (the same
+    /// bytes, answered on the event loop before the router: ``DirectPackResponder``), `sendfile` (the kernel
     /// copies the file to the socket), `stream` (the file through ``FileBody``'s buffers).
     enum BodyPath: String {
-        case memory, sendfile, stream
+        case memory, direct, sendfile, stream
     }
 
     /// The bytes of `range` and how they go: from memory for a small pack; from its file otherwise, by
@@ -329,4 +338,6 @@ extension HTTPField.Name {
     static var mockFault: Self { Self("X-Mock-Fault") ?? .via }  // the literal is a valid token
     /// Says how a pack's body was sent (``PackController/BodyPath``): which fast path served it.
     static var mockBody: Self { Self("X-Mock-Body") ?? .via }  // the literal is a valid token
+    /// The published version of the pack sent.
+    static var assetPackVersion: Self { Self("X-Asset-Pack-Version") ?? .via }  // the literal is a valid token
 }

@@ -1,3 +1,4 @@
+import HummingbirdCore
 import NIOCore
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
@@ -5,7 +6,9 @@ import Synchronization
 
 /// Placed with Hummingbird's additional handlers (which see HTTP types): puts the handlers that need
 /// HTTP/1 itself below the HTTP/1 codec: ``HTTP10Handler`` always, the
-/// handler of ``SendfileTransport`` on plain HTTP.
+/// handler of ``SendfileTransport`` on plain HTTP. At the first request, when the pipeline is whole, it puts
+/// ``DirectPackResponder`` just above Hummingbird's connection-state handler (where that handler is not
+/// found, requests all go to the router, as they would without the responder).
 ///
 /// The codec is found by its type, which is Hummingbird's choice, not ours. Where it is not found (an
 /// update of Hummingbird moved or renamed it), nothing is installed and the server says so once, on its
@@ -38,11 +41,19 @@ final class HTTP1HandlerInstaller: ChannelInboundHandler, RemovableChannelHandle
     private let sendfile: SendfileTransport?
     private let locateCodec: Locate
     private let warning: MissingCodecWarning
+    /// The route of the responder still to be placed, or `nil` once it was (or when there is none).
+    private var direct: DirectPackRoute?
 
-    init(sendfile: SendfileTransport?, locateCodec: @escaping Locate, warning: MissingCodecWarning) {
+    init(
+        sendfile: SendfileTransport?,
+        locateCodec: @escaping Locate,
+        warning: MissingCodecWarning,
+        direct: DirectPackRoute?
+    ) {
         self.sendfile = sendfile
         self.locateCodec = locateCodec
         self.warning = warning
+        self.direct = direct
     }
 
     /// Where Hummingbird 2 puts its HTTP/1 codec: an `HTTP1ToHTTPServerCodec` in the connection's pipeline.
@@ -68,5 +79,17 @@ final class HTTP1HandlerInstaller: ChannelInboundHandler, RemovableChannelHandle
             // Only a pipeline that is closing refuses a handler; its connection serves nothing more.
             context.close(promise: nil)
         }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if let route = direct {
+            direct = nil
+            // Hummingbird adds its connection-state handler after these handlers: it is there by the first read.
+            let operations = context.pipeline.syncOperations
+            if let state = try? operations.handler(type: HTTPConnectionStateHandler.self) {
+                try? operations.addHandler(DirectPackResponder(route: route), position: .after(state))
+            }
+        }
+        context.fireChannelRead(data)
     }
 }

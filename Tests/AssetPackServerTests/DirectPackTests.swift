@@ -1,0 +1,179 @@
+import AssetPackFormat
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import TestSupport
+import Testing
+
+@testable import AssetPackServer
+
+/// ``DirectPackResponder``: small packs answered on the event loop, before the router, must be the router's
+/// answers byte for byte, in order, on the request log and the board as the router's, and only where nothing
+/// (a fault rule, a range, a `HEAD`, `Connection: close`) would change them.
+@Suite("Small packs answered before the router")
+struct DirectPackTests {
+    /// Sends `requests` in one write on one connection and reads `count` responses.
+    static func exchange(_ server: LiveServer, _ requests: [String], count: Int? = nil) async throws -> [RawResponse] {
+        let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+        return try await onThreadOfItsOwn {
+            let peer = try RawConnection(port: port, receiveBuffer: 1 << 20)
+            peer.send(requests.joined())
+            return peer.readResponses(count ?? requests.count, timeout: 10)
+        }
+    }
+
+    static func get(_ path: String, _ headers: String = "") -> String {
+        "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(headers)\r\n"
+    }
+
+    /// The head without its `Date` and with `X-Mock-Body: memory`: what the two paths must agree on.
+    static func comparable(_ response: RawResponse) -> [String] {
+        response.head.filter { !$0.lowercased().hasPrefix("date:") }
+            .map { $0 == "X-Mock-Body: direct" ? "X-Mock-Body: memory" : $0 }
+    }
+
+    @Test func aSmallPackIsAnsweredBeforeTheRouterWithTheRoutersBytes() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root, adjust: { $0.requestLog = nil }) { server in
+            let archive = try scratch.archive(of: "Tutorial", in: server.catalog)
+            // The first request reads the pack into memory through the router; the next ones find it there.
+            let first = try await Self.exchange(server, [Self.get("/assets/Tutorial")])
+            let browser =
+                "User-Agent: app/1 CFNetwork/1\r\nAccept: */*\r\nAccept-Language: de-DE,de;q=0.9\r\n"
+                + "Accept-Encoding: gzip, deflate, br\r\nConnection: keep-alive\r\n"
+            let direct = try await Self.exchange(
+                server,
+                [Self.get("/assets/Tutorial"), Self.get("/assets/Tutorial", browser)]
+            )
+            let routed = try await Self.exchange(server, [Self.get("/assets/Tutorial", "X-Client: test\r\n")])
+            let all = first + direct + routed
+            try #require(all.count == 4)
+            #expect(all.map { $0.header("X-Mock-Body") } == ["memory", "direct", "direct", "memory"])
+            for response in all {
+                #expect(response.head.first == "HTTP/1.1 200 OK")
+                #expect(firstDifference(response.body, archive) == nil)
+                #expect(Self.comparable(response) == Self.comparable(all[0]))
+                #expect(response.header("Date").flatMap(HTTPDate.parse) != nil)
+            }
+            #expect(all[0].header("ETag") == "\"\(FileDigest.sha256(of: archive))\"")
+        }
+    }
+
+    @Test func answersKeepTheirOrderWhenTheRouterAnswersTheOneBefore() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root, adjust: { $0.requestLog = nil }) { server in
+            let tutorial = try scratch.archive(of: "Tutorial", in: server.catalog)
+            let levels = try scratch.archive(of: "Levels", in: server.catalog)
+            _ = try await Self.exchange(server, [Self.get("/assets/Tutorial"), Self.get("/assets/Levels")])
+            // In one write: the router's answer to the first is not made yet when the second is read.
+            let responses = try await Self.exchange(
+                server,
+                [
+                    Self.get("/assets/Levels", "X-Client: test\r\n"), Self.get("/assets/Tutorial"),
+                    Self.get("/assets/Levels"), Self.get("/assets/Tutorial", "Range: bytes=0-9\r\n"),
+                    Self.get("/assets/Tutorial"),
+                ]
+            )
+            try #require(responses.count == 5)
+            let statuses = responses.map { $0.head.first ?? "" }
+            let expectedStatuses = ["200 OK", "200 OK", "200 OK", "206 Partial Content", "200 OK"]
+            #expect(statuses == expectedStatuses.map { "HTTP/1.1 \($0)" })
+            let expected = [levels, tutorial, levels, tutorial.prefix(10), tutorial]
+            for (response, bytes) in zip(responses, expected) {
+                #expect(firstDifference(response.body, Data(bytes)) == nil, "\(response.head)")
+            }
+        }
+    }
+
+    @Test func whatWouldChangeAnAnswerSendsItToTheRouter() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let faults = FaultPlan(seed: 1)
+        try await LiveServer.with(folder: scratch.root, faults: faults, adjust: { $0.requestLog = nil }) { server in
+            // The first answer reads the pack into memory (the router's); the next is made here.
+            var warm = try await Self.exchange(server, [Self.get("/assets/Tutorial")])
+            warm += try await Self.exchange(server, [Self.get("/assets/Tutorial")])
+            #expect(warm.map { $0.header("X-Mock-Body") } == ["memory", "direct"])
+
+            // A HEAD answer has a Content-Length and no body: read to the close the second request asks for.
+            let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+            let answer = try await onThreadOfItsOwn {
+                let peer = try RawConnection(port: port, receiveBuffer: 1 << 20)
+                peer.send("HEAD /assets/Tutorial HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                peer.send(Self.get("/assets/Tutorial", "Connection: close\r\n"))
+                return String(decoding: peer.readAll(timeout: 10), as: UTF8.self)
+            }
+            let heads = answer.components(separatedBy: "\r\n\r\n")
+            #expect(heads.first?.contains("\r\nX-Mock-Body: memory\r\n") == true, "HEAD: \(heads.first ?? "")")
+            #expect(heads.dropFirst().first?.contains("\r\nX-Mock-Body: memory\r\n") == true, "Connection: close")
+
+            faults.add(try FaultRule(parsing: "latency=1"))
+            let faulty = try await Self.exchange(server, [Self.get("/assets/Tutorial")])
+            #expect(faulty.first?.header("X-Mock-Fault") == "latency=1", "a fault rule")
+            faults.clear()
+            let cleared = try await Self.exchange(server, [Self.get("/assets/Tutorial")])
+            #expect(cleared.first?.header("X-Mock-Body") == "direct", "no rule left")
+        }
+    }
+
+    /// The request log's lines of answers made here are the router's lines, but for the time taken.
+    @Test func directAnswersAreOnTheRequestLog() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root) { server in
+            let size = try scratch.archive(of: "Tutorial", in: server.catalog).count
+            var answers = try await Self.exchange(server, [Self.get("/assets/Tutorial")])
+            answers += try await Self.exchange(server, [Self.get("/assets/Tutorial")])
+            #expect(answers.map { $0.header("X-Mock-Body") } == ["memory", "direct"])
+            // A line is written once its answer's last write completed, which may be after the client read it.
+            var lines: [String] = []
+            for _ in 0..<200 {
+                lines = server.requestLines.withLock { $0 }
+                if lines.count == 2 { break }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let untimed = lines.map { $0.split(separator: " ").dropLast().joined(separator: " ") }  // less `12.3ms`
+            #expect(untimed == Array(repeating: "GET /assets/Tutorial - 200 \(size)B", count: 2), "\(lines)")
+        }
+    }
+
+    /// With a dashboard page open (and no request log), answers made here are on its board, with their bytes.
+    @Test(.timeLimit(.minutes(1))) func directAnswersAreOnTheDashboardsBoard() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root, adjust: { $0.requestLog = nil }) { server in
+            let size = try scratch.archive(of: "Tutorial", in: server.catalog).count
+            _ = try await Self.exchange(server, [Self.get("/assets/Tutorial")])  // read into memory, not on a board
+            let page = try await HTTPClient.shared.execute(
+                HTTPClientRequest(url: server.url + "/_mock/events"),
+                timeout: .seconds(60)
+            )
+            var text = ""
+            var asked = false
+            for try await chunk in page.body {
+                text += String(buffer: chunk)
+                if !asked, text.contains("event: snapshot") {
+                    asked = true
+                    let answers = try await Self.exchange(
+                        server,
+                        [Self.get("/assets/Tutorial"), Self.get("/assets/Tutorial")]
+                    )
+                    #expect(answers.map { $0.header("X-Mock-Body") } == ["direct", "direct"])
+                }
+                for block in text.components(separatedBy: "\n\n").dropLast() where block.hasPrefix("event: downloads") {
+                    let data = Data(try #require(block.split(separator: "\n").last?.dropFirst("data: ".count)).utf8)
+                    let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+                    let finished = try #require(object["finished"] as? [[String: Any]])
+                    guard finished.count == 2 else { continue }
+                    #expect(finished.map { $0["path"] as? String } == ["/assets/Tutorial", "/assets/Tutorial"])
+                    #expect(finished.map { $0["sent"] as? Int } == [size, size], "\(block)")
+                    #expect(finished.map { $0["aborted"] as? Bool } == [false, false], "\(block)")
+                    return
+                }
+            }
+            Issue.record("the stream ended without the two answers: \(text)")
+        }
+    }
+}
