@@ -87,6 +87,31 @@ struct HostileRequestTests {
         }
     }
 
+    /// The deadline moves with each answer: a connection that asks again and again, each time well within the
+    /// timeout, is served for longer than it; one that then trickles its next request is cut off.
+    @Test func theHeadTimeoutCountsFromTheLastAnswer() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root, requestHeadTimeout: .seconds(1)) { server in
+            let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+            let (answered, closedAfter) = try await onThreadOfItsOwn {
+                let peer = try RawConnection(port: port, receiveBuffer: 1 << 20)
+                var answered = 0
+                for _ in 0..<8 {  // 8 × 300 ms: 2.4 s on one connection
+                    Thread.sleep(forTimeInterval: 0.3)
+                    peer.send("GET /manifest HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                    answered += peer.readResponses(1, timeout: 5).count
+                }
+                let request =
+                    "GET /manifest HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + String(repeating: "a", count: 100)
+                return (answered, peer.drip(request, seconds: 6).closedAfter)
+            }
+            #expect(answered == 8, "requests every 300 ms with a 1 s timeout")
+            #expect(closedAfter != nil, "the server kept a trickling connection open for 6 s")
+            #expect((closedAfter ?? 99) < 2)
+        }
+    }
+
     /// Sends a request head one byte every 200 ms; returns the seconds after which the server closed the
     /// connection, or `nil` if it never did within `seconds`.
     static func trickle(port: Int, seconds: Double) throws -> Double? {
