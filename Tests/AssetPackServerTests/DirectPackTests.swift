@@ -60,6 +60,38 @@ struct DirectPackTests {
         }
     }
 
+    /// A connection's answers reuse its last head only while the pack is the same: after a rebuild, the next
+    /// answer on that connection has the new pack's `ETag`, version and bytes.
+    @Test func aRebuiltPackIsAnsweredWithItsNewHeadOnTheSameConnection() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root, adjust: { $0.requestLog = nil }) { server in
+            let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+            let peer = try RawConnection(port: port, receiveBuffer: 1 << 20)
+            let ask = { @Sendable (count: Int) in
+                try await onThreadOfItsOwn { () -> [RawResponse] in
+                    (0..<count).flatMap { _ in
+                        peer.send(Self.get("/assets/Tutorial"))
+                        return peer.readResponses(1, timeout: 10)
+                    }
+                }
+            }
+            let before = try await ask(2)
+            try scratch.write("Videos/Intro.m4v", Scratch.noise(200_000, seed: 9))
+            _ = try await server.catalog.refresh()
+            let rebuilt = try scratch.archive(of: "Tutorial", in: server.catalog)
+            let after = try await ask(2)
+            try #require(before.count == 2 && after.count == 2)
+            #expect((before + after).map { $0.header("X-Mock-Body") } == ["memory", "direct", "memory", "direct"])
+            #expect(
+                after.map { $0.header("ETag") } == Array(repeating: "\"\(FileDigest.sha256(of: rebuilt))\"", count: 2)
+            )
+            #expect(after[1].header("X-Asset-Pack-Version") == after[0].header("X-Asset-Pack-Version"))
+            #expect(after[1].header("X-Asset-Pack-Version") != before[1].header("X-Asset-Pack-Version"))
+            #expect(firstDifference(after[1].body, rebuilt) == nil)
+        }
+    }
+
     @Test func answersKeepTheirOrderWhenTheRouterAnswersTheOneBefore() async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
