@@ -201,6 +201,8 @@ struct DirectPackTests {
                     guard finished.count == 2 else { continue }
                     #expect(finished.map { $0["path"] as? String } == ["/assets/Tutorial", "/assets/Tutorial"])
                     #expect(finished.map { $0["sent"] as? Int } == [size, size], "\(block)")
+                    #expect(finished.map { $0["pack"] as? String } == ["Tutorial", "Tutorial"])
+                    #expect(finished.map { $0["client"] as? String } == ["127.0.0.1", "127.0.0.1"])
                     #expect(finished.map { $0["aborted"] as? Bool } == [false, false], "\(block)")
                     return
                 }

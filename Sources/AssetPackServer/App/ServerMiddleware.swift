@@ -110,6 +110,7 @@ struct RequestLogMiddleware: RouterMiddleware {
         _ line: LineParts,
         total: Int?,
         client: String?,
+        pack: String? = nil,
         since start: ContinuousClock.Instant,
         on channel: ObjectIdentifier
     ) {
@@ -129,7 +130,7 @@ struct RequestLogMiddleware: RouterMiddleware {
                     client: client ?? "?",
                     method: line.method,
                     path: line.path,
-                    pack: DownloadBoard.pack(inPath: line.path),
+                    pack: pack ?? DownloadBoard.pack(inPath: line.path),
                     range: line.range,
                     status: line.status,
                     total: total,

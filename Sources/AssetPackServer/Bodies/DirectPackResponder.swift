@@ -40,7 +40,7 @@ struct DirectPackRoute: Sendable {
     /// The head and body the router would send for `request` (but for the `Date`, which
     /// ``DirectPackResponder`` adds), or `nil` when the router must answer it; `last` is the connection's
     /// last head, taken again when it fits.
-    func answer(_ request: HTTPRequest, last: inout Head?) -> (headers: HTTPFields, body: ByteBuffer)? {
+    func answer(_ request: HTTPRequest, last: inout Head?) -> (pack: String, headers: HTTPFields, body: ByteBuffer)? {
         guard request.method == .get, let path = request.path, path.utf8.starts(with: "/assets/".utf8) else {
             return nil
         }
@@ -51,7 +51,7 @@ struct DirectPackRoute: Sendable {
             let pack = catalog.snapshot.pack(withID: id),
             let bytes = packs.held(pack)
         else { return nil }
-        if let last, last.fits(pack, length: bytes.readableBytes) { return (last.fields, bytes) }
+        if let last, last.fits(pack, length: bytes.readableBytes) { return (id, last.fields, bytes) }
         var headers = PackController.headers(of: pack)
         headers[.mockBody] = PackController.BodyPath.direct.rawValue
         headers[.contentLength] = String(bytes.readableBytes)
@@ -62,16 +62,18 @@ struct DirectPackRoute: Sendable {
             length: bytes.readableBytes,
             fields: headers
         )
-        return (headers, bytes)
+        return (id, headers, bytes)
     }
 
-    /// Queues the request log's and the board's account of an answer about to be written on `channel`.
-    func record(_ request: HTTPRequest, bytes: Int, on channel: any Channel) {
+    /// Queues the request log's and the board's account of an answer for `pack` about to be written on
+    /// `channel`, whose client is `client`.
+    func record(_ request: HTTPRequest, pack: String, bytes: Int, client: String?, on channel: any Channel) {
         guard let recorder, let path = request.path, recorder.records(path) else { return }
         recorder.expect(
             .init(method: request.method.rawValue, path: path, range: nil, status: 200, fault: nil),
             total: bytes,
-            client: channel.remoteAddress?.ipAddress,
+            client: client,
+            pack: pack,  // the path names it plainly: no escapes to undo
             since: .now,
             on: ObjectIdentifier(channel)
         )
@@ -101,7 +103,9 @@ final class DirectPackResponder: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let route: DirectPackRoute
     /// A request to answer here once its end arrives, with the answer.
-    private var held: (request: HTTPRequest, headers: HTTPFields, body: ByteBuffer)?
+    private var held: (request: HTTPRequest, pack: String, headers: HTTPFields, body: ByteBuffer)?
+    /// The client's address, as the request log and the board show it, once the first answer needed it.
+    private var client: String?
     /// Requests given to the router whose answer has not ended.
     private var routed = 0
     /// The headers of the last answer, for the next (see ``DirectPackRoute/Head``).
@@ -117,7 +121,7 @@ final class DirectPackResponder: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head(let request):
             if routed == 0, held == nil, context.channel.isWritable, let answer = route.answer(request, last: &head) {
-                held = (request, answer.headers, answer.body)
+                held = (request, answer.pack, answer.headers, answer.body)
                 return
             }
             routed += 1
@@ -136,7 +140,14 @@ final class DirectPackResponder: ChannelDuplexHandler, RemovableChannelHandler {
                 return
             }
             held = nil
-            route.record(answer.request, bytes: answer.body.readableBytes, on: context.channel)
+            if client == nil { client = context.channel.remoteAddress?.ipAddress ?? "?" }
+            route.record(
+                answer.request,
+                pack: answer.pack,
+                bytes: answer.body.readableBytes,
+                client: client,
+                on: context.channel
+            )
             var headers = answer.headers
             // Appended, as Hummingbird does for the router's answers (a subscript would look for them first).
             headers.append(HTTPField(name: .date, value: httpDate()))
