@@ -236,30 +236,18 @@ struct DashboardTests {
         try scratch.makeSampleFolder()
         try await LiveServer.with(folder: scratch.root, adjust: { $0.requestLog = nil }) { server in
             _ = try await server.get("/assets/made-before-any-page")
-            let response = try await HTTPClient.shared.execute(
-                HTTPClientRequest(url: server.url + "/_mock/events"),
-                timeout: .seconds(60)
+            // The first downloads event that lists a finished response (an earlier one may show it in flight).
+            let event = try await firstFinishedRows(
+                on: server,
+                once: { _ = try await server.get("/manifest") },
+                until: { !$0.isEmpty }
             )
-            var text = ""
-            var asked = false
-            for try await chunk in response.body {
-                text += String(buffer: chunk)
-                if !asked, text.contains("event: snapshot") {
-                    asked = true
-                    _ = try await server.get("/manifest")
-                }
-                // The first downloads event that lists a finished response (an earlier one may show it in flight).
-                for block in text.components(separatedBy: "\n\n").dropLast() where block.hasPrefix("event: downloads") {
-                    let data = Data(try #require(block.split(separator: "\n").last?.dropFirst("data: ".count)).utf8)
-                    let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-                    let finished = try #require(object["finished"] as? [[String: Any]])
-                    guard !finished.isEmpty else { continue }
-                    #expect(finished.map { $0["path"] as? String } == ["/manifest"], "\(block)")
-                    #expect(finished.map { $0["sequence"] as? Int } == [1])
-                    return
-                }
+            guard let (finished, block) = event else {
+                Issue.record("the stream ended without a downloads event")
+                return
             }
-            Issue.record("the stream ended without a downloads event: \(text)")
+            #expect(finished.map { $0["path"] as? String } == ["/manifest"], "\(block)")
+            #expect(finished.map { $0["sequence"] as? Int } == [1])
         }
     }
 
@@ -282,4 +270,34 @@ struct DashboardTests {
         let text = try await reading.value
         #expect(text.contains("event: snapshot"), "\(text)")
     }
+}
+
+/// Opens a dashboard page's event stream on `server`, runs `once` when its first snapshot arrived (the page is
+/// open by then), and returns the `finished` rows of the first `downloads` event they satisfy `enough` in,
+/// with that event's text; `nil` if the stream ended first.
+func firstFinishedRows(
+    on server: LiveServer,
+    once: () async throws -> Void,
+    until enough: ([[String: Any]]) -> Bool
+) async throws -> (rows: [[String: Any]], event: String)? {
+    let response = try await HTTPClient.shared.execute(
+        HTTPClientRequest(url: server.url + "/_mock/events"),
+        timeout: .seconds(60)
+    )
+    var text = ""
+    var asked = false
+    for try await chunk in response.body {
+        text += String(buffer: chunk)
+        if !asked, text.contains("event: snapshot") {
+            asked = true
+            try await once()
+        }
+        for block in text.components(separatedBy: "\n\n").dropLast() where block.hasPrefix("event: downloads") {
+            let data = Data(try #require(block.split(separator: "\n").last?.dropFirst("data: ".count)).utf8)
+            let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            let finished = try #require(object["finished"] as? [[String: Any]])
+            if enough(finished) { return (finished, block) }
+        }
+    }
+    return nil
 }

@@ -1,7 +1,5 @@
 import AssetPackFormat
-import AsyncHTTPClient
 import Foundation
-import NIOCore
 import TestSupport
 import Testing
 
@@ -178,36 +176,26 @@ struct DirectPackTests {
         try await LiveServer.with(folder: scratch.root, adjust: { $0.requestLog = nil }) { server in
             let size = try scratch.archive(of: "Tutorial", in: server.catalog).count
             _ = try await Self.exchange(server, [Self.get("/assets/Tutorial")])  // read into memory, not on a board
-            let page = try await HTTPClient.shared.execute(
-                HTTPClientRequest(url: server.url + "/_mock/events"),
-                timeout: .seconds(60)
-            )
-            var text = ""
-            var asked = false
-            for try await chunk in page.body {
-                text += String(buffer: chunk)
-                if !asked, text.contains("event: snapshot") {
-                    asked = true
+            let event = try await firstFinishedRows(
+                on: server,
+                once: {
                     let answers = try await Self.exchange(
                         server,
                         [Self.get("/assets/Tutorial"), Self.get("/assets/Tutorial")]
                     )
                     #expect(answers.map { $0.header("X-Mock-Body") } == ["direct", "direct"])
-                }
-                for block in text.components(separatedBy: "\n\n").dropLast() where block.hasPrefix("event: downloads") {
-                    let data = Data(try #require(block.split(separator: "\n").last?.dropFirst("data: ".count)).utf8)
-                    let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-                    let finished = try #require(object["finished"] as? [[String: Any]])
-                    guard finished.count == 2 else { continue }
-                    #expect(finished.map { $0["path"] as? String } == ["/assets/Tutorial", "/assets/Tutorial"])
-                    #expect(finished.map { $0["sent"] as? Int } == [size, size], "\(block)")
-                    #expect(finished.map { $0["pack"] as? String } == ["Tutorial", "Tutorial"])
-                    #expect(finished.map { $0["client"] as? String } == ["127.0.0.1", "127.0.0.1"])
-                    #expect(finished.map { $0["aborted"] as? Bool } == [false, false], "\(block)")
-                    return
-                }
+                },
+                until: { $0.count == 2 }
+            )
+            guard let (finished, block) = event else {
+                Issue.record("the stream ended without the two answers")
+                return
             }
-            Issue.record("the stream ended without the two answers: \(text)")
+            #expect(finished.map { $0["path"] as? String } == ["/assets/Tutorial", "/assets/Tutorial"])
+            #expect(finished.map { $0["sent"] as? Int } == [size, size], "\(block)")
+            #expect(finished.map { $0["pack"] as? String } == ["Tutorial", "Tutorial"])
+            #expect(finished.map { $0["client"] as? String } == ["127.0.0.1", "127.0.0.1"])
+            #expect(finished.map { $0["aborted"] as? Bool } == [false, false], "\(block)")
         }
     }
 }
