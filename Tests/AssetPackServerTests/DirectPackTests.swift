@@ -198,4 +198,86 @@ struct DirectPackTests {
             #expect(finished.map { $0["aborted"] as? Bool } == [false, false], "\(block)")
         }
     }
+
+    /// A request that comes in pieces (here a byte at a time) is answered here once its head is whole; bytes
+    /// this does not delimit (a body) send that request and every later one on the connection to the router.
+    @Test func requestsInPiecesAndRequestsWithABody() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root, adjust: { $0.requestLog = nil }) { server in
+            let archive = try scratch.archive(of: "Tutorial", in: server.catalog)
+            _ = try await Self.exchange(server, [Self.get("/assets/Tutorial")])
+            let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+            let (pieces, bodies) = try await onThreadOfItsOwn {
+                let peer = try RawConnection(port: port, receiveBuffer: 1 << 20)
+                for byte in Self.get("/assets/Tutorial", "Accept: */*\r\n") {
+                    peer.send(String(byte))
+                    Thread.sleep(forTimeInterval: 0.002)
+                }
+                let pieces = peer.readResponses(1, timeout: 10)
+                peer.send(
+                    "GET /assets/Tutorial HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 22\r\n\r\n"
+                        + Self.get("/assets/Levels").prefix(22) + Self.get("/assets/Tutorial")
+                )
+                return (pieces, peer.readResponses(2, timeout: 10))
+            }
+            #expect(pieces.map { $0.header("X-Mock-Body") } == ["direct"])
+            #expect(firstDifference(pieces.first?.body ?? Data(), archive) == nil)
+            // The body looks like a request: were it read as one, the first answer would be Levels'.
+            try #require(bodies.count == 2)
+            #expect(bodies.map { $0.header("X-Mock-Body") } == ["memory", "memory"])
+            for response in bodies { #expect(firstDifference(response.body, archive) == nil) }
+        }
+    }
+
+    /// The request head timeout counts from the last answer made here too: a connection that asks every
+    /// 300 ms is not closed by a 1 s timeout, however long it keeps asking.
+    @Test func theHeadTimeoutCountsFromTheLastDirectAnswer() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        try await LiveServer.with(folder: scratch.root, requestHeadTimeout: .seconds(1)) { server in
+            _ = try await Self.exchange(server, [Self.get("/assets/Tutorial")])
+            let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+            let answers = try await onThreadOfItsOwn {
+                let peer = try RawConnection(port: port, receiveBuffer: 1 << 20)
+                var answers: [RawResponse] = []
+                for _ in 0..<8 {  // 8 × 300 ms: 2.4 s on one connection
+                    Thread.sleep(forTimeInterval: 0.3)
+                    peer.send(Self.get("/assets/Tutorial"))
+                    answers += peer.readResponses(1, timeout: 5)
+                }
+                return answers
+            }
+            #expect(answers.map { $0.header("X-Mock-Body") } == Array(repeating: "direct", count: 8))
+        }
+    }
+
+    /// A graceful shutdown closes a connection idle after answers made here at once, as it closes any idle
+    /// connection (Hummingbird's handler that does it knows nothing of these answers): it is not held until
+    /// the head timeout.
+    @Test func aShutdownClosesAConnectionIdleAfterDirectAnswers() async throws {
+        let scratch = try Scratch()
+        try scratch.makeSampleFolder()
+        let (peer, answers, bodyEnded) = try await LiveServer.with(
+            folder: scratch.root,
+            requestHeadTimeout: .seconds(20),
+            adjust: { $0.requestLog = nil }
+        ) { server in
+            let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+            let (peer, answers) = try await onThreadOfItsOwn {
+                let peer = try RawConnection(port: port, receiveBuffer: 1 << 20)
+                peer.send(Self.get("/assets/Tutorial"))
+                var answers = peer.readResponses(1, timeout: 10)
+                peer.send(Self.get("/assets/Tutorial"))
+                answers += peer.readResponses(1, timeout: 10)
+                return (peer, answers)
+            }
+            return (peer, answers, Date())
+        }
+        let shutdown = Date().timeIntervalSince(bodyEnded)
+        #expect(answers.map { $0.header("X-Mock-Body") } == ["memory", "direct"])
+        #expect(shutdown < 5, "the shutdown waited \(shutdown) s for an idle connection")
+        let closed = try await onThreadOfItsOwn { peer.readAll(timeout: 2) }
+        #expect(closed.isEmpty, "nothing but the close after the answers")
+    }
 }

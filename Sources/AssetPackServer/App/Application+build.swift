@@ -89,9 +89,11 @@ public func buildApplication(
     )
     var logger = Logger(label: "ba-mock")
     logger.logLevel = .warning
-    // A connection idle for 30 s between requests is closed, so is one whose request head takes longer
-    // than requestHeadTimeout, and one that accepts no bytes of a response for sendTimeout (slow or stuck
-    // clients do not pile up); request heads are bounded by NIO's decoder (80 KiB of headers, 1000 fields).
+    // A connection whose next request head takes longer than requestHeadTimeout after the last answer is
+    // closed (an idle one too), so is one whose request body stops for 30 s, and one that accepts no bytes of
+    // a response for sendTimeout (slow or stuck clients do not pile up); request heads are bounded by NIO's
+    // decoder (80 KiB of headers, 1000 fields). Hummingbird's own idle timeout is off: it does not see the
+    // answers of DirectPackResponder, and would close a connection busy with them after 30 s.
     let (headTimeout, sendTimeout) = (
         TimeAmount(configuration.requestHeadTimeout), TimeAmount(configuration.sendTimeout)
     )
@@ -112,7 +114,7 @@ public func buildApplication(
                 http1: http1Codec,
                 direct: direct
             ),
-            idleTimeout: .seconds(30)
+            idleTimeout: nil
         )
     )
     let server: HTTPServerBuilder = try tls.map { try .tls(http1, tlsConfiguration: $0.configuration) } ?? http1

@@ -103,9 +103,9 @@ struct RequestLogMiddleware: RouterMiddleware {
         write != nil || (board?.isWatched == true && !path.hasPrefix("/_mock"))
     }
 
-    /// Queues the account of a response about to be handed to the connection `channel` (the router's, or
-    /// ``DirectPackResponder``'s): its line is written and its row on the board finished when its last write
-    /// completes.
+    /// Queues the account of a response about to be handed to the connection `channel` by the router: its
+    /// line is written and its row on the board finished when its last write completes
+    /// (``ResponseTallyHandler`` counts it).
     func expect(
         _ line: LineParts,
         total: Int?,
@@ -114,11 +114,22 @@ struct RequestLogMiddleware: RouterMiddleware {
         since start: ContinuousClock.Instant,
         on channel: ObjectIdentifier
     ) {
+        tally.expect(entry(line, total: total, client: client, pack: pack, since: start), on: channel)
+    }
+
+    /// The account of a response: on the board from now (when there is one), its line written once the entry
+    /// is settled, on the connection's event loop when the response's last write completes (the line must
+    /// not block: a command hands it to a queue). ``DirectPackResponder`` settles its own.
+    func entry(
+        _ line: LineParts,
+        total: Int?,
+        client: String?,
+        pack: String? = nil,
+        since start: ContinuousClock.Instant
+    ) -> ResponseTally.Entry {
         let board = line.path.hasPrefix("/_mock") ? nil : self.board
         let (json, write) = (self.json, self.write)
         let boardID = board?.reserveID()
-        // Settled on the connection's event loop when the response's last write completes (the line must
-        // not block: a command hands it to a queue).
         let entry = ResponseTally.Entry { bytes, aborted in
             write?(line.render(bytes: bytes, elapsed: .now - start, json: json, aborted: aborted))
             if let board, let boardID { board.finish(boardID, bytes: bytes, aborted: aborted) }
@@ -141,7 +152,7 @@ struct RequestLogMiddleware: RouterMiddleware {
                 entry: entry
             )
         }
-        tally.expect(entry, on: channel)
+        return entry
     }
 
     /// What a request log line says of its request and response, but for the bytes sent and the time taken.

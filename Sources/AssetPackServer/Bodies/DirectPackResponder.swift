@@ -17,19 +17,15 @@ struct DirectPackRoute: Sendable {
     /// The `Server` header Hummingbird adds to the router's answers.
     let serverName: String
 
-    /// Request headers the router's answer for a pack does not depend on (`Host` is not among the fields: it is
-    /// the request's authority). Any other header (`Range`, the conditionals, `Connection: close`, a body's
-    /// `Content-Length`, or one this list has not thought of) sends the request to the router.
-    private static let ignoredHeaders: [HTTPField.Name] = [.userAgent, .accept, .acceptEncoding, .acceptLanguage]
-
-    /// The headers of the last answer on a connection, kept for the next one while the pack's version, bytes
-    /// and date are the same (made anew, they cost about 6% of the server's time under `wrk -c32`).
+    /// The encoded head of the last answer on a connection but its `Date` and `Server` lines, kept for the next
+    /// one while the pack's version, bytes and date are the same (made anew, it cost about 6% of the server's
+    /// time under `wrk -c32`).
     struct Head {
         var version: Int
         var sha256: String
         var lastModified: Date
         var length: Int
-        var fields: HTTPFields
+        var bytes: ByteBuffer
 
         func fits(_ pack: ServedPack, length: Int) -> Bool {
             version == pack.version && lastModified == pack.lastModified && self.length == length
@@ -37,136 +33,279 @@ struct DirectPackRoute: Sendable {
         }
     }
 
-    /// The head and body the router would send for `request` (but for the `Date`, which
-    /// ``DirectPackResponder`` adds), or `nil` when the router must answer it; `last` is the connection's
+    /// The head (but for its `Date` and `Server` lines and the empty line that ends it) and body the router
+    /// would send for `GET /assets/<id>`, or `nil` when the router must answer it; `last` is the connection's
     /// last head, taken again when it fits.
-    func answer(_ request: HTTPRequest, last: inout Head?) -> (pack: String, headers: HTTPFields, body: ByteBuffer)? {
-        guard request.method == .get, let path = request.path, path.utf8.starts(with: "/assets/".utf8) else {
-            return nil
-        }
-        let id = String(path.dropFirst("/assets/".count))
-        guard AssetPackID.problem(with: id) == nil,
-            request.headerFields.allSatisfy(Self.ignores),
-            faults.isEmpty,
+    func answer(id: String, last: inout Head?) -> (head: ByteBuffer, body: ByteBuffer)? {
+        guard AssetPackID.problem(with: id) == nil, faults.isEmpty,
             let pack = catalog.snapshot.pack(withID: id),
             let bytes = packs.held(pack)
         else { return nil }
-        if let last, last.fits(pack, length: bytes.readableBytes) { return (id, last.fields, bytes) }
+        if let last, last.fits(pack, length: bytes.readableBytes) { return (last.bytes, bytes) }
         var headers = PackController.headers(of: pack)
         headers[.mockBody] = PackController.BodyPath.direct.rawValue
         headers[.contentLength] = String(bytes.readableBytes)
+        var head = ByteBuffer()
+        head.writeString("HTTP/1.1 200 OK\r\n")
+        for field in headers { head.writeString("\(field.name.rawName): \(field.value)\r\n") }
         last = Head(
             version: pack.version,
             sha256: pack.sha256,
             lastModified: pack.lastModified,
             length: bytes.readableBytes,
-            fields: headers
+            bytes: head
         )
-        return (id, headers, bytes)
+        return (head, bytes)
     }
 
-    /// Queues the request log's and the board's account of an answer for `pack` about to be written on
-    /// `channel`, whose client is `client`.
-    func record(_ request: HTTPRequest, pack: String, bytes: Int, client: String?, on channel: any Channel) {
-        guard let recorder, let path = request.path, recorder.records(path) else { return }
-        recorder.expect(
-            .init(method: request.method.rawValue, path: path, range: nil, status: 200, fault: nil),
+    /// The request log's and the board's account of an answer for the pack `id` about to be written, whose
+    /// client is `client`, or `nil` when neither records it now.
+    func entry(id: String, bytes: Int, client: @autoclosure () -> String?) -> ResponseTally.Entry? {
+        let path = "/assets/" + id
+        guard let recorder, recorder.records(path) else { return nil }
+        return recorder.entry(
+            .init(method: "GET", path: path, range: nil, status: 200, fault: nil),
             total: bytes,
-            client: client,
-            pack: pack,  // the path names it plainly: no escapes to undo
-            since: .now,
-            on: ObjectIdentifier(channel)
+            client: client(),
+            pack: id,  // the path names it plainly: no escapes to undo
+            since: .now
         )
-    }
-
-    private static func ignores(_ field: HTTPField) -> Bool {
-        ignoredHeaders.contains(field.name)
-            || (field.name == .connection && field.value.lowercased() == "keep-alive")
     }
 }
 
-/// Answers the requests of ``DirectPackRoute`` on the connection's event loop, before they reach Hummingbird:
-/// a 64 KiB pack from memory otherwise costs a hop to a task and back for the request, the router, two
-/// middlewares and an async write, several times what sending it costs (nginx answers at twice the pace).
+/// Answers the requests of ``DirectPackRoute`` as soon as their bytes arrive, ahead of HTTP/1's decoder: a
+/// 64 KiB pack from memory through the decoder, the HTTP types, a dozen handlers each way and the encoder cost
+/// several times what writing it does (nginx answered at twice the pace).
 ///
-/// Placed just above Hummingbird's connection-state handler (by ``HTTP1HandlerInstaller``), so that handler
-/// still sees every request and response: idle timeouts and graceful shutdown (`Connection: close` on the
-/// answer under way) hold for these answers too, and so do the send timeout and the connection's other
-/// handlers, which are below it. Answers keep their order: while a request given to the router has not had
-/// its answer's end, every later request goes to the router too. A connection whose socket is full
-/// (`isWritable` false) is answered by the router, which waits for the client.
-final class DirectPackResponder: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+/// It sits just before HTTP/1's encoder and decoder (placed there by ``HTTP1HandlerInstaller``), so it sees the
+/// connection's plaintext bytes, after TLS, and its writes go straight to the socket. It reads each request head with ``DirectRequest``:
+/// - a pack it can answer is answered at once: three writes (the head kept for the connection, the `Date` and
+///   `Server` lines, the pack's bytes), one flush per read; while the socket takes no more (the client does
+///   not read), later requests wait, and the send timeout runs;
+/// - another request without a body is handed to the decoder, exactly its bytes, and the bytes after it are
+///   held until the router's answer to it has been written (``routedAnswerWritten()``), so answers keep their
+///   order and the decoder only ever starts at a request's first byte;
+/// - anything else (a body, bytes this does not delimit) hands this and every later byte of the connection to
+///   the decoder, as if this handler were not there.
+///
+/// Hummingbird's connection-state handler does not see these answers: its idle timeout is off (see
+/// ``HTTP1HandlerInstaller``), ``RequestHeadTimeoutHandler`` is told of each answer, and a graceful shutdown
+/// reaches that handler only once the answers written before it went out, so it closes the connection
+/// between answers, never during one.
+final class DirectPackResponder: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = IOData
+
+    private enum Mode {
+        /// Reading request heads here.
+        case reading
+        /// A request was handed to the decoder; later bytes wait for its answer.
+        case waiting
+        /// Every byte goes to the decoder.
+        case passing
+    }
+
+    /// The most bytes held while the router answers or the socket is full: a client that sends more
+    /// (pipelining, or a large request) has the rest of its connection handled by the decoder.
+    static let maxHeld = 1 << 20
 
     private let route: DirectPackRoute
-    /// A request to answer here once its end arrives, with the answer.
-    private var held: (request: HTTPRequest, pack: String, headers: HTTPFields, body: ByteBuffer)?
+    private let headTimeout: RequestHeadTimeoutHandler?
+    private var mode = Mode.reading
+    /// Within ``answer(_:)``.
+    private var answering = false
+    /// The server shuts down: the connection closes after the answer under way.
+    private var quiescing = false
+    /// Within ``channelRead(context:data:)``, whose read completes after it: bytes handed on elsewhere (once an
+    /// answer went out, or the socket took more) are followed by a read complete of their own, or the
+    /// handlers after the decoder would not pass them on.
+    private var inRead = false
+    /// Bytes received and not yet answered or handed on.
+    private var unread: ByteBuffer?
+    private var context: ChannelHandlerContext?
     /// The client's address, as the request log and the board show it, once the first answer needed it.
     private var client: String?
-    /// Requests given to the router whose answer has not ended.
-    private var routed = 0
-    /// The headers of the last answer, for the next (see ``DirectPackRoute/Head``).
+    /// The head of the last answer, for the next (see ``DirectPackRoute/Head``).
     private var head: DirectPackRoute.Head?
-    /// The `Date` header, made again when the second changes.
-    private var date: (second: Int64, text: String) = (-1, "")
+    /// The `Date` and `Server` lines and the end of the head, made again when the second changes.
+    private var dateLines: (second: Int64, bytes: ByteBuffer) = (-1, ByteBuffer())
 
-    init(route: DirectPackRoute) {
+    init(route: DirectPackRoute, headTimeout: RequestHeadTimeoutHandler?) {
         self.route = route
+        self.headTimeout = headTimeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        unread = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let request):
-            if routed == 0, held == nil, context.channel.isWritable, let answer = route.answer(request, last: &head) {
-                held = (request, answer.pack, answer.headers, answer.body)
-                return
-            }
-            routed += 1
+        guard mode != .passing else {
             context.fireChannelRead(data)
-        case .body:
-            // A GET with a body: the router answers it, as it answers any request with a body.
-            if let request = held?.request {
-                held = nil
-                routed += 1
-                context.fireChannelRead(wrapInboundOut(.head(request)))
-            }
-            context.fireChannelRead(data)
-        case .end:
-            guard let answer = held else {
-                context.fireChannelRead(data)
-                return
-            }
-            held = nil
-            if client == nil { client = context.channel.remoteAddress?.ipAddress ?? "?" }
-            route.record(
-                answer.request,
-                pack: answer.pack,
-                bytes: answer.body.readableBytes,
-                client: client,
-                on: context.channel
-            )
-            var headers = answer.headers
-            // Appended, as Hummingbird does for the router's answers (a subscript would look for them first).
-            headers.append(HTTPField(name: .date, value: httpDate()))
-            headers.append(HTTPField(name: .server, value: route.serverName))
-            context.write(wrapOutboundOut(.head(HTTPResponse(status: .ok, headerFields: headers))), promise: nil)
-            context.write(wrapOutboundOut(.body(answer.body)), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            return
+        }
+        inRead = true
+        defer { inRead = false }
+        var bytes = unwrapInboundIn(data)
+        if var held = unread {
+            unread = nil  // one reference: appending does not copy what is held
+            held.writeBuffer(&bytes)
+            bytes = held
+        }
+        unread = bytes
+        if bytes.readableBytes > Self.maxHeld {
+            pass(context)  // pipelined past what is kept waiting: the decoder's path waits for the client
+        } else if mode == .reading {
+            answer(context)
         }
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { routed = max(0, routed - 1) }
-        context.write(data, promise: promise)
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard event is ChannelShouldQuiesceEvent, mode == .reading else {
+            // Waiting: the state handler knows of the request handed on, and closes once it is answered.
+            if event is ChannelShouldQuiesceEvent { quiescing = true }
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        // Requests not answered yet go to the router (whose answer says `Connection: close`); the event goes on
+        // once what was written here went out: the state handler, which knows of no request, closes at once.
+        pass(context)
+        let written = context.eventLoop.makePromise(of: Void.self)
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        written.futureResult.whenComplete { _ in
+            loopBound.value.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        }
+        context.writeAndFlush(wrapOutboundOut(.byteBuffer(ByteBuffer())), promise: written)
     }
 
-    private func httpDate() -> String {
+    /// The router's answer to the request handed on was written: the bytes held after it are read now.
+    func routedAnswerWritten() {
+        guard mode == .waiting, !quiescing, let context, context.channel.isActive else { return }
+        mode = .reading
+        answer(context)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        context.fireChannelWritabilityChanged()
+        // Not while answering: a flush there changes writability, and the loop goes on by itself.
+        if context.channel.isWritable, mode == .reading, unread != nil, !answering { answer(context) }
+    }
+
+    /// Answers the requests at the start of the unread bytes while it can; hands on the first it cannot. While
+    /// the socket takes no more (more than the channel's high-water mark waits), the rest waits with it.
+    private func answer(_ context: ChannelHandlerContext) {
+        answering = true
+        defer { answering = false }
+        var (answered, unflushed) = (false, false)
+        reading: while mode == .reading, var bytes = unread, bytes.readableBytes > 0 {
+            switch bytes.withUnsafeReadableBytes({ DirectRequest.read($0) }) {
+            case .incomplete:
+                break reading
+            case .pack(let id, let length):
+                guard let answer = route.answer(id: id, last: &head) else {
+                    handOn(length, context)
+                    continue
+                }
+                if !context.channel.isWritable && unflushed {
+                    context.flush()
+                    unflushed = false
+                }
+                guard context.channel.isWritable else { break reading }  // channelWritabilityChanged goes on
+                bytes.moveReaderIndex(forwardBy: length)
+                unread = bytes.readableBytes > 0 ? bytes : nil
+                write(answer, id: id, context)
+                (answered, unflushed) = (true, true)
+            case .routed(let length):
+                handOn(length, context)
+            case .undelimited:
+                pass(context)
+            }
+        }
+        if unflushed { context.flush() }
+        if answered { headTimeout?.answered() }
+    }
+
+    private func write(_ answer: (head: ByteBuffer, body: ByteBuffer), id: String, _ context: ChannelHandlerContext) {
+        context.write(wrapOutboundOut(.byteBuffer(answer.head)), promise: nil)
+        context.write(wrapOutboundOut(.byteBuffer(lines())), promise: nil)
+        let count = answer.body.readableBytes
+        guard let entry = route.entry(id: id, bytes: count, client: clientAddress(context)) else {
+            context.write(wrapOutboundOut(.byteBuffer(answer.body)), promise: nil)
+            return
+        }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenComplete { result in
+            if case .success = result { entry.took(count) }
+            entry.finish(aborted: (try? result.get()) == nil)
+        }
+        context.write(wrapOutboundOut(.byteBuffer(answer.body)), promise: written)
+    }
+
+    /// Hands the request in the first `length` unread bytes to the decoder; the rest waits for its answer.
+    private func handOn(_ length: Int, _ context: ChannelHandlerContext) {
+        guard var bytes = unread, let request = bytes.readSlice(length: length) else { return pass(context) }
+        unread = bytes.readableBytes > 0 ? bytes : nil
+        mode = .waiting
+        forward(request, context)
+    }
+
+    /// Hands every byte to the decoder from now on.
+    private func pass(_ context: ChannelHandlerContext) {
+        mode = .passing
+        guard let bytes = unread else { return }
+        unread = nil
+        forward(bytes, context)
+    }
+
+    private func forward(_ bytes: ByteBuffer, _ context: ChannelHandlerContext) {
+        context.fireChannelRead(wrapInboundOut(bytes))
+        if !inRead { context.fireChannelReadComplete() }
+    }
+
+    private func clientAddress(_ context: ChannelHandlerContext) -> String {
+        if let client { return client }
+        let address = context.channel.remoteAddress?.ipAddress ?? "?"
+        client = address
+        return address
+    }
+
+    /// `Date: …`, `Server: …` (as Hummingbird adds them to the router's answers) and the empty line.
+    private func lines() -> ByteBuffer {
         let now = Date()
         let second = Int64(now.timeIntervalSince1970.rounded(.down))
-        if second != date.second { date = (second, HTTPDate.string(now)) }
-        return date.text
+        if second != dateLines.second {
+            var bytes = ByteBuffer()
+            bytes.writeString("Date: \(HTTPDate.string(now))\r\nServer: \(route.serverName)\r\n\r\n")
+            dateLines = (second, bytes)
+        }
+        return dateLines.bytes
+    }
+}
+
+/// Tells ``DirectPackResponder`` when the router's answer to a request it handed on has been written (its end's
+/// write completed, so every byte before it went out too), for it to read the requests held after it.
+final class RoutedAnswerHandler: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let responder: DirectPackResponder
+
+    init(responder: DirectPackResponder) {
+        self.responder = responder
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .end = unwrapOutboundIn(data) else {
+            context.write(data, promise: promise)
+            return
+        }
+        let written = promise ?? context.eventLoop.makePromise()
+        let responder = NIOLoopBound(responder, eventLoop: context.eventLoop)
+        written.futureResult.whenComplete { _ in responder.value.routedAnswerWritten() }
+        context.write(data, promise: written)
     }
 }

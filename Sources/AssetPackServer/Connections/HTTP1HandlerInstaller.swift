@@ -1,5 +1,6 @@
 import HummingbirdCore
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import Synchronization
@@ -41,8 +42,8 @@ final class HTTP1HandlerInstaller: ChannelInboundHandler, RemovableChannelHandle
     private let sendfile: SendfileTransport?
     private let locateCodec: Locate
     private let warning: MissingCodecWarning
-    /// The route of the responder still to be placed, or `nil` once it was (or when there is none).
-    private var direct: DirectPackRoute?
+    /// The route of the responder to place, or `nil` when there is none.
+    private let direct: DirectPackRoute?
 
     init(
         sendfile: SendfileTransport?,
@@ -75,21 +76,18 @@ final class HTTP1HandlerInstaller: ChannelInboundHandler, RemovableChannelHandle
                     position: .before(codec)
                 )
             }
+            // Before the encoder, which comes before the decoder: the responder writes bytes.
+            if let direct, (try? operations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)) != nil,
+                let encoder = try? operations.handler(type: HTTPResponseEncoder.self)
+            {
+                let headTimeout = try? operations.handler(type: RequestHeadTimeoutHandler.self)
+                let responder = DirectPackResponder(route: direct, headTimeout: headTimeout)
+                try operations.addHandler(responder, position: .before(encoder))
+                try operations.addHandler(RoutedAnswerHandler(responder: responder), position: .after(self))
+            }
         } catch {
             // Only a pipeline that is closing refuses a handler; its connection serves nothing more.
             context.close(promise: nil)
         }
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if let route = direct {
-            direct = nil
-            // Hummingbird adds its connection-state handler after these handlers: it is there by the first read.
-            let operations = context.pipeline.syncOperations
-            if let state = try? operations.handler(type: HTTPConnectionStateHandler.self) {
-                try? operations.addHandler(DirectPackResponder(route: route), position: .after(state))
-            }
-        }
-        context.fireChannelRead(data)
     }
 }
