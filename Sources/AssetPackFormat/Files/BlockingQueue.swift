@@ -165,14 +165,36 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
     /// - Throws: The error given to ``fail(_:)``.
     package func receive() throws -> Element? {
         BlockingIO.checkOffPool("BlockingQueue.receive")
+        return try take { items in
+            let item = items.removeFirst()
+            return (item, cost(item))
+        }
+    }
+
+    /// Every item waiting (at least one), in order, blocking the calling thread while there is none; otherwise
+    /// as ``receive()``: `nil` once finished and drained, or stopped, and calling it again says the receiver
+    /// is done with the items before. For a receiver that handles a batch at the cost of one item (a line
+    /// writer: one `write(2)` for many lines).
+    package func receiveAll() throws -> [Element]? {
+        BlockingIO.checkOffPool("BlockingQueue.receiveAll")
+        return try take { items in
+            defer { items.removeAll(keepingCapacity: true) }
+            return (Array(items), queued)
+        }
+    }
+
+    /// Waits for items, then takes what `body` removes from them (with its cost) and wakes the senders waiting
+    /// for room.
+    private func take<Taken>(_ body: (inout CircularBuffer<Element>) -> (Taken, cost: Int)) throws -> Taken? {
         condition.lock()
         defer { condition.unlock() }
         busy = false
         condition.broadcast()
         while items.isEmpty && !finished && !stopped && failure == nil { condition.wait() }
         if let failure { throw failure }
-        guard !stopped, let item = items.popFirst() else { return nil }
-        queued -= cost(item)
+        guard !stopped, !items.isEmpty else { return nil }
+        let (taken, cost) = body(&items)
+        queued -= cost
         busy = true
         if queued <= capacity / 2 {
             if putters > 0 { condition.broadcast() }
@@ -181,7 +203,7 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
                 waiting.resume()
             }
         }
-        return item
+        return taken
     }
 
     /// The receiver gives up: what is queued is dropped, and senders (a waiting one at once) are refused
