@@ -4,6 +4,8 @@ import Synchronization
 /// counted and said).
 public final class EarlyLines: Sendable {
     private let state = Mutex((open: false, lines: [String](), dropped: 0))
+    /// Set once the lines are let through: read without the lock for each later line.
+    private let released = Atomic(false)
     private let limit = 1000
 
     /// Creates an empty holder, closed.
@@ -11,7 +13,8 @@ public final class EarlyLines: Sendable {
 
     /// Keeps `line` while the URL is not printed yet; `false` once it is (write it then).
     public func hold(_ line: String) -> Bool {
-        state.withLock { state in
+        if released.load(ordering: .acquiring) { return false }
+        return state.withLock { state in
             guard !state.open else { return false }
             if state.lines.count < limit { state.lines.append(line) } else { state.dropped += 1 }
             return true
@@ -22,6 +25,7 @@ public final class EarlyLines: Sendable {
     public func release(_ write: (String) -> Void) {
         let (lines, dropped) = state.withLock { state in
             state.open = true
+            released.store(true, ordering: .releasing)
             defer { state.lines = [] }
             return (state.lines, state.dropped)
         }

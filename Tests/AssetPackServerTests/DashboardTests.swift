@@ -206,12 +206,19 @@ struct DashboardTests {
 
     /// What one stream holds is one event, awaited until the socket takes it; that event is bounded whatever
     /// the requests were: paths of 60 KB (each 404) are kept shortened, and at most 100 finished rows travel
-    /// in one event, so 200 slow pages cannot hold 200 copies of megabytes.
+    /// in one event, so 200 slow pages cannot hold 200 copies of megabytes. (A page is open while the requests
+    /// are made, so they are on the board; a second page's first event carries them.)
     @Test func anEventIsBoundedWhateverThePathsRequested() async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
         try await LiveServer.with(folder: scratch.root) { server in
             let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
+            let page = try await HTTPClient.shared.execute(
+                HTTPClientRequest(url: server.url + "/_mock/events"),
+                timeout: .seconds(60)
+            )
+            var pageBody = page.body.makeAsyncIterator()
+            _ = try await pageBody.next()  // its snapshot: the page is open
             let long = "/assets/" + String(repeating: "x", count: 60_000)
             for _ in 0...DashboardFeed.finishedPerEvent {  // one more than an event carries
                 let connection = try RawConnection(port: port, receiveBuffer: 1 << 20)
@@ -226,15 +233,19 @@ struct DashboardTests {
             let paths = finished.compactMap { $0["path"] as? String }
             #expect(paths.allSatisfy { $0.utf8.count <= 1100 && $0.contains("60008 bytes") }, "\(paths.first ?? "")")
             #expect(event.utf8.count < 300_000, "one event: \(event.utf8.count) bytes")
+            withExtendedLifetime(pageBody) {}
         }
     }
 
-    /// Under `--quiet` (no request log) nothing counts a response's bytes while no page is open: the tally
-    /// starts when a page connects. A response made before shows on no page; one made while it is open does.
-    @Test(.timeLimit(.minutes(1))) func underQuietOnlyResponsesWhileAPageIsOpenAreCounted() async throws {
+    /// Nothing is put on the board while no page is open (under `--quiet`, no request log, nothing counts a
+    /// response's bytes then): it starts when a page connects. A response made before shows on no page; one
+    /// made while it is open does.
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func onlyResponsesWhileAPageIsOpenAreOnTheBoard(withRequestLog: Bool) async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
-        try await LiveServer.with(folder: scratch.root, adjust: { $0.requestLog = nil }) { server in
+        try await LiveServer.with(folder: scratch.root, adjust: { if !withRequestLog { $0.requestLog = nil } }) {
+            server in
             _ = try await server.get("/assets/made-before-any-page")
             // The first downloads event that lists a finished response (an earlier one may show it in flight).
             let event = try await firstFinishedRows(

@@ -70,7 +70,7 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         }
         items.append(item)
         queued += size
-        condition.broadcast()
+        if items.count == 1 { condition.broadcast() }  // only a receiver waits for items, and only on none
         return true
     }
 
@@ -115,7 +115,7 @@ package final class BlockingQueue<Element: Sendable>: @unchecked Sendable {
         if stopped { throw QueueStopped() }
         items.append(item)
         queued += size
-        condition.broadcast()
+        if items.count == 1 { condition.broadcast() }
         return queued > capacity
     }
 

@@ -96,9 +96,9 @@ struct RequestLogMiddleware: RouterMiddleware {
         return response
     }
 
-    /// Whether a response to a request for `path` is recorded now: always with a request log; without one,
-    /// for the board while a dashboard page is open. The dashboard's own requests (its event stream lasts as
-    /// long as the page) are not downloads, and not on the board.
+    /// Whether a response to a request for `path` is recorded now: always with a request log; on the board
+    /// while a dashboard page is open (a page shows the responses from when it opened). The dashboard's own
+    /// requests (its event stream lasts as long as the page) are not downloads, and not on the board.
     func records(_ path: String) -> Bool {
         write != nil || (board?.isWatched == true && !path.hasPrefix("/_mock"))
     }
@@ -127,7 +127,7 @@ struct RequestLogMiddleware: RouterMiddleware {
         pack: String? = nil,
         since start: ContinuousClock.Instant
     ) -> ResponseTally.Entry {
-        let board = line.path.hasPrefix("/_mock") ? nil : self.board
+        let board = line.path.hasPrefix("/_mock") || self.board?.isWatched != true ? nil : self.board
         let (json, write) = (self.json, self.write)
         let boardID = board?.reserveID()
         let entry = ResponseTally.Entry { bytes, aborted in
