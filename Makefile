@@ -5,6 +5,10 @@ PREFIX ?= /usr/local
 CONFIG ?= debug
 # make build: the fast binaries by default (a debug build runs delta updates and verify 10-50x slower).
 BUILD_CONFIG ?= release
+# Release binaries link Swift's runtime and Foundation statically: each command starts in ~13 ms instead of
+# ~20 (the dynamic linker's share), which is a sixth of packing 1 000 small files. The same flags on every
+# release build here, or SwiftPM builds everything again.
+RELEASE_FLAGS ?= --static-swift-stdlib
 ASSETS ?= Assets
 PORT ?= 8443
 TORTURE_RUNS ?= 4
@@ -60,7 +64,7 @@ deps:
 	  || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages $(PIP_PACKAGES); }
 
 build: deps
-	$(SWIFT) build -c $(BUILD_CONFIG)
+	$(SWIFT) build -c $(BUILD_CONFIG) $(if $(filter release,$(BUILD_CONFIG)),$(RELEASE_FLAGS))
 	@bin=$$($(SWIFT) build -c $(BUILD_CONFIG) --show-bin-path); \
 	echo "built: $$bin/ba-mock and $$bin/ba-sync ($(BUILD_CONFIG))"; \
 	if [ "$(BUILD_CONFIG)" = debug ]; then \
@@ -104,7 +108,7 @@ fuzz: deps
 # Release binaries against the reference tools; writes bench/results.md and bench/results.json, and puts
 # that table into the README.
 bench: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release $(RELEASE_FLAGS)
 	bash scripts/bench.sh --rounds $(BENCH_ROUNDS) "$$($(SWIFT) build -c release --show-bin-path)"
 	bash scripts/bench-readme.sh
 
@@ -125,7 +129,7 @@ format:
 
 # No apt-get here: installing copies what a release build made (make deps first on a machine without them).
 install:
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release $(RELEASE_FLAGS)
 	install -d "$(DESTDIR)$(PREFIX)/bin"
 	install -m 755 "$$($(SWIFT) build -c release --show-bin-path)/ba-mock" "$(DESTDIR)$(PREFIX)/bin/ba-mock"
 	install -m 755 "$$($(SWIFT) build -c release --show-bin-path)/ba-sync" "$(DESTDIR)$(PREFIX)/bin/ba-sync"
