@@ -199,8 +199,10 @@ struct DirectPackTests {
         }
     }
 
-    /// A request that comes in pieces (here a byte at a time) is answered here once its head is whole; bytes
-    /// this does not delimit (a body) send that request and every later one on the connection to the router.
+    /// A request that comes in a few pieces is answered here once its head is whole; one dripped a byte at a
+    /// time goes to the decoder (which reads on where it stopped, where this would read the head again each
+    /// time); bytes this does not delimit (a body) send that request and every later one on the connection to
+    /// the router. The bytes are right every way.
     @Test func requestsInPiecesAndRequestsWithABody() async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
@@ -210,19 +212,24 @@ struct DirectPackTests {
             let port = try #require(server.url.split(separator: ":").last.flatMap { Int($0) })
             let (pieces, bodies) = try await onThreadOfItsOwn {
                 let peer = try RawConnection(port: port, receiveBuffer: 1 << 20)
-                for byte in Self.get("/assets/Tutorial", "Accept: */*\r\n") {
-                    peer.send(String(byte))
-                    Thread.sleep(forTimeInterval: 0.002)
+                var pieces: [RawResponse] = []
+                for size in [20, 1] {  // 3 pieces, then a piece a byte
+                    var request = Substring(Self.get("/assets/Tutorial", "Accept: */*\r\n"))
+                    while !request.isEmpty {
+                        peer.send(String(request.prefix(size)))
+                        request = request.dropFirst(size)
+                        Thread.sleep(forTimeInterval: 0.005)
+                    }
+                    pieces += peer.readResponses(1, timeout: 10)
                 }
-                let pieces = peer.readResponses(1, timeout: 10)
                 peer.send(
                     "GET /assets/Tutorial HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 22\r\n\r\n"
                         + Self.get("/assets/Levels").prefix(22) + Self.get("/assets/Tutorial")
                 )
                 return (pieces, peer.readResponses(2, timeout: 10))
             }
-            #expect(pieces.map { $0.header("X-Mock-Body") } == ["direct"])
-            #expect(firstDifference(pieces.first?.body ?? Data(), archive) == nil)
+            #expect(pieces.map { $0.header("X-Mock-Body") } == ["direct", "memory"])
+            for response in pieces { #expect(firstDifference(response.body, archive) == nil) }
             // The body looks like a request: were it read as one, the first answer would be Levels'.
             try #require(bodies.count == 2)
             #expect(bodies.map { $0.header("X-Mock-Body") } == ["memory", "memory"])

@@ -109,6 +109,8 @@ final class DirectPackResponder: ChannelInboundHandler, RemovableChannelHandler 
     /// The most bytes held while the router answers or the socket is full: a client that sends more
     /// (pipelining, or a large request) has the rest of its connection handled by the decoder.
     static let maxHeld = 1 << 20
+    /// The most reads a head may take here (clients send one in one piece, or a few).
+    static let maxPieces = 8
 
     private let route: DirectPackRoute
     private let headTimeout: RequestHeadTimeoutHandler?
@@ -123,6 +125,8 @@ final class DirectPackResponder: ChannelInboundHandler, RemovableChannelHandler 
     private var inRead = false
     /// Bytes received and not yet answered or handed on.
     private var unread: ByteBuffer?
+    /// The reads that found the head under way incomplete.
+    private var pieces = 0
     private var context: ChannelHandlerContext?
     /// The client's address, as the request log and the board show it, once the first answer needed it.
     private var client: String?
@@ -204,8 +208,13 @@ final class DirectPackResponder: ChannelInboundHandler, RemovableChannelHandler 
         reading: while mode == .reading, var bytes = unread, bytes.readableBytes > 0 {
             switch bytes.withUnsafeReadableBytes({ DirectRequest.read($0) }) {
             case .incomplete:
+                // Read again from its start each time: a head in many pieces goes to the decoder, which
+                // reads on from where it stopped (a peer dripping a 16 KiB head had cost 16 KiB per byte).
+                pieces += 1
+                if pieces > Self.maxPieces { pass(context) }
                 break reading
             case .pack(let id, let length):
+                pieces = 0
                 guard let answer = route.answer(id: id, last: &head) else {
                     handOn(length, context)
                     continue
@@ -220,6 +229,7 @@ final class DirectPackResponder: ChannelInboundHandler, RemovableChannelHandler 
                 write(answer, id: id, context)
                 (answered, unflushed) = (true, true)
             case .routed(let length):
+                pieces = 0
                 handOn(length, context)
             case .undelimited:
                 pass(context)
