@@ -3,8 +3,8 @@ import Synchronization
 /// Request lines that come before the URL is printed, held until it is (at most `limit`; the rest are
 /// counted and said).
 public final class EarlyLines: Sendable {
-    private let state = Mutex((open: false, lines: [String](), dropped: 0))
-    /// Set once the lines are let through: read without the lock for each later line.
+    private let state = Mutex((lines: [String](), dropped: 0))
+    /// Set (under the lock) once the lines are let through; read without it for each later line.
     private let released = Atomic(false)
     private let limit = 1000
 
@@ -15,7 +15,7 @@ public final class EarlyLines: Sendable {
     public func hold(_ line: String) -> Bool {
         if released.load(ordering: .acquiring) { return false }
         return state.withLock { state in
-            guard !state.open else { return false }
+            guard !released.load(ordering: .relaxed) else { return false }
             if state.lines.count < limit { state.lines.append(line) } else { state.dropped += 1 }
             return true
         }
@@ -24,7 +24,6 @@ public final class EarlyLines: Sendable {
     /// Hands the lines held to `write`, in order, and lets every later line through.
     public func release(_ write: (String) -> Void) {
         let (lines, dropped) = state.withLock { state in
-            state.open = true
             released.store(true, ordering: .releasing)
             defer { state.lines = [] }
             return (state.lines, state.dropped)

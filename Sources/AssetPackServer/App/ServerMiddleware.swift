@@ -100,8 +100,11 @@ struct RequestLogMiddleware: RouterMiddleware {
     /// while a dashboard page is open (a page shows the responses from when it opened). The dashboard's own
     /// requests (its event stream lasts as long as the page) are not downloads, and not on the board.
     func records(_ path: String) -> Bool {
-        write != nil || (board?.isWatched == true && !path.hasPrefix("/_mock"))
+        path.hasPrefix("/_mock") ? write != nil : recordsDownloads
     }
+
+    /// Whether a response outside `/_mock` (a download) is recorded now.
+    var recordsDownloads: Bool { write != nil || board?.isWatched == true }
 
     /// Queues the account of a response about to be handed to the connection `channel` by the router: its
     /// line is written and its row on the board finished when its last write completes
@@ -110,11 +113,10 @@ struct RequestLogMiddleware: RouterMiddleware {
         _ line: LineParts,
         total: Int?,
         client: String?,
-        pack: String? = nil,
         since start: ContinuousClock.Instant,
         on channel: ObjectIdentifier
     ) {
-        tally.expect(entry(line, total: total, client: client, pack: pack, since: start), on: channel)
+        tally.expect(entry(line, total: total, client: client, since: start), on: channel)
     }
 
     /// The account of a response: on the board from now (when there is one), its line written once the entry

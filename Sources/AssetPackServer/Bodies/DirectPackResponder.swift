@@ -61,10 +61,9 @@ struct DirectPackRoute: Sendable {
     /// The request log's and the board's account of an answer for the pack `id` about to be written, whose
     /// client is `client`, or `nil` when neither records it now.
     func entry(id: String, bytes: Int, client: @autoclosure () -> String?) -> ResponseTally.Entry? {
-        let path = "/assets/" + id
-        guard let recorder, recorder.records(path) else { return nil }
+        guard let recorder, recorder.recordsDownloads else { return nil }  // no path made for nobody
         return recorder.entry(
-            .init(method: "GET", path: path, range: nil, status: 200, fault: nil),
+            .init(method: "GET", path: "/assets/" + id, range: nil, status: 200, fault: nil),
             total: bytes,
             client: client(),
             pack: id,  // the path names it plainly: no escapes to undo

@@ -1,4 +1,3 @@
-import HummingbirdCore
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
