@@ -97,6 +97,31 @@ struct PackSourceTests {
         }
         #expect(error?.message.contains("select no files") == true)
     }
+
+    /// Each folder's entries are looked at from the open folder, which is closed before a walk below it and
+    /// opened again after: every file after a subfolder (in byte order) is still found, at every level of a
+    /// tree 60 folders deep, names with spaces, dots and non-ASCII text among them, a link to a file inside too.
+    @Test func filesAfterEverySubfolderAreFoundAtEveryDepth() throws {
+        let scratch = try Scratch()
+        var expected: [String] = []
+        var folder = "Deep"
+        for level in 0..<60 {
+            for name in ["a \(level).bin", "b", "Über 🎮.json", "z.txt"] {
+                try scratch.write("\(folder)/\(name)", "\(level) \(name)")
+                expected.append("\(folder)/\(name)")
+            }
+            folder += "/b.d"  // between "b" and "z.txt" in byte order: files on both sides of it
+        }
+        try FileManager.default.createSymbolicLink(
+            atPath: scratch.root.appending("Deep/b.d/link").string,
+            withDestinationPath: scratch.root.appending("Deep/z.txt").string
+        )
+        expected.append("Deep/b.d/link")
+        let source = try resolve(scratch, selectors: #"{"directory": "Deep"}"#)
+        let missing = expected.filter { path in !source.files.contains { $0.path == path } }
+        #expect(missing.isEmpty, "not found: \(missing.count), first \(missing.first ?? "")")
+        #expect(source.files.map(\.path) == expected.sorted { PathKey($0) < PathKey($1) })
+    }
 }
 
 /// The state folder holds what no client may see (built packs of other versions, and once the TLS CA's key):

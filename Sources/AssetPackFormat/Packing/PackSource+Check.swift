@@ -339,13 +339,13 @@ extension PackSource {
             var sorted = choices
             choices = []
             sorted.sort { left, right in
-                if left.path.utf8.elementsEqual(right.path.utf8) { return left.order < right.order }
+                if left.path.bytesEqual(right.path) { return left.order < right.order }
                 return PathKey(left.path) < PathKey(right.path)
             }
             var kept = 0  // settled in place: sorted[..<kept]
             for index in sorted.indices {
                 let choice = sorted[index]
-                if kept > 0, sorted[kept - 1].path.utf8.elementsEqual(choice.path.utf8) {
+                if kept > 0, sorted[kept - 1].path.bytesEqual(choice.path) {
                     let earlier = sorted[kept - 1]
                     guard earlier.found.real == choice.found.real else {
                         throw AssetPackFormatError.manifest(

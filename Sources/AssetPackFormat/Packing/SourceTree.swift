@@ -13,6 +13,8 @@ struct SourceTree {
     /// The real paths of ba-mock's state folder (`.ba-mock` in the asset folder, and where it leads if it is
     /// a link): nothing at or below them is ever selected, however a path or a source root reaches them.
     let stateReal: [String]
+    /// `stateReal`, each with a `/` after it: what a path inside the state folder starts with.
+    private let stateInside: [String]
     /// How the state folder is shown in messages.
     private let stateShown: String
     /// The asset folder's real path: its top-level `*.json` files are the packaging manifests.
@@ -28,6 +30,7 @@ struct SourceTree {
         let state = outer + "/" + PackPath.stateFolderName
         stateShown = state
         stateReal = [state] + ((try? Self.realPath(FilePath(state), orThrow: "state")).map { [$0] } ?? [])
+        stateInside = stateReal.map { $0 + "/" }
         if isState(rootReal) {
             throw AssetPackFormatError(
                 code: .unsafePath,
@@ -47,7 +50,8 @@ struct SourceTree {
 
     /// Whether a real path is the state folder or inside it.
     func isState(_ real: String) -> Bool {
-        stateReal.contains { real.utf8.elementsEqual($0.utf8) || real.hasBytePrefix($0 + "/") }
+        // Asked for every entry a walk meets: no string is made here.
+        stateReal.contains { real.bytesEqual($0) } || stateInside.contains { real.hasBytePrefix($0) }
     }
 
     /// Refuses a real path inside the state folder, naming how the manifest reached it.
@@ -220,9 +224,24 @@ struct SourceTree {
     /// A symlink is read through when it leads to a file inside the folder; a symlink to a folder is refused
     /// (packs do not follow them), and so is one that leads outside.
     func walk(_ real: String, relative: String, file: String, key: String, into found: inout Walk) throws {
+        // Each entry is looked at from the open folder (`fstatat`): one name for the kernel to look up, not the
+        // whole path. The folder is closed before a walk below it (and opened again after), so that a deep
+        // tree holds one descriptor at a time.
+        var folder: Int32 = -1
+        defer { if folder >= 0 { close(folder) } }
         for name in try Self.names(in: real, file: file, key: key, errors: &found.errors) {
+            if folder < 0 { folder = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) }
+            var info = stat()
+            let looked =
+                folder >= 0
+                ? fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) : lstat(real + "/" + name, &info)
+            guard looked == 0 else { continue }  // removed while listing
+            if info.st_mode & S_IFMT == S_IFDIR, folder >= 0 {
+                close(folder)
+                folder = -1
+            }
             do {
-                try walkEntry(name, in: real, relative: relative, file: file, key: key, into: &found)
+                try walkEntry(name, info, in: real, relative: relative, file: file, key: key, into: &found)
             } catch let error as AssetPackFormatError where error.problem != nil {
                 found.errors.append(error)  // a rule this entry breaks; I/O errors end the walk
             }
@@ -231,6 +250,7 @@ struct SourceTree {
 
     private func walkEntry(
         _ name: String,
+        _ info: stat,
         in real: String,
         relative: String,
         file: String,
@@ -240,7 +260,6 @@ struct SourceTree {
         let path = real + "/" + name
         let childRelative = relative.isEmpty ? name : relative + "/" + name
         if isState(path) { return }  // the state folder itself, met by the walk: left out
-        guard let info = Self.lstatInfo(path) else { return }  // removed while listing
         if name == ".DS_Store" {
             found.warnings.append(
                 .warning(
@@ -282,7 +301,7 @@ struct SourceTree {
         switch kind {
         case .regular(let stat):
             found.files.append(
-                target.utf8.elementsEqual(path.utf8)  // not reached through a symlink
+                target.bytesEqual(path)  // not reached through a symlink
                     ? Found(relative: childRelative, folder: real, name: name, stat: stat)
                     : Found(relative: childRelative, real: target, stat: stat)
             )

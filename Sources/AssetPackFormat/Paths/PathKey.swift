@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A path that compares, hashes and sorts as its UTF-8 bytes.
 ///
 /// Swift's `String` equality is canonical equivalence: `"é"` (U+00E9) equals `"e\u{301}"`, and a
@@ -12,7 +16,7 @@ public struct PathKey: Hashable, Comparable, Sendable, CustomStringConvertible {
     public init(_ path: String) { self.path = path }
 
     public static func == (left: PathKey, right: PathKey) -> Bool {
-        left.path.utf8.elementsEqual(right.path.utf8)
+        left.path.bytesEqual(right.path)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -22,7 +26,7 @@ public struct PathKey: Hashable, Comparable, Sendable, CustomStringConvertible {
 
     /// Byte order, the order of pack entries and indexes.
     public static func < (left: PathKey, right: PathKey) -> Bool {
-        left.path.utf8.lexicographicallyPrecedes(right.path.utf8)
+        left.path.bytesPrecede(right.path)
     }
 
     public var description: String { path }
@@ -34,5 +38,32 @@ extension String {
     /// system sees it.
     public func hasBytePrefix(_ prefix: String) -> Bool {
         utf8.starts(with: prefix.utf8)
+    }
+
+    /// Whether the string's UTF-8 bytes are `other`'s (not canonical equivalence, as `==` is).
+    public func bytesEqual(_ other: String) -> Bool {
+        utf8.count == other.utf8.count && Self.compareBytes(self, other) { $0 == 0 }
+    }
+
+    /// Whether the string's UTF-8 bytes sort before `other`'s, byte by byte as unsigned values, a prefix first.
+    public func bytesPrecede(_ other: String) -> Bool {
+        Self.compareBytes(self, other) { $0 < 0 }
+    }
+
+    /// `memcmp` of both strings' bytes (lengths deciding a tie), read through `result`; byte by byte where a
+    /// string has no contiguous UTF-8 (never for native strings, small ones included). Sorting the names of
+    /// 1 000 files and checking paths went through `UTF8View`'s generic element-wise loops: 17% of a walk.
+    private static func compareBytes(_ left: String, _ right: String, _ result: (Int32) -> Bool) -> Bool {
+        let fast = left.utf8.withContiguousStorageIfAvailable { leftBytes in
+            right.utf8.withContiguousStorageIfAvailable { rightBytes -> Bool in
+                let common = Swift.min(leftBytes.count, rightBytes.count)
+                let order = common == 0 ? 0 : memcmp(leftBytes.baseAddress!, rightBytes.baseAddress!, common)
+                if order != 0 { return result(order) }
+                return result(leftBytes.count < rightBytes.count ? -1 : leftBytes.count > rightBytes.count ? 1 : 0)
+            }
+        }
+        if let fast, let fast { return fast }
+        if left.utf8.lexicographicallyPrecedes(right.utf8) { return result(-1) }
+        return result(left.utf8.elementsEqual(right.utf8) ? 0 : 1)
     }
 }
