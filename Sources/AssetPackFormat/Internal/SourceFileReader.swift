@@ -11,8 +11,8 @@ import SystemPackage
 /// write the output) and the machine two cores, and with the first two on one thread that thread was the
 /// whole wall time while the writer's core idled.
 ///
-/// Files are read into 1 MiB buffers, small files several to a buffer; four buffers circulate, so at most
-/// 4 MiB are read ahead. The consumer takes each file's bytes with ``read(_:_:)``, in the listed order.
+/// Files are read into 1 MiB buffers, small files several to a buffer (the first buffers go part full, so
+/// that the consumer starts early); four buffers circulate, so at most 4 MiB are read ahead. The consumer takes each file's bytes with ``read(_:_:)``, in the listed order.
 ///
 /// Asked to, the same thread also cuts the large files into content-defined chunks (``ContentChunker``) as it
 /// reads them: a server keeps those for deltas, and taking them here costs no second read of the archive.
@@ -112,13 +112,17 @@ final class SourceFileReader: @unchecked Sendable {
         var chunker: ContentChunker?
         var chunks: [ContentChunker.Chunk] = []
         defer { try? open?.close() }
+        // How full a buffer gets before it goes: 64 KiB for the first, twice as much for each next one, up to
+        // the whole buffer. The consumer starts after a few small files rather than after 1 MiB of them (at
+        // 1 000 files of 1-4 KiB, the compressor had waited for 40% of the reading).
+        var fill = Self.minimumRoom
         while index < files.count {
             guard let number = try? free.receive() else { return }
             let buffer = buffers.all[number]
             var used = 0
             var runs: [Run] = []
             var failure: (any Error)?
-            while index < files.count, buffer.count - used >= Self.minimumRoom || runs.isEmpty {
+            while index < files.count, (used < fill && buffer.count - used >= Self.minimumRoom) || runs.isEmpty {
                 let file = files[index]
                 do {
                     let fd: FileDescriptor
@@ -159,6 +163,7 @@ final class SourceFileReader: @unchecked Sendable {
                 }
             }
             full.offer((number, Batch(runs: runs, failure: failure)))
+            fill = min(2 * fill, buffer.count)
             if failure != nil { break }
         }
         full.finish()
