@@ -170,7 +170,7 @@ struct RealContentTests {
             atPath: root.appending("Levels").string,
             withDestinationPath: scratch.root.appending("moved").string
         )
-        try PackBuilder.build(source, to: scratch.root.appending("Pack.pack"))
+        _ = try PackBuilder.build(source, to: scratch.root.appending("Pack.pack"))
         let out = scratch.root.appending("out")
         try FileManager.default.createDirectory(atPath: out.string, withIntermediateDirectories: true)
         _ = try PackArchiveReader.extract(scratch.root.appending("Pack.pack"), into: out)

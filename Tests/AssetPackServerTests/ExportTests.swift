@@ -89,7 +89,7 @@ struct ExportTests {
         let out = scratch.root.appending("site")
         let said = Mutex<[String]>([])
         let log: @Sendable (String) -> Void = { line in said.withLock { $0.append(line) } }
-        let folder = try AssetFolder(root: scratch.root)
+        let folder = AssetFolder(root: scratch.root)
         var catalog = try PackCatalog(folder: folder, archivesKept: 1, log: log)
         try await catalog.refresh()
         let before = try #require(catalog.snapshot.pack(withID: "Levels"))

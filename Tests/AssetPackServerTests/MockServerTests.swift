@@ -127,7 +127,7 @@ struct MockServerTests {
     @Test func aStateCopiedAsideKeepsItsArchivesAsBuilt() async throws {
         let scratch = try Scratch()
         try scratch.makeSampleFolder()
-        let folder = try AssetFolder(root: scratch.root)
+        let folder = AssetFolder(root: scratch.root)
         try await PackCatalog(folder: folder).refresh()
         var (own, shm) = (stat(), stat())
         #expect(stat(scratch.root.string, &own) == 0 && stat("/dev/shm", &shm) == 0)
