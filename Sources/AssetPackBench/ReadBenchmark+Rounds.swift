@@ -285,12 +285,8 @@ struct RoundPlan: Sendable {
         case .descriptor:
             let fd = try reader.descriptor(for: target.namespacePath, searchingInAssetPackWithID: target.pack)
             defer { try? fd.close() }
-            let count = try read(
-                fd,
-                into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<4096]),
-                at: 0,
-                target.file
-            )
+            let page = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<4096])
+            let count = try read(fd, into: page, at: 0, target.file)
             if count > 0 { sink &+= UInt64(buffer[0]) }
             return count
         }

@@ -50,7 +50,6 @@ struct SourceTree {
 
     /// Whether a real path is the state folder or inside it.
     func isState(_ real: String) -> Bool {
-        // Asked for every entry a walk meets: no string is made here.
         stateReal.contains { real.bytesEqual($0) } || stateInside.contains { real.hasBytePrefix($0) }
     }
 
@@ -224,18 +223,15 @@ struct SourceTree {
     /// A symlink is read through when it leads to a file inside the folder; a symlink to a folder is refused
     /// (packs do not follow them), and so is one that leads outside.
     func walk(_ real: String, relative: String, file: String, key: String, into found: inout Walk) throws {
-        // Each entry is looked at from the open folder (`fstatat`): one name for the kernel to look up, not the
-        // whole path. The folder is closed before a walk below it (and opened again after), so that a deep
-        // tree holds one descriptor at a time.
+        // Each entry is looked at from the open folder (one name to look up, not the whole path), which is
+        // closed before a walk below it and opened again after: a deep tree holds one descriptor at a time.
         var folder: Int32 = -1
         defer { if folder >= 0 { close(folder) } }
         for name in try Self.names(in: real, file: file, key: key, errors: &found.errors) {
             if folder < 0 { folder = open(real, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) }
             var info = stat()
-            let looked =
-                folder >= 0
-                ? fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) : lstat(real + "/" + name, &info)
-            guard looked == 0 else { continue }  // removed while listing
+            let at = folder >= 0 ? fstatat(folder, name, &info, AT_SYMLINK_NOFOLLOW) : lstat(real + "/" + name, &info)
+            guard at == 0 else { continue }  // removed while listing
             if info.st_mode & S_IFMT == S_IFDIR, folder >= 0 {
                 close(folder)
                 folder = -1
