@@ -7,12 +7,13 @@ import SystemPackage
 #endif
 
 /// Reads and hashes the source files a pack is built from (the asset folder's, not a pack's), in order, on a
-/// thread of its own, so that the thread building the archive only compresses: packing has three stages (read and hash the input; compress; hash and
-/// write the output) and the machine two cores, and with the first two on one thread that thread was the
-/// whole wall time while the writer's core idled.
+/// thread of its own, so that the thread building the archive only compresses: packing has three stages
+/// (read and hash the input; compress; hash and write the output) and the machine two cores, and with the
+/// first two on one thread that thread was the whole wall time while the writer's core idled.
 ///
 /// Files are read into 1 MiB buffers, small files several to a buffer (the first buffers go part full, so
-/// that the consumer starts early); four buffers circulate, so at most 4 MiB are read ahead. The consumer takes each file's bytes with ``read(_:_:)``, in the listed order.
+/// that the consumer starts early); four buffers circulate, so at most 4 MiB are read ahead. The consumer
+/// takes each file's bytes with ``read(_:_:)``, in the listed order.
 ///
 /// Asked to, the same thread also cuts the large files into content-defined chunks (``ContentChunker``) as it
 /// reads them: a server keeps those for deltas, and taking them here costs no second read of the archive.
