@@ -367,16 +367,16 @@ struct BASyncEndToEndTests {
         // What ran, said first; too few operations flagged.
         let environment = try #require(report["environment"] as? [String: Any])
         #if DEBUG
-            let debug = true
+            let (debug, tableStart) = (true, "DEBUG BUILD: ba-sync ")
         #else
-            let debug = false
+            let (debug, tableStart) = (false, "ba-sync ")
         #endif
         #expect(environment["build"] as? String == (debug ? "debug" : "release"))
         #expect((environment["kernel"] as? String)?.hasPrefix("Linux ") == true)
         #expect(![nil, "", "unknown"].contains(environment["fileSystem"] as? String), "\(environment)")
         #expect(environment["seed"] as? Int == 1 && environment["iterations"] as? Int == 35)
         #expect((report["warnings"] as? [String])?.count == 19)
-        #expect(table.stdout.hasPrefix(debug ? "DEBUG BUILD: ba-sync " : "ba-sync "), "\(table.stdout)")
+        #expect(table.stdout.hasPrefix(tableStart), "\(table.stdout)")
         #expect(table.stderr.contains("a DEBUG build") == debug)
 
         // --repeat: the median run, and the spread of all.
