@@ -62,6 +62,12 @@ let package = Package(
             pkgConfig: "libxxhash",
             providers: [.apt(["libxxhash-dev"])]
         ),
+        // zstd, called directly for a tar's compression so that it runs on a thread of its own (ArchiveSink).
+        .systemLibrary(
+            name: "CZstd",
+            pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"])]
+        ),
         // Apple Archive's block codecs: LZFSE written here, LZ4, LZMA and zlib through Debian's libraries.
         .target(
             name: "CAppleCompression",
@@ -76,6 +82,7 @@ let package = Package(
                 "CLibArchive",
                 "CLinux",
                 "CXXHash",
+                "CZstd",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -56,7 +56,8 @@ struct PackBuilderTests {
         let levels = try source(scratch, manifest: "Levels.json")
         let first = scratch.root.appending("a.pack")
         let second = scratch.root.appending("b.pack")
-        let one = try PackBuilder.build(levels, to: first, options: PackBuildOptions(threads: 1))
+        // zstd's own workers from 2 threads up: the same bytes for any count (one thread writes other bytes).
+        let one = try PackBuilder.build(levels, to: first, options: PackBuildOptions(threads: 2))
         // Touch every file: times change, content does not.
         for file in levels.files {
             try scratch.write(
@@ -65,7 +66,7 @@ struct PackBuilderTests {
             )
         }
         let again = try source(scratch, manifest: "Levels.json")
-        let two = try PackBuilder.build(again, to: second, options: PackBuildOptions(threads: 2))
+        let two = try PackBuilder.build(again, to: second, options: PackBuildOptions(threads: 3))
         #expect(one.sha256 == two.sha256)
         #expect(try scratch.read(first) == scratch.read(second))
         #expect(levels.fingerprint(options: .init()) != again.fingerprint(options: .init()))
@@ -222,6 +223,40 @@ struct PackBuilderTests {
             try PackArchiveReader.extract(output, into: again, indexCopy: copy)
         }
         #expect(error?.message.contains("File exists") == true, "\(error?.message ?? "")")
+    }
+
+    /// A tar of zstd on one thread is compressed on a thread of its own (the sink's), not by libarchive's
+    /// filter: its bytes must stay those libarchive's filter writes from the same tar, at the default level
+    /// and another, across many of the stage's buffers (about 3.5 MB of tar: text, noise, an empty file,
+    /// names beyond ASCII that take pax headers).
+    @Test(arguments: [nil, 9] as [Int?])
+    func zstdOnItsOwnThreadWritesLibarchivesBytes(level: Int?) throws {
+        let scratch = try Scratch()
+        var rng = SplitMix64(seed: 31)
+        for number in 0..<60 {
+            let size = Int(rng.next() % 40_000)
+            let text = String(repeating: "tile \(number) row \(size); ", count: size / 20 + 1)
+            try scratch.write("Set/Über/日本語 \(number) 🎮.json", text)
+        }
+        try scratch.write("Set/noise-a.bin", Scratch.noise(1_100_000, seed: 3))
+        try scratch.write("Set/noise-b.bin", Scratch.noise(700_001, seed: 4))
+        try scratch.write("Set/empty.bin", Data())
+        try scratch.write(
+            "Set.json",
+            #"{"assetPackID": "Set", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "Set"}], "platforms": ["iOS"]}"#
+        )
+        let set = try source(scratch, manifest: "Set.json")
+        let plain = scratch.root.appending("plain.pack")
+        _ = try PackBuilder.build(set, to: plain, options: PackBuildOptions(compression: .none))
+        let packed = scratch.root.appending("zstd.pack")
+        let built = try PackBuilder.build(set, to: packed, options: PackBuildOptions(compression: .zstd, level: level))
+        let bytes = try scratch.read(packed)
+        let reference = try ArchiveFixture.libarchiveZstd(try scratch.read(plain), level: level ?? 3)
+        #expect(bytes.count > 1_000_000)
+        #expect(bytes == reference, "\(bytes.count) bytes against libarchive's \(reference.count)")
+        #expect(built.sha256 == FileDigest.sha256(of: bytes))
+        #expect(built.downloadSize == Int64(bytes.count))
+        #expect(try PackArchiveReader.verify(at: packed).fileCount == 63)
     }
 
     @Test func levelOutOfRangeIsRefused() throws {

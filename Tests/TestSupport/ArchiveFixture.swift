@@ -95,6 +95,36 @@ public enum ArchiveFixture {
         return names
     }
 
+    /// `data` as libarchive's own zstd filter compresses it at `level` (its raw format: the bytes as they are,
+    /// no padding): the reference for a tar that ba-mock compresses on a thread of its own.
+    public static func libarchiveZstd(_ data: Data, level: Int) throws -> Data {
+        let archive = archive_write_new()!
+        defer { archive_write_free(archive) }
+        guard archive_write_set_format_raw(archive) == 0, archive_write_add_filter_zstd(archive) == 0,
+            archive_write_set_filter_option(archive, "zstd", "compression-level", String(level)) == 0,
+            archive_write_set_bytes_in_last_block(archive, 1) == 0
+        else { throw Errno.invalidArgument }
+        // libarchive keeps both pointers until it is closed.
+        let output = UnsafeMutableRawBufferPointer.allocate(byteCount: data.count + 65536, alignment: 16)
+        let used = UnsafeMutablePointer<Int>.allocate(capacity: 1)
+        defer {
+            output.deallocate()
+            used.deallocate()
+        }
+        used.pointee = 0
+        guard archive_write_open_memory(archive, output.baseAddress, output.count, used) == 0 else {
+            throw Errno.ioError
+        }
+        let entry = archive_entry_new()!
+        defer { archive_entry_free(entry) }
+        archive_entry_set_filetype(entry, 0o100000)
+        archive_entry_set_size(entry, Int64(data.count))
+        guard archive_write_header(archive, entry) == 0 else { throw Errno.ioError }
+        let wrote = data.withUnsafeBytes { archive_write_data(archive, $0.baseAddress, $0.count) }
+        guard wrote == data.count, archive_write_close(archive) == 0 else { throw Errno.ioError }
+        return Data(UnsafeRawBufferPointer(rebasing: output[..<used.pointee]))
+    }
+
     /// A plain (uncompressed) tar written byte by byte, for headers libarchive would refuse to write: each
     /// entry is a pax extended header with `records`, then a ustar header, then its data.
     public static func rawTar(_ entries: [(name: String, records: [String: String], data: Data)]) -> Data {

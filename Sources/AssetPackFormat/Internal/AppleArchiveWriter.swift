@@ -193,8 +193,8 @@ final class AppleArchiveWriter {
 
     private func emit(_ bytes: UnsafeRawBufferPointer) throws {
         guard sink.write(bytes) == bytes.count else {
-            let failure = sink.failure ?? .ioError
-            throw AssetPackFormatError(code: .io, message: "cannot write the pack: \(failure)", cause: failure)
+            throw sink.failure
+                ?? AssetPackFormatError(code: .io, message: "cannot write the pack", cause: Errno.ioError)
         }
     }
 

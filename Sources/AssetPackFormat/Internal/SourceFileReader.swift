@@ -33,14 +33,14 @@ final class SourceFileReader: @unchecked Sendable {
         var failure: (any Error)?
     }
 
-    private static let bufferSize = 1 << 20
     /// A buffer with less room than this goes to the consumer rather than take a short read.
     private static let minimumRoom = 64 << 10
 
     private let files: [PackFile]
     /// Files of at least this size are chunked; `nil`: none.
     private let chunkFrom: Int64?
-    private let buffers = AlignedBuffers(count: 4, size: bufferSize)
+    /// Four buffers of 64 KiB to 1 MiB, by the files' total size (``AlignedBuffers/size(forJobOf:largest:)``).
+    private let buffers: AlignedBuffers
     /// Buffers go round by their number in `buffers`: free, then full of runs for the consumer.
     private let free: BlockingQueue<Int>
     private let full = BlockingQueue<(buffer: Int, batch: Batch)>()
@@ -57,6 +57,8 @@ final class SourceFileReader: @unchecked Sendable {
     init(_ files: [PackFile], chunkFrom: Int64? = nil) {
         self.files = files
         self.chunkFrom = chunkFrom
+        let size = AlignedBuffers.size(forJobOf: files.reduce(0) { $0 + $1.size })
+        buffers = AlignedBuffers(count: 4, size: size)
         free = BlockingQueue(holding: Array(buffers.all.indices))
         BlockingIO.startLongJob { [self] in produce() }
     }
@@ -135,7 +137,7 @@ final class SourceFileReader: @unchecked Sendable {
                         hasher = SHA256()
                         chunker = chunkFrom.map { file.size >= $0 } == true ? ContentChunker() : nil
                         chunks = []
-                        if file.size > Self.bufferSize { fd.advise(.sequential) }
+                        if file.size > buffer.count { fd.advise(.sequential) }
                     }
                     let room = UnsafeMutableRawBufferPointer(rebasing: buffer[used...])
                     let count: Int

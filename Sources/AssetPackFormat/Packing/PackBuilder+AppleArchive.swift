@@ -153,15 +153,8 @@ func withAppleArchiveWriter<T>(
         try writer.finish()
     } catch {
         sink.abandon()
-        if let failure = sink.failure {
-            throw AssetPackFormatError(code: .io, message: "cannot write the pack: \(failure)", cause: failure)
-        }
-        throw error
+        throw sink.failure ?? error
     }
-    switch sink.finish() {
-    case .failure(let failure):
-        throw AssetPackFormatError(code: .io, message: "cannot write the pack: \(failure)", cause: failure)
-    case .success(let (sha256, size)):
-        return (result, sha256, size)
-    }
+    let (sha256, size) = try sink.finish().get()
+    return (result, sha256, size)
 }

@@ -244,7 +244,9 @@ public enum PackBuilder {
         let ((json, index, chunks), sha256, size) = try spool.closeAfter {
             try AtomicFile.write(to: output) { fd in
                 let binaryNames = source.files.contains { $0.path.utf8.contains { $0 >= 0x80 } }
-                return try withArchiveWriter(to: fd, options: options, binaryNames: binaryNames) { writer in
+                let expected = source.installSize
+                return try withArchiveWriter(to: fd, options: options, expected: expected, binaryNames: binaryNames) {
+                    writer in
                     try writeEntries(
                         source,
                         writer: writer,
