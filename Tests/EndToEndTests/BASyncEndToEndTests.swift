@@ -455,7 +455,8 @@ struct BASyncEndToEndTests {
         #expect(result.status == 0, "\(result.stderr)")
         let markdown = try String(contentsOfFile: out.appending("results.md").string, encoding: .utf8)
         for step in [
-            "| pack | big |", "| pack | many |", "| pack | mixed |", "| serve-1-stream | big |",
+            "| pack | big |", "| pack | many |", "| pack | mixed |", "| pack | files1000-16k |",
+            "| serve-1-stream | big |",
             "| serve-64k-32-connections | small |", "| serve-dashboard-open-100 | small |", "| ensure | big |",
             "| ensure | many |",
             "| read-contents-whole-warm | big |", "| read-descriptor-random-4k-warm | big |",
