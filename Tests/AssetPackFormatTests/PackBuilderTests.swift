@@ -1,8 +1,9 @@
-import AssetPackFormat
 import Foundation
 import SystemPackage
 import TestSupport
 import Testing
+
+@testable import AssetPackFormat
 
 @Suite("Building and reading packs")
 struct PackBuilderTests {
@@ -257,6 +258,15 @@ struct PackBuilderTests {
         #expect(built.sha256 == FileDigest.sha256(of: bytes))
         #expect(built.downloadSize == Int64(bytes.count))
         #expect(try PackArchiveReader.verify(at: packed).fileCount == 63)
+    }
+
+    /// zstd clamps a level outside its range where libarchive's filter refused it: the stage refuses it too,
+    /// for callers that did not validate their options (a delta build).
+    @Test func zstdStageRefusesALevelZstdDoesNotHave() throws {
+        let error = #expect(throws: AssetPackFormatError.self) { try ZstdStream(level: 40) }
+        #expect(error?.code == .invalidOption)
+        #expect(error?.message.contains("zstd has no level 40") == true, "\(error?.message ?? "")")
+        #expect(throws: Never.self) { try ZstdStream(level: 19) }
     }
 
     @Test func levelOutOfRangeIsRefused() throws {

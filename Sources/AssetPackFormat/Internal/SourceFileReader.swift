@@ -11,8 +11,8 @@ import SystemPackage
 /// (read and hash the input; compress; hash and write the output) and the machine two cores, and with the
 /// first two on one thread that thread was the whole wall time while the writer's core idled.
 ///
-/// Files are read into 1 MiB buffers, small files several to a buffer (the first buffers go part full, so
-/// that the consumer starts early); four buffers circulate, so at most 4 MiB are read ahead. The consumer
+/// Files are read into buffers of 256 KiB to 1 MiB by their total size, small files several to a buffer (the first buffers go part full, so
+/// that the consumer starts early); four buffers circulate, so at most four buffers are read ahead. The consumer
 /// takes each file's bytes with ``read(_:_:)``, in the listed order.
 ///
 /// Asked to, the same thread also cuts the large files into content-defined chunks (``ContentChunker``) as it
@@ -39,7 +39,7 @@ final class SourceFileReader: @unchecked Sendable {
     private let files: [PackFile]
     /// Files of at least this size are chunked; `nil`: none.
     private let chunkFrom: Int64?
-    /// Four buffers of 64 KiB to 1 MiB, by the files' total size (``AlignedBuffers/size(forJobOf:largest:)``).
+    /// Four buffers of 256 KiB to 1 MiB, by the files' total size (``AlignedBuffers/size(forJobOf:largest:)``).
     private let buffers: AlignedBuffers
     /// Buffers go round by their number in `buffers`: free, then full of runs for the consumer.
     private let free: BlockingQueue<Int>

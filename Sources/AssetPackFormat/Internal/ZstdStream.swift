@@ -9,8 +9,15 @@ import CZstd
 final class ZstdStream: @unchecked Sendable {
     private let context: OpaquePointer
 
-    /// - Throws: `.invalidOption` when zstd refuses `level`, `.archive` when it cannot start.
+    /// - Throws: `.invalidOption` for a level outside zstd's range (zstd would clamp it, where libarchive
+    ///   refused it), `.archive` when it cannot start.
     init(level: Int) throws(AssetPackFormatError) {
+        guard Int(ZSTD_minCLevel())...Int(ZSTD_maxCLevel()) ~= level else {
+            throw AssetPackFormatError(
+                code: .invalidOption,
+                message: "zstd has no level \(level): use \(ZSTD_minCLevel()) to \(ZSTD_maxCLevel())"
+            )
+        }
         guard let context = ZSTD_createCCtx() else {
             throw AssetPackFormatError(code: .archive, message: "zstd could not allocate a compressor")
         }

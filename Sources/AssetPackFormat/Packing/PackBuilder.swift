@@ -14,8 +14,9 @@ public struct PackBuildOptions: Sendable, Hashable {
     public var compression: PackCompression
     /// The filter's level; `nil` takes the filter's default (zstd 3, gzip 6, xz 6, lz4 1).
     public var level: Int?
-    /// Compression threads: zstd's and xz's workers in a tar, the threads that compress an Apple Archive's
-    /// blocks; the output is the same for any value of 1 or more.
+    /// Compression threads: for a tar, 1 runs zstd on a stage of its own and 2 or more are zstd's and xz's
+    /// workers (past a few MiB their bytes differ from one thread's, and are the same for any count from 2);
+    /// for an Apple Archive, the threads that compress its blocks (the same bytes for any count).
     public var threads: Int
 
     /// Creates options.
