@@ -23,8 +23,7 @@ final class ArchiveSink: @unchecked Sendable {
     /// hashed to be written, then free again.
     private let output: Lane
     private let toWrite = BlockingQueue<Filled>()
-    /// The tar's bytes before zstd, when this sink compresses: their own buffers, and zstd's stage.
-    private let zstd: ZstdStream?
+    /// The tar's bytes before zstd, when this sink compresses: their own buffers, for zstd's stage.
     private let tar: Lane?
     private let stages = DispatchGroup()
     private let lock = NSLock()
@@ -44,7 +43,6 @@ final class ArchiveSink: @unchecked Sendable {
     ///   - expected: About how many bytes will be written, to size the buffers.
     init(fd: FileDescriptor, zstd: ZstdStream? = nil, expected: Int64 = .max) {
         self.fd = fd
-        self.zstd = zstd
         output = Lane(count: 4, size: AlignedBuffers.size(forJobOf: expected))
         tar = zstd.map { _ in Lane(count: 4, size: AlignedBuffers.size(forJobOf: expected, largest: 256 << 10)) }
         input = Filler(tar ?? output)
