@@ -11,10 +11,11 @@ final class AlignedBuffers: @unchecked Sendable {
     }
 
     /// The size of each of four circulating buffers for a job of about `total` bytes: a sixty-fourth of it,
-    /// as a power of two from 256 KiB (fewer hand-overs between threads) to `largest`. A process pays for each page the first time it touches
-    /// it (a fault, and the kernel zeroing the page: about 2 ms for a fresh 4 MiB on this VM), and four
-    /// buffers in turn touch all their pages once a job is larger than them: 1 000 files of 1-16 KiB (8.5 MB)
-    /// had paid as much for the 8 MiB of its read and write buffers as for the reads themselves.
+    /// as a power of two from 256 KiB (fewer hand-overs between threads) to `largest`. A process pays for
+    /// each page the first time it touches it (a fault, and the kernel zeroing the page: about 2 ms for a
+    /// fresh 4 MiB on this VM), and four buffers in turn touch all their pages once a job is larger than
+    /// them: 1 000 files of 1-16 KiB (8.5 MB) had paid as much for the 8 MiB of its read and write buffers
+    /// as for the reads themselves.
     static func size(forJobOf total: Int64, largest: Int = 1 << 20) -> Int {
         var size = 256 << 10
         while size < largest && Int64(size) * 64 < total { size *= 2 }

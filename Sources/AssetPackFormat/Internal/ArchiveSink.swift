@@ -10,11 +10,12 @@ import SystemPackage
 /// 1-16 KiB with zstd inside libarchive's thread, that thread set the pace: zstd, the tar's headers and the
 /// copies took turns on it while the other core waited.)
 ///
-/// Output bytes are gathered into buffers of up to 1 MiB, sized by the job (``AlignedBuffers/size(forJobOf:largest:)``);
-/// four of them circulate, so at most 4 MiB wait. Full buffers are written with `O_DIRECT` where the file system takes it: straight to the disk, once, rather
-/// than copied into fresh page cache and flushed again by the `fsync` that ends the build. (1 GiB: the
-/// writes took 1.8 s of the build's 2 s through the page cache; the whole build now takes about 1.1 s.) The
-/// tar's bytes reach the compressing thread in four buffers of at most 256 KiB, so that it starts early.
+/// Output bytes are gathered into buffers of up to 1 MiB, sized by the job
+/// (``AlignedBuffers/size(forJobOf:largest:)``); four of them circulate, so at most 4 MiB wait. Full buffers
+/// are written with `O_DIRECT` where the file system takes it: straight to the disk, once, rather than
+/// copied into fresh page cache and flushed again by the `fsync` that ends the build. (1 GiB: the writes took
+/// 1.8 s of the build's 2 s through the page cache; the whole build now takes about 1.1 s.) The tar's bytes
+/// reach the compressing thread in four buffers of 256 KiB, so that it starts early.
 final class ArchiveSink: @unchecked Sendable {
     private static let directAlignment = 4096
     private static let oDirect = FileDescriptor.directFlag

@@ -11,9 +11,10 @@ import SystemPackage
 /// (read and hash the input; compress; hash and write the output) and the machine two cores, and with the
 /// first two on one thread that thread was the whole wall time while the writer's core idled.
 ///
-/// Files are read into buffers of 256 KiB to 1 MiB by their total size, small files several to a buffer (the first buffers go part full, so
-/// that the consumer starts early); four buffers circulate, so at most four buffers are read ahead. The consumer
-/// takes each file's bytes with ``read(_:_:)``, in the listed order.
+/// Files are read into buffers of 256 KiB to 1 MiB by their total size, small files several to a buffer
+/// (the first buffers go part full, so that the consumer starts early); four buffers circulate, so at most
+/// four buffers are read ahead. The consumer takes each file's bytes with ``read(_:_:)``, in the listed
+/// order.
 ///
 /// Asked to, the same thread also cuts the large files into content-defined chunks (``ContentChunker``) as it
 /// reads them: a server keeps those for deltas, and taking them here costs no second read of the archive.
