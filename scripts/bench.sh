@@ -641,7 +641,7 @@ fi
 # packs (export's tree; both built beforehand, so that both time the upload), then one file changed and both
 # again. Who goes first alternates.
 publish_round() {
-  local r=$1 who seconds rss ep store_pid order bytes
+  local r=$1 who seconds rss ep store_pid order bytes objects
   python3 -u "$here/scripts/s3-store.py" serve bench >"$work/store.out" 2>"$work/store.err" &
   store_pid=$!
   pids+=("$store_pid")
@@ -659,13 +659,17 @@ publish_round() {
       if [ "$who" = ours ]; then
         timed seconds rss "$mock" publish "$work/sets/publish" s3://bench/ours --endpoint-url "$ep" --json
         bytes=$(grep -o '"uploadedBytes":[0-9]*' "$work/cmd.out" | cut -d: -f2)
+        objects=$(python3 -c 'import json, sys; print(sum(s["action"] == "upload" for s in json.load(sys.stdin)["steps"]))' \
+          <"$work/cmd.out")
       else
         timed seconds rss aws s3 sync "$work/www/publish" s3://bench/ref --endpoint-url "$ep" --no-progress \
           --exclude .ba-mock-export.json
         bytes=$(awk '/^upload: / { print $2 }' "$work/cmd.out" | xargs -r stat -c %s | awk '{ s += $1 } END { print s + 0 }')
+        objects=$(grep -c '^upload: ' "$work/cmd.out" || true)
       fi
       record "publish-$phase" "8packs" "$who" "$seconds" "s" "$rss"
       record "publish-$phase-bytes" "8packs" "$who" "$bytes" "B"
+      record "publish-$phase-objects" "8packs" "$who" "$objects" "objects"
     done
   done
   # SIGKILL: a process started from a test runner may have SIGTERM blocked (Python keeps the mask it is given),

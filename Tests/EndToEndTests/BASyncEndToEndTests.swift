@@ -465,7 +465,8 @@ struct BASyncEndToEndTests {
             "| update-bytes | update |", "| update-bytes-vs-goal | update |", "| update-time-no-delta | update |",
             "| update-time | update-small |", "| update-bytes | update-middle |", "| update-time | update-insert |",
             "| update-time-vs-full | update-insert |", "| publish-first | 8packs |", "| publish-change | 8packs |",
-            "| publish-change-bytes | 8packs |", "| backgroundassets-first-read | many |",
+            "| publish-change-bytes | 8packs |", "| publish-change-objects | 8packs |",
+            "| backgroundassets-first-read | many |",
             "| backgroundassets-contents-call | many |",
         ] {
             #expect(markdown.contains(step), "no row \(step) in:\n\(markdown)")
