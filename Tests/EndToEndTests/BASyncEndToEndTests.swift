@@ -466,8 +466,8 @@ struct BASyncEndToEndTests {
             "| update-time | update-small |", "| update-bytes | update-middle |", "| update-time | update-insert |",
             "| update-time-vs-full | update-insert |", "| publish-first | 8packs |", "| publish-change | 8packs |",
             "| publish-change-bytes | 8packs |", "| publish-change-objects | 8packs |",
-            "| backgroundassets-first-read | many |",
-            "| backgroundassets-contents-call | many |",
+            "| backgroundassets-first-read | many |", "| backgroundassets-contents-call | many |",
+            "| ensure-vs-limit | big-nosha |", "| pack-vs-limit | big-nosha |",
         ] {
             #expect(markdown.contains(step), "no row \(step) in:\n\(markdown)")
         }
