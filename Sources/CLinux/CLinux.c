@@ -7,6 +7,10 @@
 
 int c_linux_syncfs(int fd) { return syncfs(fd); }
 
+int c_linux_start_writeback(int fd, off_t offset, off_t length) {
+    return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
+}
+
 int c_linux_set_trim_threshold(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes); }
 
 int c_linux_fadvise(int fd, off_t offset, off_t length, CLinuxAdvice advice) {

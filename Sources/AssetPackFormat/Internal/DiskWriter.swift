@@ -1,3 +1,4 @@
+import CLinux
 import SystemPackage
 
 #if canImport(Glibc)
@@ -45,6 +46,7 @@ final class DiskWriter {
             throw AssetPackFormatError.io("create", root.appending(relative), Errno(rawValue: errno))
         }
         let file = FileDescriptor(rawValue: raw)
+        var writeback = Writeback()
         do {
             try fill { bytes in
                 do {
@@ -52,7 +54,9 @@ final class DiskWriter {
                 } catch let errno as Errno {
                     throw AssetPackFormatError.io("write", root.appending(relative), errno)
                 }
+                if let run = writeback.wrote(bytes.count) { Self.startWriteback(file, run) }
             }
+            if let tail = writeback.finish() { Self.startWriteback(file, tail) }
         } catch {
             try? file.close()
             throw error
@@ -62,6 +66,12 @@ final class DiskWriter {
         } catch let errno as Errno {
             throw AssetPackFormatError.io("write", root.appending(relative), errno)
         }
+    }
+
+    /// Starts writing a run of a file's bytes back to the disk (see ``Writeback``); the outcome is not
+    /// checked: `syncfs` reports any write error.
+    private static func startWriteback(_ file: FileDescriptor, _ run: Writeback.Run) {
+        _ = c_linux_start_writeback(file.rawValue, off_t(run.offset), off_t(run.length))
     }
 
     /// The folder at `relative` ("" for the root), made (with its parents) when missing.
@@ -84,5 +94,40 @@ final class DiskWriter {
         // Evicting above happens after `parent` was used, and callers use what this returns at once.
         folders[PathKey(relative)] = FileDescriptor(rawValue: raw)
         return FileDescriptor(rawValue: raw)
+    }
+}
+
+/// Which bytes of a file being written to start writing back to the disk while the rest is still to come, a
+/// run at a time, so that the one `syncfs` that makes an extraction durable finds little left to write and the
+/// disk works while the next bytes are decoded and hashed (`ensure` of 1 GiB in four files: 0.83x the time).
+/// A hint only (`sync_file_range` with `SYNC_FILE_RANGE_WRITE`, which does not wait): `syncfs` still decides
+/// durability and reports any write error. A file shorter than a run is left to that flush, as hinting many
+/// small files one by one would hand the disk many small writes.
+struct Writeback {
+    /// Bytes of a file, from `offset`.
+    struct Run: Equatable {
+        var offset: Int64
+        var length: Int64
+    }
+
+    /// The bytes a hint covers: one large request to the disk, not a page at a time.
+    static let runLength: Int64 = 8 << 20
+    private var started: Int64 = 0
+    private var written: Int64 = 0
+
+    /// Counts `count` more bytes written; the run to start writing back once a whole one is waiting.
+    mutating func wrote(_ count: Int) -> Run? {
+        written += Int64(count)
+        return written - started >= Self.runLength ? take() : nil
+    }
+
+    /// After the last write: the tail of a file whose earlier runs were started (none for a short file).
+    mutating func finish() -> Run? {
+        started > 0 && written > started ? take() : nil
+    }
+
+    private mutating func take() -> Run {
+        defer { started = written }
+        return Run(offset: started, length: written - started)
     }
 }

@@ -1,7 +1,7 @@
-// The Linux calls this package makes that are not POSIX (syncfs, mallopt, posix_fadvise's advice, O_DIRECT, copy_file_range),
-// in one place, as swift-nio's CNIOLinux: compiled with _GNU_SOURCE, which Swift's Glibc import does not
-// define (O_DIRECT was a number per architecture in Swift before), and the one file a port to another
-// system replaces.
+// The Linux calls this package makes that are not POSIX (syncfs, sync_file_range, mallopt, posix_fadvise's
+// advice, O_DIRECT, copy_file_range), in one place, as swift-nio's CNIOLinux: compiled with _GNU_SOURCE, which
+// Swift's Glibc import does not define (O_DIRECT was a number per architecture in Swift before), and the one
+// file a port to another system replaces.
 #ifndef C_LINUX_H
 #define C_LINUX_H
 
@@ -17,6 +17,11 @@ typedef enum {
 
 /// Flushes every buffer of the file system that holds `fd` (syncfs); 0, or -1 with errno set.
 int c_linux_syncfs(int fd);
+
+/// Starts writing `length` dirty bytes of `fd` from `offset` back to the disk and returns without waiting for
+/// them (sync_file_range with SYNC_FILE_RANGE_WRITE): a hint that makes a later syncfs shorter, never a
+/// promise that the bytes are durable; 0, or -1 with errno set.
+int c_linux_start_writeback(int fd, off_t offset, off_t length);
 
 /// Fixes glibc's trim threshold (which also fixes its mmap threshold) at `bytes`; 1 on success.
 int c_linux_set_trim_threshold(int bytes);
