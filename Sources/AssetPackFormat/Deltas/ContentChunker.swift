@@ -26,42 +26,68 @@ public struct ContentChunker: Sendable {
         public var digest: ChunkDigest
     }
 
+    /// Bytes fed that no chunk holds yet, from `start` (bytes before it are in chunks already cut): fewer than
+    /// ``maximumSize`` between feeds, as a cut is made only once a whole window of ``maximumSize`` bytes is
+    /// there, or at the end.
     private var pending: [UInt8] = []
     private var start = 0
 
     /// A chunker at the start of a stream.
     public init() {}
 
-    /// Feeds bytes; returns the chunks they complete.
+    /// Feeds bytes; returns the chunks they complete. Chunks wholly inside `bytes` are cut and hashed where
+    /// they are; only a chunk that spans two feeds is gathered into a buffer of its own (at most
+    /// ``maximumSize`` bytes a feed). The cuts are the same however the stream is split into feeds.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [Chunk] {
-        pending.append(contentsOf: bytes)
         var chunks: [Chunk] = []
-        while pending.count - start >= Self.maximumSize {
-            chunks.append(cutOne(final: false))
-        }
-        if start > Self.maximumSize {
+        var offset = 0
+        if start > 0 {  // chunks cut in an earlier feed that ended before a whole window
             pending.removeFirst(start)
             start = 0
         }
+        // First the bytes left from earlier feeds, topped up from this one a window at a time, until the
+        // chunks cut hold all of them: what is left then is this feed's, cut in place like the rest.
+        let earlier = pending.count
+        while start < pending.count {
+            let take = min(Self.maximumSize - (pending.count - start), bytes.count - offset)
+            pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + take]))
+            offset += take
+            guard pending.count - start >= Self.maximumSize else { return chunks }  // this feed is all in it
+            chunks.append(pending.withUnsafeBytes { Self.cutOne($0, from: &start) })
+            if start >= earlier {
+                offset -= pending.count - start  // read the rest of this feed where it is
+                pending.removeAll(keepingCapacity: true)
+                start = 0
+            }
+        }
+        var at = offset
+        while bytes.count - at >= Self.maximumSize {
+            chunks.append(Self.cutOne(bytes, from: &at))
+        }
+        pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[at...]))
         return chunks
     }
+
+    /// Bytes held between feeds (never more than two windows of ``maximumSize``).
+    var bufferedBytes: Int { pending.count }
 
     /// Ends the stream; returns the chunks left.
     public mutating func finish() -> [Chunk] {
         var chunks: [Chunk] = []
-        while pending.count > start { chunks.append(cutOne(final: true)) }
+        pending.withUnsafeBytes { all in
+            while start < all.count { chunks.append(Self.cutOne(all, from: &start)) }
+        }
         pending = []
         start = 0
         return chunks
     }
 
-    private mutating func cutOne(final: Bool) -> Chunk {
-        let length = pending.withUnsafeBufferPointer { all in
-            Self.cut(UnsafeBufferPointer(rebasing: all[start..<min(all.count, start + Self.maximumSize)]))
-        }
-        let digest = pending.withUnsafeBytes {
-            ChunkDigest(of: UnsafeRawBufferPointer(rebasing: $0[start..<start + length]))
-        }
+    /// The chunk of `bytes` from `start` (looking at most ``maximumSize`` bytes ahead), and `start` moved past
+    /// it.
+    private static func cutOne(_ bytes: UnsafeRawBufferPointer, from start: inout Int) -> Chunk {
+        let window = UnsafeRawBufferPointer(rebasing: bytes[start..<min(bytes.count, start + maximumSize)])
+        let length = cut(window.assumingMemoryBound(to: UInt8.self))
+        let digest = ChunkDigest(of: UnsafeRawBufferPointer(rebasing: window[0..<length]))
         start += length
         return Chunk(length: length, digest: digest)
     }
