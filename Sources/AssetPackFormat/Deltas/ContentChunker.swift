@@ -36,8 +36,8 @@ public struct ContentChunker: Sendable {
     public init() {}
 
     /// Feeds bytes; returns the chunks they complete. Chunks wholly inside `bytes` are cut and hashed where
-    /// they are; only a chunk that spans two feeds is gathered into a buffer of its own (at most
-    /// ``maximumSize`` bytes a feed). The cuts are the same however the stream is split into feeds.
+    /// they are; only the bytes around a chunk that spans two feeds are gathered into a buffer of its own
+    /// (less than two windows of ``maximumSize``). The cuts are the same however the stream is split.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer) -> [Chunk] {
         var chunks: [Chunk] = []
         var offset = 0

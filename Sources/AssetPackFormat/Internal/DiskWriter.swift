@@ -99,7 +99,7 @@ final class DiskWriter {
 
 /// Which bytes of a file being written to start writing back to the disk while the rest is still to come, a
 /// run at a time, so that the one `syncfs` that makes an extraction durable finds little left to write and the
-/// disk works while the next bytes are decoded and hashed (`ensure` of 1 GiB in four files: 0.83x the time).
+/// disk works while the next bytes are decoded and hashed (`ensure` of 1 GiB in four files: 0.81x the time).
 /// A hint only (`sync_file_range` with `SYNC_FILE_RANGE_WRITE`, which does not wait): `syncfs` still decides
 /// durability and reports any write error. A file shorter than a run is left to that flush, as hinting many
 /// small files one by one would hand the disk many small writes.
