@@ -417,9 +417,9 @@ fi
 # --- without SHA extensions (emulated) -------------------------------------------------------------------
 # Issue 31 asks its limits on a CPU without SHA extensions too (many cloud CI runners). OPENSSL_ia32cap clears
 # the SHA bit (CPUID leaf 7, EBX bit 29) for OpenSSL (the reference pass) and for BoringSSL (swift-crypto,
-# which ours hash with): both then run the code they run on such a CPU (here OpenSSL's AVX2 and BoringSSL's
-# SSSE3; on Intel, BoringSSL's AVX). The rest of the CPU is unchanged: these rows show the design where hashing
-# sets the pace, not one given machine. The set is big's files under another pack ID (big-nosha).
+# which ours hash with): both then run the code they run on such a CPU (BoringSSL's SSSE3 code here, as perf
+# shows, and its AVX code on Intel, per its sha/internal.h). The rest of the CPU is unchanged: these rows show
+# the design where hashing sets the pace, not one given machine. The set is big's files under another pack ID (big-nosha).
 if want nosha; then
   mkdir -p "$work/sets/big-nosha"
   cp -al "$work/sets/big/files" "$work/sets/big-nosha/files"
