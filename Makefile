@@ -21,9 +21,10 @@ BENCH_ROUNDS ?= 3
 # references and the meter of make bench, whose smoke run is part of make test, rsync the reference of its
 # update step; python3's http.server is the plain static server a test installs an Apple-shaped manifest from).
 # liblz4, liblzma and zlib decode and encode Apple Archive blocks; LZFSE is written here. libxxhash names the
-# chunks of delta updates (XXH3-128); libzstd compresses a tar on a thread of its own.
+# chunks of delta updates (XXH3-128); libzstd compresses a tar on a thread of its own. e2fsprogs makes make bench's
+# own journaled ext4 where the folder's ext4 has no journal (scripts/bench.sh, BENCH_FS).
 APT_PACKAGES := libarchive-dev pkg-config nginx curl libarchive-tools wrk time rsync python3 python3-pip \
-  liblz4-dev liblzma-dev zlib1g-dev libxxhash-dev libzstd-dev
+  liblz4-dev liblzma-dev zlib1g-dev libxxhash-dev libzstd-dev e2fsprogs
 # chromium and chromium-driver run the dashboard's browser tests (headless, through WebDriver).
 APT_PACKAGES += chromium chromium-driver
 # PyPI packages the tests and the bench use as independent references: lzfse binds Apple's reference LZFSE

@@ -53,6 +53,8 @@ cc=$(command -v cc || command -v clang || true)
 work=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/ba-bench.XXXXXX")
 chmod 755 "$work"  # nginx workers run as another user when started by root
 pids=()
+fs_image="" fs_loop="" fs_note=""
+clients="$work"  # where the installs go (app groups, update folders): a file system of their own, below
 cleanup() {
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   # Whatever did not take the TERM (its mask, inherited from a test runner, may block it) is killed, never waited
@@ -60,6 +62,12 @@ cleanup() {
   sleep 0.5
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ -n "$fs_loop" ]; then
+    # The installs lived on a file system of their own: dropping it is their delete.
+    umount "$clients" 2>/dev/null || umount -l "$clients" 2>/dev/null || true
+    losetup -d "$fs_loop" 2>/dev/null || true
+    rm -f "$fs_image"
+  fi
   if [ "$smoke" = 1 ] || [ "${BENCH_KEEP_WAITING:-0}" = 1 ]; then
     rm -rf "$work"
   else
@@ -68,11 +76,67 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
-records="$work/records.tsv"
-: >"$records"
 want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 want reads && only="$only,ensure"
 log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
+
+# The file system the installs write to. ext4 without a journal (this kind of machine's root fs) passes over the
+# inodes freed in the last 60-360 s when it allocates one, reading inode tables to find them: creating many files
+# soon after many were deleted took up to 15x longer (ensure of 10 000 files: 0.5 s on a journaled ext4, 7 s on
+# the root fs after the round before's rm -rf), for ours and the reference alike, by when each ran. There the
+# installs (the ensure, aar and update steps' folders) get a journaled ext4 of their own, as a Linux install has
+# it: a loop device (direct I/O) over a preallocated file beside the folder; packs, exports and data stay where
+# they were (a single output file is not affected, and the loop device's writeback would slow bsdtar's pack).
+# BENCH_FS=here keeps the folder's file system, BENCH_FS=loop insists on a loop device, the default (auto) takes
+# one when the folder is on ext4 without a journal and this runs as root (not --smoke). BENCH_FS_SIZE: bytes.
+journal_less() {
+  local source
+  source=$(findmnt -n -o SOURCE -T "$1" 2>/dev/null) || return 1
+  [ "$(cat "/sys/fs/ext4/$(basename "$source")/journal_task" 2>/dev/null)" = "<none>" ]
+}
+own_fs() {
+  local size free
+  free=$(df -B1 --output=avail "$work" | tail -n 1)
+  size=${BENCH_FS_SIZE:-$((16 << 30))}
+  [ "$free" -gt $((size + (24 << 30))) ] || size=$((free - (24 << 30)))  # the data sets and exports: ~20 GiB
+  if [ "$size" -lt $((8 << 30)) ]; then
+    log "no loop file system: $((free >> 30)) GiB free beside $work, 32 needed"
+    return 1
+  fi
+  fs_image="$work.img"
+  mkdir -p "$clients"
+  # Inode tables and journal written now, not by a kernel thread while the steps run.
+  if fallocate -l "$size" "$fs_image" && mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0,nodiscard "$fs_image" \
+    && fs_loop=$(losetup --direct-io=on -f --show "$fs_image") && mount "$fs_loop" "$clients"; then
+    chmod 755 "$clients"
+    return 0
+  fi
+  [ -z "$fs_loop" ] || losetup -d "$fs_loop" 2>/dev/null || true
+  fs_loop=""
+  rm -f "$fs_image"
+  return 1
+}
+fs_mode=${BENCH_FS:-auto}
+clients="$work/clients"
+case "$fs_mode" in
+  loop) own_fs || { echo "bench.sh: BENCH_FS=loop: cannot make a loop file system (root, losetup, mkfs.ext4)" >&2; exit 1; } ;;
+  auto) if [ "$smoke" = 0 ] && journal_less "$work"; then
+          if [ "$(id -u)" = 0 ] && own_fs; then :; else
+            log "warning: $work is on ext4 without a journal: installs after deletes will vary (see BENCH_FS)"
+          fi
+        fi ;;
+  here) ;;
+  *) echo "bench.sh: BENCH_FS is auto, loop or here, not $fs_mode" >&2; exit 64 ;;
+esac
+[ -n "$fs_loop" ] || clients="$work"
+if [ -n "$fs_loop" ]; then
+  fs_note="installs on a journaled ext4 of their own ($(($(stat -c %s "$fs_image") >> 30)) GiB, loop device, direct I/O)"
+else
+  fs_note="files on $(findmnt -n -o FSTYPE -T "$work" 2>/dev/null || echo unknown)$(journal_less "$work" && echo " without a journal")"
+fi
+log "$fs_note"
+records="$work/records.tsv"
+: >"$records"
 
 tool="$work/benchtool"
 "$cc" -O3 -o "$tool" "$here/bench/benchtool.c" -lpthread
@@ -263,7 +327,7 @@ ensure_step() {
   local set=$1 label=${2:-ensure} seconds rss r dir
   for r in $(seq 1 "$rounds"); do
     for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
-      dir="$work/client-$who-$r"
+      dir="$clients/client-$who-$r"
       warm "$work/www/$set/assets"
       if [ "$who" = ours ]; then
         timed seconds rss "$sync" --server "$nginx_url/$set" --app-group "$dir" ensure "$set"
@@ -275,11 +339,11 @@ ensure_step() {
       record "$label" "$set" "$who" "$seconds" "s" "$rss"
     done
     # Keep the last round's app group for the read steps; delete the rest (both sides alike).
-    if [ "$r" -lt "$rounds" ]; then rm -rf "$work/client-ours-$r" "$work/client-ref-$r"; fi
+    if [ "$r" -lt "$rounds" ]; then rm -rf "$clients/client-ours-$r" "$clients/client-ref-$r"; fi
   done
-  rm -rf "$work/app-$set"
-  mv "$work/client-ours-$rounds" "$work/app-$set"
-  rm -rf "$work/client-ref-$rounds"
+  rm -rf "$clients/app-$set"
+  mv "$clients/client-ours-$rounds" "$clients/app-$set"
+  rm -rf "$clients/client-ref-$rounds"
 }
 
 # bench_csv ARGS...: one ba-sync bench case; prints its CSV row.
@@ -436,7 +500,7 @@ if want nosha; then
     log "ensure big, SHA extensions masked"
     ensure_step big-nosha
   )
-  rm -rf "$work/sets/big-nosha" "$work/www/big-nosha" "$work/app-big-nosha"
+  rm -rf "$work/sets/big-nosha" "$work/www/big-nosha" "$clients/app-big-nosha"
 fi
 
 # --- Apple Archive ---------------------------------------------------------------------------------------
@@ -447,7 +511,7 @@ if want aar; then
     export_set "$set" aar
     for r in $(seq 1 "$rounds"); do
       for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
-        dir="$work/client-aar-$who-$r"
+        dir="$clients/client-aar-$who-$r"
         server=$([ "$who" = ours ] && echo "$nginx_url/$set-aar" || echo "$nginx_url/$set")
         warm "$work/www/$set-aar/assets"
         warm "$work/www/$set/assets"
@@ -468,21 +532,21 @@ fi
 
 # --- reads -----------------------------------------------------------------------------------------------
 if want reads; then
-mapfile -t big_files < <(find "$work/app-big/AssetPacks" -type f -name 'file-*.bin' | sort)
+mapfile -t big_files < <(find "$clients/app-big/AssetPacks" -type f -name 'file-*.bin' | sort)
 log "reads of the installed big set (${#big_files[@]} files)"
 for r in $(seq 1 "$rounds"); do
-  row=$(bench_csv --app-group "$work/app-big" --method contents --pattern sequential --cache warm --duration "$read_seconds")
+  row=$(bench_csv --app-group "$clients/app-big" --method contents --pattern sequential --cache warm --duration "$read_seconds")
   record "read-contents-whole-warm" "big" "ours" "$(csv_field "$row" 9)" "MB/s"
   line=$("$tool" mmap "$read_seconds" "${big_files[@]}")
   record "read-contents-whole-warm" "big" "ref" "$(echo "$line" | awk -F'[:,}]' '{ printf "%.1f", $4 / $6 / 1e6 }')" "MB/s"
-  row=$(bench_csv --app-group "$work/app-big" --method descriptor --pattern random --block 4k --cache warm --duration "$read_seconds")
+  row=$(bench_csv --app-group "$clients/app-big" --method descriptor --pattern random --block 4k --cache warm --duration "$read_seconds")
   record "read-descriptor-random-4k-warm" "big" "ours" "$(csv_field "$row" 10)" "ops/s"
   line=$("$tool" pread "$read_seconds" 4096 1 "${big_files[@]}")
   record "read-descriptor-random-4k-warm" "big" "ref" "$(echo "$line" | awk -F'[:,}]' '{ printf "%.1f", $2 / $6 }')" "ops/s"
 done
 log "contents(at:) calls on the installed many set"
 for r in $(seq 1 "$rounds"); do
-  row=$(bench_csv --app-group "$work/app-many" --method contents --pattern first-byte --cache warm --duration "$read_seconds")
+  row=$(bench_csv --app-group "$clients/app-many" --method contents --pattern first-byte --cache warm --duration "$read_seconds")
   record "contents-call-p99-warm" "many" "ours" "$(csv_field "$row" 13)" "µs"
 done
 # Apple's declarations (import BackgroundAssets) against the engine underneath, on the same installed files:
@@ -490,7 +554,7 @@ done
 log "BackgroundAssets against the engine underneath (many)"
 layer_field() { python3 -c 'import json, sys; d = json.load(sys.stdin); print(d[sys.argv[1]][sys.argv[2]] if sys.argv[2] == "firstReadMedian" else d[sys.argv[1]]["contentsCall"]["p99"])' "$@"; }
 for r in $(seq 1 "$rounds"); do
-  "$sync" bench --app-group "$work/app-many" --layers --pack many --iterations "$layer_calls" --json >"$work/layers.json"
+  "$sync" bench --app-group "$clients/app-many" --layers --pack many --iterations "$layer_calls" --json >"$work/layers.json"
   for who in ours ref; do
     layer=$([ "$who" = ours ] && echo backgroundAssets || echo engine)
     record "backgroundassets-first-read" "many" "$who" "$(layer_field "$layer" firstReadMedian <"$work/layers.json")" "µs"
@@ -501,9 +565,9 @@ done
 log "hash the installed big set: ba-sync verify vs sha256sum"
 for r in $(seq 1 "$rounds"); do
   for who in $( [ $((r % 2)) = 1 ] && echo "ours ref" || echo "ref ours"); do
-    warm "$work/app-big/AssetPacks"
+    warm "$clients/app-big/AssetPacks"
     if [ "$who" = ours ]; then
-      timed seconds rss "$sync" --app-group "$work/app-big" verify big
+      timed seconds rss "$sync" --app-group "$clients/app-big" verify big
     else
       timed seconds rss sha256sum "${big_files[@]}"
     fi
@@ -571,7 +635,7 @@ update_case() {
   for _ in $(seq 1 50); do (exec 3<>"/dev/tcp/127.0.0.1/$rsync_port") 2>/dev/null && break; sleep 0.1; done
   for r in $(seq 1 "$rounds"); do
     for who in $( [ $((r % 2)) = 1 ] && echo "delta full rsync" || echo "rsync full delta"); do
-      dir="$work/update-$who"
+      dir="$clients/update-$who"
       rm -rf "$dir"
       if [ "$who" = rsync ]; then
         cp -a "$work/update-v1-files" "$dir"
@@ -645,7 +709,7 @@ for size in $scale_sizes; do
   pack_step "$set"
   export_set "$set"
   ensure_step "$set"
-  rm -rf "$work/sets/$set" "$work/www/$set" "$work/app-$set"
+  rm -rf "$work/sets/$set" "$work/www/$set" "$clients/app-$set"
 done
 for count in $scale_counts; do
   set="files$count"
@@ -656,7 +720,7 @@ for count in $scale_counts; do
   pack_step "$set"
   export_set "$set"
   ensure_step "$set"
-  row=$(bench_csv --app-group "$work/app-$set" --pattern lookup --duration "$read_seconds")
+  row=$(bench_csv --app-group "$clients/app-$set" --pattern lookup --duration "$read_seconds")
   record "lookup-p99" "$set" "ours" "$(csv_field "$row" 13)" "µs"
 done
 rounds=$rounds_saved
@@ -736,6 +800,7 @@ sha_rate=$(awk -F'\t' '$1 == "sha256-pass" && $2 == "big" { print $4; exit }' "$
 machine="$machine · CPU ${cpu:-unknown}, $sha_ext${sha_rate:+, one SHA-256 pass (openssl dgst, the big set) $sha_rate MB/s}"
 masked_rate=$(awk -F'\t' '$1 == "sha256-pass" && $2 == "big-nosha" { print $4; exit }' "$records")
 [ -z "$masked_rate" ] || machine="$machine; with them masked (OPENSSL_ia32cap, the *-nosha rows) $masked_rate MB/s"
+machine="$machine · $fs_note"
 # The commit measured, "+changes" when the tree differs from it.
 commit=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
 # (what make bench itself rewrites does not count)
