@@ -76,6 +76,10 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
+# A TERM or HUP would end bash without its EXIT trap: the loop file system and its image would stay behind.
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 want reads && only="$only,ensure"
 log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
