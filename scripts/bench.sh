@@ -102,7 +102,7 @@ own_fs() {
   local size free
   free=$(df -B1 --output=avail "$work" | tail -n 1)
   size=${BENCH_FS_SIZE:-$((16 << 30))}
-  [ "$free" -gt $((size + (24 << 30))) ] || size=$((free - (24 << 30)))  # the data sets and exports: ~20 GiB
+  [ "$free" -gt $((size + (24 << 30))) ] || size=$((free - (24 << 30)))  # 24 GiB left for the data sets and exports
   if [ "$size" -lt $((8 << 30)) ]; then
     log "no loop file system: $((free >> 30)) GiB free beside $work, 32 needed"
     return 1
