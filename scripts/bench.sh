@@ -17,6 +17,8 @@
 # of 8 packs (1 GiB) to an S3-compatible store on loopback (moto's server, scripts/s3-store.py), first into an
 # empty prefix and again after one file changed, vs aws s3 sync of export's tree of the same packs. nosha: the
 # big set's SHA-256 pass, pack, build and ensure again as on a CPU without SHA extensions (emulated, below).
+# Where the folder is on ext4 without a journal, the installs go to a journaled ext4 of their own on a loop
+# device, as root: BENCH_FS=auto (the default), loop or here; BENCH_FS_SIZE=bytes (README, make bench: why).
 set -euo pipefail
 . "$(dirname "$0")/first-line.sh"
 
