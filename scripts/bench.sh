@@ -66,7 +66,7 @@ cleanup() {
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [ -n "$fs_loop" ]; then
     # The installs lived on a file system of their own: dropping it is their delete.
-    umount "$clients" 2>/dev/null || umount -l "$clients" 2>/dev/null || true
+    umount "$work/clients" 2>/dev/null || umount -l "$work/clients" 2>/dev/null || true
     losetup -d "$fs_loop" 2>/dev/null || true
     rm -f "$fs_image"
   fi
@@ -110,20 +110,21 @@ own_fs() {
     return 1
   fi
   fs_image="$work.img"
-  mkdir -p "$clients"
+  mkdir -p "$work/clients"
   # Inode tables and journal written now, not by a kernel thread while the steps run.
   if fallocate -l "$size" "$fs_image" && mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0,nodiscard "$fs_image" \
-    && fs_loop=$(losetup --direct-io=on -f --show "$fs_image") && mount "$fs_loop" "$clients"; then
+    && fs_loop=$(losetup --direct-io=on -f --show "$fs_image") && mount "$fs_loop" "$work/clients"; then
+    clients="$work/clients"
     chmod 755 "$clients"
     return 0
   fi
   [ -z "$fs_loop" ] || losetup -d "$fs_loop" 2>/dev/null || true
   fs_loop=""
   rm -f "$fs_image"
+  rmdir "$work/clients"
   return 1
 }
 fs_mode=${BENCH_FS:-auto}
-clients="$work/clients"
 case "$fs_mode" in
   loop) own_fs || { echo "bench.sh: BENCH_FS=loop: cannot make a loop file system (root, losetup, mkfs.ext4)" >&2; exit 1; } ;;
   auto) if [ "$smoke" = 0 ] && journal_less "$work"; then
@@ -134,7 +135,6 @@ case "$fs_mode" in
   here) ;;
   *) echo "bench.sh: BENCH_FS is auto, loop or here, not $fs_mode" >&2; exit 64 ;;
 esac
-[ -n "$fs_loop" ] || clients="$work"
 if [ -n "$fs_loop" ]; then
   fs_note="installs on a journaled ext4 of their own ($(($(stat -c %s "$fs_image") >> 30)) GiB, loop device, direct I/O)"
 else
