@@ -2,6 +2,7 @@ import AssetPackFormat
 import Crypto
 import Foundation
 import NIOCore
+import Synchronization
 import TestSupport
 import Testing
 
@@ -59,6 +60,41 @@ struct HashingReaderTests {
         #expect(bytes == Array(all.dropFirst(prefix.count)))
         #expect(count == Int64(all.count))
         #expect(digest == FileDigest.sha256(of: all))
+    }
+
+    /// Without a digest to check (a manifest of Apple's shape), the reader hashes nothing: the bytes and the
+    /// count are those of the plain pass, the digest is absent, and the bytes a resumed download already held
+    /// are not read again to hash them.
+    @Test func withoutADigestToCheckNothingIsHashed() async throws {
+        let blocks = (0..<40).map { Array(Scratch.noise([1, 4_095, 65_536, 1 << 20][$0 % 4], seed: UInt64($0))) }
+        let feed = BlockingQueue<ByteBuffer>(capacity: 8 << 20, cost: { $0.readableBytes })
+        let prefixRead = Mutex(false)
+        let task = Task {
+            try await BlockingIO.longJob {
+                let reader = HashingReader(feed, hashing: false)
+                reader.resume(
+                    hasher: {
+                        prefixRead.withLock { $0 = true }
+                        return SHA256()
+                    }(),
+                    count: 100
+                )
+                var seen: [UInt8] = []
+                while true {
+                    let block = try reader.next()
+                    if block.isEmpty { break }
+                    seen += block
+                }
+                return (seen, reader.digest, reader.count)
+            }
+        }
+        for block in blocks { try await feed.send(ByteBuffer(bytes: block)) }
+        feed.finish()
+        let (bytes, digest, count) = try await task.value
+        #expect(bytes == Array(blocks.joined()))
+        #expect(count == 100 + Int64(bytes.count))
+        #expect(digest == nil)
+        #expect(prefixRead.withLock { $0 } == false)
     }
 
     /// A consumer that gives up before the end (a corrupt archive) leaves no thread behind that holds the

@@ -108,11 +108,12 @@ struct PackDownloader: Sendable {
         let partial = PartialDownload(store: store, pack: pack)
         return try await download(pack, events: events) {
             let offset = try await BlockingIO.shortCall { try partial.prepare() }
-            return TransferConsumer(destination: partial.file, startOffset: offset) { reader in
+            return TransferConsumer(destination: partial.file, startOffset: offset, hashing: pack.sha256 != nil) {
+                reader in
                 let fd = try partial.open(keeping: offset)
                 defer { try? fd.close() }
                 do {
-                    if offset > 0 { reader.resume(hasher: try FileDigest.hasher(of: fd, upTo: offset), count: offset) }
+                    if offset > 0 { try reader.resume(hasher: FileDigest.hasher(of: fd, upTo: offset), count: offset) }
                     while true {
                         let block = try reader.next()
                         if block.isEmpty { break }
@@ -148,8 +149,8 @@ struct PackDownloader: Sendable {
         return failure
     }
 
-    /// Checks a download's size and SHA-256 against the manifest.
-    static func check(_ pack: AssetPack, size: Int64, digest: String) throws {
+    /// Checks a download's size and SHA-256 (`nil` when it was not hashed) against the manifest.
+    static func check(_ pack: AssetPack, size: Int64, digest: String?) throws {
         guard size == pack.downloadSize else {
             throw AssetPackClientError(
                 code: .sizeMismatch,
@@ -163,8 +164,8 @@ struct PackDownloader: Sendable {
         throw AssetPackClientError(
             code: .digestMismatch,
             message:
-                "pack \(pack.id) from \(pack.url) has SHA-256 \(digest.prefix(16))…, the manifest says "
-                + "\(expected.prefix(16))…; the download was discarded and nothing was installed",
+                "pack \(pack.id) from \(pack.url) has SHA-256 \((digest ?? "(not computed)").prefix(16))…, the "
+                + "manifest says \(expected.prefix(16))…; the download was discarded and nothing was installed",
             assetPackID: pack.id
         )
     }

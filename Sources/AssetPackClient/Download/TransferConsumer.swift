@@ -6,8 +6,9 @@ import Synchronization
 import SystemPackage
 
 /// The thread end of a download: takes the bytes the network hands over through a queue, hashes them
-/// in order and passes them to its work (an extraction, or a partial file), on a thread of its own, so that
-/// neither the hashing nor the file writes run on Swift's cooperative pool.
+/// in order (when there is a digest to check them against) and passes them to its work (an extraction, or a
+/// partial file), on a thread of its own, so that neither the hashing nor the file writes run on Swift's
+/// cooperative pool.
 ///
 /// At most 8 MiB wait in the queue: a full queue suspends the network side (its reads slow down, TCP pushes
 /// back) until the consumer has taken half. If the consumer gives up (a corrupt archive, a full disk), the
@@ -24,10 +25,11 @@ final class TransferConsumer<Product: Sendable>: Sendable {
     /// What the resumes into this consumer send in `If-Range`.
     let validator = Validator()
 
-    /// What the consumer saw: its work's product, the SHA-256 of every byte from 0, and their count.
+    /// What the consumer saw: its work's product, the SHA-256 of every byte from 0 (`nil` when it did not
+    /// hash them), and their count.
     struct Outcome: Sendable {
         var product: Product
-        var sha256: String
+        var sha256: String?
         var size: Int64
     }
 
@@ -36,6 +38,8 @@ final class TransferConsumer<Product: Sendable>: Sendable {
     ///   - destination: What the work writes to.
     ///   - startOffset: Bytes the destination already holds (a partial file left by an earlier run); the
     ///     work must hand them to ``HashingReader/resume(hasher:count:)`` first.
+    ///   - hashing: Whether to hash the bytes: only when the manifest gives the archive's SHA-256. Without
+    ///     one (Apple's shape) the digest would check nothing, and it was a whole SHA-256 pass of its own.
     ///   - work: Reads the bytes through the reader, on the consumer's thread, and returns what it made. Once
     ///     it returns, whatever follows in the feed is read and hashed as well (the digest covers every byte);
     ///     zeros (tar pads with zero blocks) but at most `trailingLimit` other bytes: an archive is not
@@ -44,6 +48,7 @@ final class TransferConsumer<Product: Sendable>: Sendable {
         destination: FilePath,
         startOffset: Int64 = 0,
         trailingLimit: Int64 = 1 << 20,
+        hashing: Bool,
         work: @escaping @Sendable (HashingReader) throws -> Product
     ) {
         let feed = BlockingQueue<ByteBuffer>(capacity: 8 << 20, cost: { $0.readableBytes })
@@ -52,7 +57,7 @@ final class TransferConsumer<Product: Sendable>: Sendable {
         self.pushedCount = Atomic(startOffset)
         self.task = Task {
             try await BlockingIO.longJob {
-                let reader = HashingReader(feed)
+                let reader = HashingReader(feed, hashing: hashing)
                 do {
                     let product = try work(reader)
                     let end = reader.count
@@ -121,9 +126,10 @@ final class TransferConsumer<Product: Sendable>: Sendable {
     }
 }
 
-/// The consumer thread's view of the feed: every block it reads is counted, and hashed on a thread of its
-/// own while the consumer decodes and writes it (the digest was a third of an install's work on one thread
-/// on a CPU without SHA extensions). At most 4 MiB wait to be hashed: a consumer that runs ahead waits.
+/// The consumer thread's view of the feed: every block it reads is counted, and (unless told not to) hashed
+/// on a thread of its own while the consumer decodes and writes it (the digest was a third of an install's
+/// work on one thread on a CPU without SHA extensions). At most 4 MiB wait to be hashed: a consumer that runs
+/// ahead waits.
 final class HashingReader: @unchecked Sendable {
     /// The hashing thread's end: its hasher once the blocks ran out.
     private final class Hashed: @unchecked Sendable {
@@ -143,6 +149,8 @@ final class HashingReader: @unchecked Sendable {
     }
 
     private let feed: BlockingQueue<ByteBuffer>
+    /// Whether the blocks are hashed at all.
+    private let hashes: Bool
     /// Blocks handed out, on their way to the hashing thread, and what that thread ends with.
     private let behind = BlockingQueue<ByteBuffer>(capacity: 4 << 20, cost: { $0.readableBytes })
     private let hashed = Hashed()
@@ -154,7 +162,11 @@ final class HashingReader: @unchecked Sendable {
     /// bytes valid beyond a closure).
     private var current: Unmanaged<AnyObject>?
 
-    init(_ feed: BlockingQueue<ByteBuffer>) { self.feed = feed }
+    /// - Parameter hashing: Whether to hash the blocks (``digest`` is `nil` without).
+    init(_ feed: BlockingQueue<ByteBuffer>, hashing: Bool = true) {
+        self.feed = feed
+        self.hashes = hashing
+    }
 
     deinit {
         current?.release()
@@ -162,9 +174,10 @@ final class HashingReader: @unchecked Sendable {
     }
 
     /// Starts from bytes the destination already holds, already hashed; before the first ``next()``.
-    func resume(hasher: SHA256, count: Int64) {
+    /// `hasher` is only asked for when this reader hashes (it reads those bytes again).
+    func resume(hasher: @autoclosure () throws -> SHA256, count: Int64) rethrows {
         precondition(!hashing, "resume before the first block")
-        start = hasher
+        if hashes { start = try hasher() }
         self.count = count
     }
 
@@ -174,12 +187,12 @@ final class HashingReader: @unchecked Sendable {
     func next() throws -> UnsafeRawBufferPointer {
         current?.release()
         current = nil
-        if !hashing { startHashing() }
+        if hashes && !hashing { startHashing() }
         guard let chunk = try feed.receive() else {
             behind.finish()
             return UnsafeRawBufferPointer(start: nil, count: 0)
         }
-        try behind.put(chunk)  // shares the storage: the thread hashes the same bytes
+        if hashes { try behind.put(chunk) }  // shares the storage: the thread hashes the same bytes
         let block = chunk.withUnsafeReadableBytesWithStorageManagement { bytes, storage in
             current = storage.retain()
             return bytes
@@ -200,8 +213,10 @@ final class HashingReader: @unchecked Sendable {
         }
     }
 
-    /// The SHA-256 of the bytes read so far, once the feed has ended (``next()`` returned an empty block).
-    var digest: String {
+    /// The SHA-256 of the bytes read so far, once the feed has ended (``next()`` returned an empty block);
+    /// `nil` for a reader that does not hash.
+    var digest: String? {
+        guard hashes else { return nil }
         if !hashing { startHashing() }
         behind.finish()
         return hashed.wait().finalize().hexString

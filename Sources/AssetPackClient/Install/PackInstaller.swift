@@ -162,7 +162,7 @@ struct PackInstaller: Sendable {
         let store = self.store
         return try await downloader.download(pack, events: events) {
             let staging = try await BlockingIO.shortCall { try Self.makeStaging(pack, store: store) }
-            return TransferConsumer(destination: staging) { reader in
+            return TransferConsumer(destination: staging, hashing: pack.sha256 != nil) { reader in
                 let name = pack.url.absoluteString
                 let (index, absent) = try Self.extract(pack) {
                     if let delta {
