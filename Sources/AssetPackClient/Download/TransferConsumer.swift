@@ -41,7 +41,7 @@ final class TransferConsumer<Product: Sendable>: Sendable {
     ///   - hashing: Whether to hash the bytes: only when the manifest gives the archive's SHA-256. Without
     ///     one (Apple's shape) the digest would check nothing, and it was a whole SHA-256 pass of its own.
     ///   - work: Reads the bytes through the reader, on the consumer's thread, and returns what it made. Once
-    ///     it returns, whatever follows in the feed is read and hashed as well (the digest covers every byte);
+    ///     it returns, whatever follows in the feed is read (and hashed: the digest covers every byte);
     ///     zeros (tar pads with zero blocks) but at most `trailingLimit` other bytes: an archive is not
     ///     followed by megabytes of anything else.
     init(
@@ -176,7 +176,7 @@ final class HashingReader: @unchecked Sendable {
     /// Starts from bytes the destination already holds, already hashed; before the first ``next()``.
     /// `hasher` is only asked for when this reader hashes (it reads those bytes again).
     func resume(hasher: @autoclosure () throws -> SHA256, count: Int64) rethrows {
-        precondition(!hashing, "resume before the first block")
+        precondition(self.count == 0 && current == nil, "resume before the first block")  // hashing or not
         if hashes { start = try hasher() }
         self.count = count
     }
