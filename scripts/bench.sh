@@ -98,7 +98,8 @@ log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
 journal_less() {
   local source
   source=$(findmnt -n -o SOURCE -T "$1" 2>/dev/null) || return 1
-  [ "$(cat "/sys/fs/ext4/$(basename "$source")/journal_task" 2>/dev/null)" = "<none>" ]
+  # ext4 names a file system by its block device: /dev/mapper/root is dm-0 there.
+  [ "$(cat "/sys/fs/ext4/$(basename "$(readlink -f "$source")")/journal_task" 2>/dev/null)" = "<none>" ]
 }
 own_fs() {
   local size free
