@@ -196,6 +196,52 @@ struct DownloadFailureTests {
         }
     }
 
+    /// Each installed byte is checked once against what was published: by the archive's digest when the
+    /// manifest gives one (the files are not hashed again), else by every file's digest in the pack's index.
+    /// A pack whose index gives a file the wrong digest at its right size tells the two apart: refused from a
+    /// manifest of Apple's shape, installed from one whose digest vouches for those very bytes, and then
+    /// found by `verify`.
+    @Test(arguments: [false, true])
+    func aFileIsCheckedByTheArchiveDigestOrElseByItsIndexRow(digested: Bool) async throws {
+        let scratch = try Scratch()
+        let archive = scratch.root.appending("lying.pack")
+        try ArchiveFixture.write(
+            [
+                .init("Contents/a.txt", .file(Data("evil".utf8))),
+                .init("Index.json", .file(ArchiveFixture.index([("a.txt", Data("fine".utf8))], id: "Lying"))),
+            ],
+            to: archive
+        )
+        let bytes = try scratch.read(archive)
+        let manifest = StubServer.manifest(id: "Lying", bytes: bytes, digested: digested, installSize: 4)
+        try await StubServer.with(manifest: manifest, packs: ["Lying": bytes]) { server in
+            let appGroup = scratch.root.appending("AppGroup")
+            let manager = try AssetPackManager(
+                configuration: .init(server: URL(string: server.url)!, appGroup: appGroup)
+            )
+            let pack = try await manager.assetPack(withID: "Lying")
+            guard digested else {
+                let error = await #expect(throws: AssetPackClientError.self) {
+                    try await manager.ensureLocalAvailability(of: pack)
+                }
+                #expect(error?.code == .corruptPack)
+                #expect(
+                    error?.message.contains("holds a.txt with 4 bytes and SHA-256") == true,
+                    "\(error?.message ?? "")"
+                )
+                #expect(!manager.assetPackIsAvailableLocally(withID: "Lying"))
+                return
+            }
+            try await manager.ensureLocalAvailability(of: pack)
+            #expect(try manager.contents(at: "a.txt") == Data("evil".utf8))
+            let error = #expect(throws: AssetPackClientError.self) {
+                try AssetPackReader(appGroup: appGroup).verify(assetPackWithID: "Lying")
+            }
+            #expect(error?.code == .verificationFailed)
+            #expect(error?.message.contains("Lying: a.txt differs from the pack's index") == true)
+        }
+    }
+
     @Test func unreachableServerSaysWhatToCheck() async throws {
         let scratch = try Scratch()
         let port = try freeLoopbackPort()

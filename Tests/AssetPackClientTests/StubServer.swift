@@ -136,6 +136,7 @@ struct StubServer: Sendable {
         bytes: Data,
         downloadSize: Int? = nil,
         sha256: String? = nil,
+        digested: Bool = true,
         installSize: Int64 = 1 << 20
     )
         -> @Sendable (String) -> Data
@@ -147,7 +148,7 @@ struct StubServer: Sendable {
                 version: 1,
                 downloadSize: Int64(downloadSize ?? bytes.count),
                 downloadPolicy: .onDemand,
-                sha256: sha256 ?? FileDigest.sha256(of: bytes),
+                sha256: digested ? sha256 ?? FileDigest.sha256(of: bytes) : nil,  // without: Apple's shape
                 installSize: installSize,
                 fileCount: 1,
                 compression: .zstd

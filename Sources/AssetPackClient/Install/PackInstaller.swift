@@ -183,6 +183,7 @@ struct PackInstaller: Sendable {
                                 limit: pack.installSize,
                                 indexCopy: Self.indexCopy(of: staging),
                                 describedAs: Self.described(pack),
+                                hashingFiles: pack.sha256 == nil,  // else these bytes' digest is checked
                                 reading: reader.next
                             ), []
                         )

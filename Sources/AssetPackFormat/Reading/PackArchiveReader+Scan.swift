@@ -9,7 +9,8 @@ extension PackArchiveReader {
         limit: Int64?,
         indexCopy: FilePath? = nil,
         delta: DeltaScan? = nil,
-        describedAs fallback: PackIndex? = nil
+        describedAs fallback: PackIndex? = nil,
+        hashingFiles: Bool = true
     ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
         if reader.format == .aar, delta != nil {
             throw rule(archive, "is an Apple Archive, but a delta is always a tar made by ba-mock")
@@ -21,7 +22,8 @@ extension PackArchiveReader {
             limit: limit,
             indexCopy: indexCopy,
             delta: delta,
-            fallback: fallback
+            fallback: fallback,
+            hashesFiles: hashingFiles
         )
         return try scan.run()
     }
@@ -36,6 +38,10 @@ struct PackScan {
     let indexCopy: FilePath?
     let delta: PackArchiveReader.DeltaScan?
     let fallback: PackIndex?
+    /// Whether each file is hashed as it is written; when not (the archive's own digest covers its bytes,
+    /// checked by the caller), only its size is checked against the index, and an Apple Archive's row takes
+    /// the file's SH2 (a file without one is still hashed: its row needs a digest).
+    let hashesFiles: Bool
     let apple: Bool
     let root: FilePath?
     let disk: DiskWriter?
@@ -44,7 +50,7 @@ struct PackScan {
     var carried: PackagingManifest?  // an Apple Archive's own description
     var unreadable: AssetPackFormatError?  // a root JSON entry that is not one
     var appleRows: [PackIndex.File] = []  // an Apple Archive's index, made from its entries
-    var digestsCarried = 0  // of its files, those whose SH2 was checked
+    var digestsCarried = 0  // of its files, those that carry an SH2 (checked when files are hashed)
     var bound: Bool  // whether a delta's binding was checked (true for a pack)
     var seen = SeenFiles()
     var folders: Set<PathKey> = []
@@ -60,7 +66,8 @@ struct PackScan {
         limit: Int64?,
         indexCopy: FilePath?,
         delta: PackArchiveReader.DeltaScan?,
-        fallback: PackIndex?
+        fallback: PackIndex?,
+        hashesFiles: Bool
     ) throws {
         self.reader = reader
         self.archive = archive
@@ -68,6 +75,7 @@ struct PackScan {
         self.indexCopy = indexCopy
         self.delta = delta
         self.fallback = fallback
+        self.hashesFiles = hashesFiles
         apple = reader.format == .aar
         root = destination.map { $0.lexicallyNormalized() }
         disk = try root.map(DiskWriter.init(root:))
@@ -205,6 +213,7 @@ struct PackScan {
 
     /// Writes (or only hashes) one file's bytes, bounded by the install size.
     private mutating func extract(_ header: ArchiveEntryHeader, _ relative: String) throws {
+        let hashing = hashesFiles || (apple && header.sha256 == nil)
         var hasher = SHA256()
         var size: Int64 = 0
         var written = self.written
@@ -214,7 +223,7 @@ struct PackScan {
                 size += Int64(block.count)
                 written += Int64(block.count)
                 if let limit, written > limit { throw tooLarge }
-                hasher.update(bufferPointer: block)
+                if hashing { hasher.update(bufferPointer: block) }
                 try write(block)
             }
         }
@@ -224,9 +233,9 @@ struct PackScan {
             try consume { _ in }
         }
         self.written = written
-        let digest = hasher.finalize()
+        let digest = hashing ? hasher.finalize() : nil
         if header.sha256 != nil { digestsCarried += 1 }
-        if let carriedDigest = header.sha256, !digest.elementsEqual(carriedDigest) {
+        if let digest, let carriedDigest = header.sha256, !digest.elementsEqual(carriedDigest) {
             throw PackArchiveReader.corrupt(
                 archive,
                 "holds \(relative) with SHA-256 \(digest.hexString.prefix(12)), but its SH2 field says "
@@ -234,7 +243,10 @@ struct PackScan {
             )
         }
         seen.insert(PathKey(relative), size: size, sha256: digest)
-        if apple { appleRows.append(PackIndex.File(path: relative, size: size, sha256: digest.hexString)) }
+        if apple {  // not hashed only when it carries an SH2 (above)
+            let row = digest?.hexString ?? header.sha256?.hexString ?? ""
+            appleRows.append(PackIndex.File(path: relative, size: size, sha256: row))
+        }
     }
 
     /// Rebuilds a file from a delta's recipe into the extraction, bounded by the install size.

@@ -88,6 +88,10 @@ public enum PackArchiveReader {
     ///   - name: The archive's URL, for messages.
     ///   - destination: An existing, empty folder.
     ///   - limit: The most bytes of file content to write (the declared install size), or `nil`.
+    ///   - hashingFiles: `false` when the caller checks the digest of these very bytes against what was
+    ///     published before it keeps anything: each file is then checked against the index by its size, and
+    ///     not hashed (that digest covers its bytes, and the index's); an Apple Archive's file without an
+    ///     SH2 is hashed still, its row needs a digest.
     ///   - next: Hands out the archive's bytes in order: a block valid until the next call, empty at the end.
     ///     An error it throws ends the extraction and is rethrown as it is.
     /// - Returns: The verified index.
@@ -98,9 +102,17 @@ public enum PackArchiveReader {
         limit: Int64? = nil,
         indexCopy: FilePath? = nil,
         describedAs fallback: PackIndex? = nil,
+        hashingFiles: Bool = true,
         reading next: @escaping () throws -> UnsafeRawBufferPointer
     ) throws -> PackIndex {
-        try scan(name, destination: destination, limit: limit, indexCopy: indexCopy, describedAs: fallback) {
+        try scan(
+            name,
+            destination: destination,
+            limit: limit,
+            indexCopy: indexCopy,
+            describedAs: fallback,
+            hashingFiles: hashingFiles
+        ) {
             try withArchiveReader(streaming: next, name: name, $0)
         }.index
     }
@@ -112,6 +124,7 @@ public enum PackArchiveReader {
         indexCopy: FilePath? = nil,
         delta: DeltaScan? = nil,
         describedAs fallback: PackIndex? = nil,
+        hashingFiles: Bool = true,
         open: ((ArchiveReader) throws -> Void) throws -> Void
     ) throws -> (index: PackIndex, absent: [PackIndex.File]) {
         var result: (index: PackIndex, absent: [PackIndex.File])?
@@ -123,7 +136,8 @@ public enum PackArchiveReader {
                 limit: limit,
                 indexCopy: indexCopy,
                 delta: delta,
-                describedAs: fallback
+                describedAs: fallback,
+                hashingFiles: hashingFiles
             )
         }
         guard let result else { throw missingIndex(archive) }
@@ -148,7 +162,7 @@ public enum PackArchiveReader {
     }
 
     /// Checks one row: `false` when no file was seen at its path, an error when the file seen there has
-    /// another size or digest; the file is forgotten either way.
+    /// another size or digest (its size only, when it was not hashed); the file is forgotten either way.
     static func check(
         _ path: String,
         _ size: Int64,
@@ -157,11 +171,12 @@ public enum PackArchiveReader {
         archive: String
     ) throws -> Bool {
         guard let found = seen.remove(PathKey(path)) else { return false }
-        guard found.size == size, found.sha256.matchesHex(sha256) else {
+        guard found.size == size, found.sha256?.matchesHex(sha256) ?? true else {
+            let digest = found.sha256.map { " and SHA-256 \($0.hexString.prefix(12))" } ?? ""
             throw corrupt(
                 archive,
-                "holds \(path) with \(found.size) bytes and SHA-256 \(found.sha256.hexString.prefix(12)), but its index "
-                    + "says \(size) bytes and \(sha256.prefix(12))"
+                "holds \(path) with \(found.size) bytes\(digest), but its index says \(size) bytes and "
+                    + "\(sha256.prefix(12))"
             )
         }
         return true

@@ -1,12 +1,12 @@
 import Crypto
 
 /// The files an extraction has seen, until the index is checked against them: each one's size and digest
-/// (40 bytes), and its path. Packs are written in byte order, so while entries keep arriving in it the
-/// paths are kept as one run of bytes, found by binary search; an entry out of order moves them into a
-/// dictionary of positions. At 100 000 files a dictionary of the 56-byte records took 22 MB while it
+/// (48 bytes; no digest for a file whose bytes the archive's own digest covers), and its path. Packs are
+/// written in byte order, so while entries keep arriving in it the paths are kept as one run of bytes, found
+/// by binary search; an entry out of order moves them into a dictionary of positions. At 100 000 files a dictionary of the 56-byte records took 22 MB while it
 /// grew, and the path strings 6 more; the run of bytes takes about 2.5.
 struct SeenFiles {
-    private var files: [(size: Int64, sha256: SHA256.Digest)] = []
+    private var files: [(size: Int64, sha256: SHA256.Digest?)] = []
     // In byte order: the paths' bytes end to end, where each ends, and which were removed.
     private var pathBytes: [UInt8] = []
     private var ends: [Int] = []
@@ -19,7 +19,7 @@ struct SeenFiles {
 
     func contains(_ key: PathKey) -> Bool { find(key) != nil }
 
-    mutating func insert(_ key: PathKey, size: Int64, sha256: SHA256.Digest) {
+    mutating func insert(_ key: PathKey, size: Int64, sha256: SHA256.Digest?) {
         if positions == nil {
             if let last = ends.indices.last, !path(last).lexicographicallyPrecedes(key.path.utf8) {
                 moveToDictionary()
@@ -34,7 +34,7 @@ struct SeenFiles {
     }
 
     /// The file at `key`, forgotten from now on.
-    mutating func remove(_ key: PathKey) -> (size: Int64, sha256: SHA256.Digest)? {
+    mutating func remove(_ key: PathKey) -> (size: Int64, sha256: SHA256.Digest?)? {
         guard let at = find(key) else { return nil }
         if positions != nil {
             positions?[key] = nil
