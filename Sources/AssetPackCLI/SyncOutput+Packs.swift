@@ -93,11 +93,13 @@ extension SyncOutput {
             @Nullable public var language: String?
             /// How a localized pack came: `language` (reconcile may remove it) or `ensure` (by hand).
             @Nullable public var installedFor: String?
-            /// The archive's digest, when the manifest gave one (Apple's tools write none); every file was
-            /// checked against the pack's index either way.
+            /// The archive's digest, when the manifest gave one (Apple's tools write none): it covered every
+            /// file's bytes, which were checked against the pack's index by size; without it each file's
+            /// SHA-256 was checked against the index.
             @Nullable public var sha256: String?
             public var archiveDigestVerified: Bool
-            /// From an Apple Archive: how many files were checked against the SHA-256 they carry.
+            /// From an Apple Archive: how many files carry their SHA-256 (checked against it when no archive
+            /// digest covered them).
             @Nullable public var fileDigestsCarried: Int?
 
             public init(_ pack: InstalledPack) {

@@ -37,8 +37,9 @@ public struct PackIndex: Sendable, Hashable, Codable {
     /// Every file, sorted by path.
     public var files: [File]
     /// For an Apple Archive, whose index is made from its entries: how many files carried their SHA-256 in
-    /// the archive (`SH2`) and were checked against it; the others were hashed with nothing to check them
-    /// against but the whole archive's digest. `nil` for a tar pack, whose `Index.json` lists every file.
+    /// the archive (`SH2`), checked against it unless the whole archive's digest covered them; the others
+    /// were hashed with nothing to check them against but that digest. `nil` for a tar pack, whose
+    /// `Index.json` lists every file.
     public var fileDigestsCarried: Int? = nil
 
     /// The layout version this code writes.
