@@ -3,8 +3,9 @@ import Crypto
 /// The files an extraction has seen, until the index is checked against them: each one's size and digest
 /// (48 bytes; no digest for a file whose bytes the archive's own digest covers), and its path. Packs are
 /// written in byte order, so while entries keep arriving in it the paths are kept as one run of bytes, found
-/// by binary search; an entry out of order moves them into a dictionary of positions. At 100 000 files a dictionary of the 56-byte records took 22 MB while it
-/// grew, and the path strings 6 more; the run of bytes takes about 2.5.
+/// by binary search; an entry out of order moves them into a dictionary of positions. At 100 000 files a
+/// dictionary of the 56-byte records took 22 MB while it grew, and the path strings 6 more; the run of bytes
+/// takes about 2.5.
 struct SeenFiles {
     private var files: [(size: Int64, sha256: SHA256.Digest?)] = []
     // In byte order: the paths' bytes end to end, where each ends, and which were removed.
