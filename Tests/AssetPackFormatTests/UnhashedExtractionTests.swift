@@ -119,6 +119,34 @@ struct UnhashedExtractionTests {
         #expect(!FileManager.default.fileExists(atPath: scratch.root.appending("escape.txt").string))
     }
 
+    /// A row whose digest is not one (not 64 lower-case hex digits) is refused without hashing too, though
+    /// no file's bytes are compared with it: the archive's digest vouches for the index's bytes, not their form.
+    @Test(arguments: ["zz", "", String(repeating: "a", count: 66), "UPPER"])
+    func aRowWhoseDigestIsNotOneIsRefused(_ digest: String) throws {
+        let scratch = try Scratch()
+        let ok = Data("fine".utf8)
+        let right = FileDigest.sha256(of: ok)
+        let written = digest == "UPPER" ? right.uppercased() : digest
+        let index = String(decoding: ArchiveFixture.index([("a.txt", ok)]), as: UTF8.self)
+        #expect(index.contains(right))
+        let archive = scratch.root.appending("bad-row.pack")
+        try ArchiveFixture.write(
+            [
+                .init("Contents/a.txt", .file(ok)),
+                .init("Index.json", .file(Data(index.replacingOccurrences(of: right, with: written).utf8))),
+            ],
+            to: archive
+        )
+        let error = #expect(throws: AssetPackFormatError.self) {
+            try Self.stream(scratch.read(archive), scratch, "staging", hashingFiles: false)
+        }
+        #expect(error?.code == .corruptPack)
+        #expect(
+            error?.message.contains("gives a.txt a sha256 that is not 64 lower-case hex digits") == true,
+            "\(error?.message ?? "")"
+        )
+    }
+
     /// A file of another size than its row is refused without hashing, naming both sizes.
     @Test func aFileOfAnotherSizeIsRefused() throws {
         let scratch = try Scratch()

@@ -171,6 +171,10 @@ public enum PackArchiveReader {
         archive: String
     ) throws -> Bool {
         guard let found = seen.remove(PathKey(path)) else { return false }
+        // A file not hashed cannot show a row's digest wrong; one that is not a digest at all is refused still.
+        guard found.sha256 != nil || isLowerCaseSHA256(sha256) else {
+            throw corrupt(archive, "has an index that gives \(path) a sha256 that is not 64 lower-case hex digits")
+        }
         guard found.size == size, found.sha256?.matchesHex(sha256) ?? true else {
             let digest = found.sha256.map { " and SHA-256 \($0.hexString.prefix(12))" } ?? ""
             throw corrupt(
@@ -180,6 +184,11 @@ public enum PackArchiveReader {
             )
         }
         return true
+    }
+
+    /// Whether `hex` is written as an index writes a SHA-256: 64 lower-case hexadecimal digits.
+    static func isLowerCaseSHA256(_ hex: String) -> Bool {
+        hex.utf8.count == 64 && hex.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
     /// Validates an entry and returns its path in the namespace (without `Contents/`).
