@@ -123,48 +123,40 @@ struct UnhashedExtractionTests {
     /// no file's bytes are compared with it: the archive's digest vouches for the index's bytes, not their form.
     @Test(arguments: ["zz", "", String(repeating: "a", count: 66), "UPPER"])
     func aRowWhoseDigestIsNotOneIsRefused(_ digest: String) throws {
-        let scratch = try Scratch()
         let ok = Data("fine".utf8)
         let right = FileDigest.sha256(of: ok)
         let written = digest == "UPPER" ? right.uppercased() : digest
         let index = String(decoding: ArchiveFixture.index([("a.txt", ok)]), as: UTF8.self)
         #expect(index.contains(right))
-        let archive = scratch.root.appending("bad-row.pack")
-        try ArchiveFixture.write(
-            [
-                .init("Contents/a.txt", .file(ok)),
-                .init("Index.json", .file(Data(index.replacingOccurrences(of: right, with: written).utf8))),
-            ],
-            to: archive
-        )
-        let error = #expect(throws: AssetPackFormatError.self) {
-            try Self.stream(scratch.read(archive), scratch, "staging", hashingFiles: false)
-        }
-        #expect(error?.code == .corruptPack)
-        #expect(
-            error?.message.contains("gives a.txt a sha256 that is not 64 lower-case hex digits") == true,
-            "\(error?.message ?? "")"
+        try Self.expectRefusal(
+            of: ok,
+            index: Data(index.replacingOccurrences(of: right, with: written).utf8),
+            saying: "gives a.txt a sha256 that is not 64 lower-case hex digits"
         )
     }
 
     /// A file of another size than its row is refused without hashing, naming both sizes.
     @Test func aFileOfAnotherSizeIsRefused() throws {
+        try Self.expectRefusal(
+            of: Data("evil!".utf8),
+            index: ArchiveFixture.index([("a.txt", Data("fine".utf8))]),
+            saying: "holds a.txt with 5 bytes, but its index says 4 bytes"
+        )
+    }
+
+    /// Expects a pack of `a.txt` holding `content`, with `index`, to be refused as corrupt without hashing,
+    /// with a message that says `problem`.
+    static func expectRefusal(of content: Data, index: Data, saying problem: String) throws {
         let scratch = try Scratch()
-        let archive = scratch.root.appending("longer.pack")
+        let archive = scratch.root.appending("refused.pack")
         try ArchiveFixture.write(
-            [
-                .init("Contents/a.txt", .file(Data("evil!".utf8))),
-                .init("Index.json", .file(ArchiveFixture.index([("a.txt", Data("fine".utf8))]))),
-            ],
+            [.init("Contents/a.txt", .file(content)), .init("Index.json", .file(index))],
             to: archive
         )
         let error = #expect(throws: AssetPackFormatError.self) {
-            try Self.stream(scratch.read(archive), scratch, "staging", hashingFiles: false)
+            try stream(scratch.read(archive), scratch, "staging", hashingFiles: false)
         }
         #expect(error?.code == .corruptPack)
-        #expect(
-            error?.message.contains("holds a.txt with 5 bytes, but its index says 4 bytes") == true,
-            "\(error?.message ?? "")"
-        )
+        #expect(error?.message.contains(problem) == true, "\(error?.message ?? "")")
     }
 }
