@@ -240,6 +240,28 @@ struct PackReaderHostileTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside.string).isEmpty)
     }
 
+    /// A row whose digest differs from the file's only at its end is shown far enough to tell the two apart.
+    @Test func aDigestThatDiffersLateIsShownUntilItDiffers() throws {
+        let scratch = try Scratch()
+        let right = FileDigest.sha256(of: Self.ok)
+        let wrong = String(right.dropLast()) + (right.hasSuffix("0") ? "1" : "0")
+        let index = String(decoding: ArchiveFixture.index([("a.txt", Self.ok)]), as: UTF8.self)
+        let archive = scratch.root.appending("late.pack")
+        try ArchiveFixture.write(
+            [
+                .init("Contents/a.txt", .file(Self.ok)),
+                .init("Index.json", .file(Data(index.replacingOccurrences(of: right, with: wrong).utf8))),
+            ],
+            to: archive
+        )
+        let error = #expect(throws: AssetPackFormatError.self) { try PackArchiveReader.verify(at: archive) }
+        #expect(
+            error?.message.contains("with 4 bytes and SHA-256 \(right), but its index says 4 bytes and \(wrong)")
+                == true,
+            "\(error?.message ?? "")"
+        )
+    }
+
     @Test func notAnArchiveIsRefused() throws {
         let scratch = try Scratch()
         let path = try scratch.write("notes.pack", "this is not an archive, just text\n")

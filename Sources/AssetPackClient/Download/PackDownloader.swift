@@ -161,11 +161,12 @@ struct PackDownloader: Sendable {
         }
         // Without a digest in the manifest (Apple's shape), every file is still checked against the index.
         guard let expected = pack.sha256, digest != expected else { return }
+        let (received, published) = FileDigest.shown(digest ?? "(not computed)", expected, digits: 16)
         throw AssetPackClientError(
             code: .digestMismatch,
             message:
-                "pack \(pack.id) from \(pack.url) has SHA-256 \((digest ?? "(not computed)").prefix(16))…, the "
-                + "manifest says \(expected.prefix(16))…; the download was discarded and nothing was installed",
+                "pack \(pack.id) from \(pack.url) has SHA-256 \(received)…, the manifest says \(published)…; the "
+                + "download was discarded and nothing was installed",
             assetPackID: pack.id
         )
     }

@@ -204,4 +204,13 @@ public enum FileDigest {
     public static func sha256(of bytes: some DataProtocol) -> String {
         SHA256.hash(data: bytes).hexString
     }
+
+    /// Two digests as a message shows them: their first `digits`, or when they differ, as many more as it
+    /// takes to tell them apart (a digest changed past its 12th digit must not read as the one it is
+    /// compared to).
+    public static func shown(_ first: String, _ second: String, digits: Int = 12) -> (String, String) {
+        let common = zip(first.utf8, second.utf8).prefix { $0 == $1 }.count
+        let count = first == second ? digits : max(digits, common + 1)
+        return (String(first.prefix(count)), String(second.prefix(count)))
+    }
 }

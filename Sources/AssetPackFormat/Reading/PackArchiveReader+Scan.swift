@@ -236,10 +236,10 @@ struct PackScan {
         let digest = hashing ? hasher.finalize() : nil
         if header.sha256 != nil { digestsCarried += 1 }
         if let digest, let carriedDigest = header.sha256, !digest.elementsEqual(carriedDigest) {
+            let (computed, carried) = FileDigest.shown(digest.hexString, carriedDigest.hexString)
             throw PackArchiveReader.corrupt(
                 archive,
-                "holds \(relative) with SHA-256 \(digest.hexString.prefix(12)), but its SH2 field says "
-                    + "\(carriedDigest.hexString.prefix(12))"
+                "holds \(relative) with SHA-256 \(computed), but its SH2 field says \(carried)"
             )
         }
         seen.insert(PathKey(relative), size: size, sha256: digest)

@@ -176,11 +176,11 @@ public enum PackArchiveReader {
             throw corrupt(archive, "has an index that gives \(path) a sha256 that is not 64 lower-case hex digits")
         }
         guard found.size == size, found.sha256?.matchesHex(sha256) ?? true else {
-            let digest = found.sha256.map { " and SHA-256 \($0.hexString.prefix(12))" } ?? ""
+            let (seenDigest, rowDigest) = FileDigest.shown(found.sha256?.hexString ?? "", sha256)
             throw corrupt(
                 archive,
-                "holds \(path) with \(found.size) bytes\(digest), but its index says \(size) bytes and "
-                    + "\(sha256.prefix(12))"
+                "holds \(path) with \(found.size) bytes\(found.sha256 == nil ? "" : " and SHA-256 " + seenDigest), "
+                    + "but its index says \(size) bytes and \(rowDigest)"
             )
         }
         return true
