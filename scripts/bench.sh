@@ -4,7 +4,8 @@
 #   scripts/bench.sh [--smoke] [--rounds N] [--only STEPS] [--out DIR] BIN_DIR
 #
 # BIN_DIR holds ba-mock and ba-sync (make bench passes the release build). Data sets are generated under a
-# temporary folder (BENCH_TMP, default: mktemp -d) and removed at the end. Each step runs ours and the
+# temporary folder (BENCH_TMP, default: mktemp -d) and removed at the end (or by the next run there, when this
+# one was killed: see sweep_leftovers). Each step runs ours and the
 # reference alternately (who goes first alternates too), --rounds times (default 3); the table shows
 # medians and ratios ours / reference and is written to OUT/results.md and OUT/results.json (default
 # OUT: bench/). --smoke: tiny data, one round, short durations (make test runs it so the script cannot rot).
@@ -52,8 +53,13 @@ done
 cc=$(command -v cc || command -v clang || true)
 [ -n "$cc" ] || { echo "bench.sh: no C compiler (cc or clang) for bench/benchtool.c" >&2; exit 1; }
 
-work=$(mktemp -d "${BENCH_TMP:-${TMPDIR:-/tmp}}/ba-bench.XXXXXX")
+tmp_root=${BENCH_TMP:-${TMPDIR:-/tmp}}
+work=$(mktemp -d "$tmp_root/ba-bench.XXXXXX")
 chmod 755 "$work"  # nginx workers run as another user when started by root
+# Which process this run is (its PID and its start time, which a PID used again would not have), so that a later
+# run can tell this folder from a live run's if this one is killed past its traps (sweep_leftovers).
+started() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d ' ' -f 20; }  # clock ticks after boot
+echo "$$ $(started $$)" >"$work.run"
 pids=()
 fs_image="" fs_loop="" fs_note=""
 clients="$work"  # where the installs go (app groups, update folders): a file system of their own, below
@@ -76,6 +82,7 @@ cleanup() {
     # Hundreds of thousands of files take a while to delete: the table is out, let it happen behind.
     nohup rm -rf "$work" >/dev/null 2>&1 &
   fi
+  rm -f "$work.run"
 }
 trap cleanup EXIT
 # A TERM or HUP would end bash without its EXIT trap: the loop file system and its image would stay behind.
@@ -85,6 +92,39 @@ trap 'exit 143' TERM
 want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 want reads && only="$only,ensure"
 log() { printf '%s %s\n' "$(date +%T)" "$*" >&2; }
+
+# What an earlier run left when it was killed past its traps (SIGKILL, the OOM killer): its folder (the data sets,
+# tens of GiB), the loop file system mounted in it, the loop device and its image (16 GiB, allocated), and the
+# servers it had started (nginx, ba-mock serve, rsync, the S3 store), which name the folder in their command line
+# or hold a file in it (nginx's workers, their logs). A run whose process is gone is such a run; a run still going is
+# left alone.
+holders() {  # the processes whose command line names folder $1, or whose working folder or an open file is in it
+  local proc link
+  pgrep -f -- "$1/" || true
+  for proc in /proc/[0-9]*; do
+    for link in "$proc/cwd" "$proc"/fd/*; do
+      case "$(readlink "$link" 2>/dev/null)" in "$1" | "$1"/*) echo "${proc#/proc/}"; break ;; esac
+    done
+  done
+}
+sweep_leftovers() {
+  local mark dir pid start loop
+  for mark in "$tmp_root"/ba-bench.*.run; do
+    dir=${mark%.run}
+    [ -f "$mark" ] && [ "$dir" != "$work" ] || continue
+    read -r pid start <"$mark" || true
+    [ -n "${pid:-}" ] && [ "$(started "$pid")" = "${start:-}" ] && continue  # still running
+    log "removing what an earlier run left (it was killed): $dir"
+    for pid in $(holders "$dir" | sort -u); do [ "$pid" = $$ ] || kill -KILL "$pid" 2>/dev/null || true; done
+    if mountpoint -q "$dir/clients" 2>/dev/null; then
+      umount "$dir/clients" 2>/dev/null || umount -l "$dir/clients" 2>/dev/null || true
+    fi
+    for loop in $(losetup -n -O NAME -j "$dir.img" 2>/dev/null); do losetup -d "$loop" 2>/dev/null || true; done
+    rm -rf "$dir" "$dir.img"
+    rm -f "$mark"
+  done
+}
+sweep_leftovers
 
 # The file system the installs write to. ext4 without a journal (this kind of machine's root fs) passes over the
 # inodes freed in the last 60-360 s when it allocates one, reading inode tables to find them: creating many files
