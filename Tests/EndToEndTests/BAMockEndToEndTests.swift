@@ -67,6 +67,23 @@ struct BAMockEndToEndTests {
         #expect(FileManager.default.fileExists(atPath: folder.appending(".ba-mock/state.json").string))
     }
 
+    /// `serve` is the default: `ba-mock FOLDER` serves the folder and `--help` says so. A first argument that names a
+    /// subcommand runs that one, with the default left out of the parse (`BAMock.namesASubcommand`, for speed).
+    @Test func servesWithoutASubcommandAndRunsTheOneNamed() async throws {
+        let scratch = try Scratch()
+        let folder = try sampleFolder(scratch)
+        let server = try RunningTool(tool, [folder.string, "--port", "0"])
+        let url = try #require(server.waitForFirstLine(), "no URL on stdout; stderr: \(server.stderr)")
+        #expect(try await fetch(url + "/manifest").status == 200)
+        #expect(server.interrupt() == 0, "\(server.stderr)")
+        #expect(try runTool(tool, ["--help"]).stdout.contains("serve (default)"))
+        let package = try runTool(tool, ["package", "Tutorial.json", "-o", "T.aar"], directory: folder.string)
+        #expect(package.status == 0, "\(package.stderr)")
+        #expect(FileManager.default.fileExists(atPath: folder.appending("T.aar").string))
+        let evaluate = try runTool(tool, ["evaluate", "Tutorial.json"], directory: folder.string)
+        #expect(evaluate.status == 0, "\(evaluate.stderr)")
+    }
+
     /// Apple Archive (LZFSE) is what serve, export and package write unless told otherwise, since it is what a
     /// device downloads; the start-up table says each pack's format and language. tar+zstd stays a choice.
     @Test func appleArchiveIsTheDefaultFormatAndTheTableSaysSo() async throws {
