@@ -32,6 +32,14 @@ int c_linux_o_direct(void) {
 #endif
 }
 
+int c_linux_o_tmpfile(void) {
+#ifdef O_TMPFILE
+    return O_TMPFILE;
+#else
+    return 0;
+#endif
+}
+
 long long c_linux_copy_file_range(int in, int out, long long length) {
     return (long long)copy_file_range(in, NULL, out, NULL, (size_t)length, 0);
 }

@@ -43,9 +43,13 @@ public enum AtomicFile {
     }
 
     /// Writes the file `name` of an open folder through `body` and moves it into place only when `body`
-    /// returns: the temporary file is created (`O_CREAT | O_EXCL | O_NOFOLLOW`) and renamed relative to the
-    /// folder's descriptor, so the folder is never looked up again by path (a symlink swapped in on the way
-    /// cannot redirect the write), and a symlink at `name` is replaced, never written through.
+    /// returns. The file has no name while `body` writes it (`O_TMPFILE`, where the file system can): a write
+    /// stopped on the way, by an error, Ctrl-C or SIGKILL, leaves nothing in the folder. Once synced it is
+    /// linked under a temporary name and renamed over `name`; where the file system has no unnamed files, it is
+    /// created under that temporary name (`O_CREAT | O_EXCL | O_NOFOLLOW`), removed when `body` throws. Both
+    /// are made and renamed relative to the folder's descriptor, so the folder is never looked up again by path
+    /// (a symlink swapped in on the way cannot redirect the write), and a symlink at `name` is replaced, never
+    /// written through.
     ///
     /// - Parameters:
     ///   - folder: The folder, open.
@@ -67,20 +71,11 @@ public enum AtomicFile {
         BlockingIO.checkOffPool("AtomicFile.write")
         let temporary = try temporaryName(for: name, shownAs: path)
         let shownTemporary = path.removingLastComponent().appending(temporary)
-        var raw: Int32
-        repeat {
-            raw = openat(
-                folder.rawValue,
-                temporary,
-                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                permissions.rawValue
-            )
-        } while raw < 0 && errno == EINTR
-        guard raw >= 0 else { throw AssetPackFormatError.io("create", shownTemporary, Errno(rawValue: errno)) }
-        let fd = FileDescriptor(rawValue: raw)
-        var moved = false
+        let unnamed = unnamedFile(in: folder, permissions: permissions)
+        let fd = try unnamed ?? createFile(temporary, in: folder, shownAs: shownTemporary, permissions: permissions)
+        var (named, moved) = (unnamed == nil, false)  // whether `temporary` is in the folder; and renamed
         defer {
-            if !moved { _ = unlinkat(folder.rawValue, temporary, 0) }
+            if named && !moved { _ = unlinkat(folder.rawValue, temporary, 0) }
         }
         let result = try fd.closeAfter {
             let value = try body(fd)
@@ -88,6 +83,12 @@ public enum AtomicFile {
                 try syncFile(fd)
             } catch let errno as Errno {
                 throw AssetPackFormatError.io("fsync", shownTemporary, errno)
+            }
+            if unnamed != nil {
+                if let failure = link(unnamed: fd, in: folder, as: temporary) {
+                    throw AssetPackFormatError.io("link", shownTemporary, failure)
+                }
+                named = true
             }
             return value
         }
@@ -134,6 +135,23 @@ public enum AtomicFile {
         }
         _ = fsync(folder.rawValue)  // as syncDirectory: some file systems cannot, and the rename has happened
         return true
+    }
+
+    /// Creates the file `name` in `folder` for writing; it must not exist (`O_EXCL`), nor be a symlink.
+    /// - Throws: ``AssetPackFormatError`` with code `.io`.
+    private static func createFile(
+        _ name: String,
+        in folder: FileDescriptor,
+        shownAs path: FilePath,
+        permissions: FilePermissions
+    ) throws -> FileDescriptor {
+        var raw: Int32
+        repeat {
+            let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
+            raw = openat(folder.rawValue, name, flags, permissions.rawValue)
+        } while raw < 0 && errno == EINTR
+        guard raw >= 0 else { throw AssetPackFormatError.io("create", path, Errno(rawValue: errno)) }
+        return FileDescriptor(rawValue: raw)
     }
 
     /// A temporary name beside `name`, for a file renamed to `name` once complete.

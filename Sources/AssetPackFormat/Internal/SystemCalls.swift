@@ -25,6 +25,30 @@ extension AtomicFile {
     }
 }
 
+extension AtomicFile {
+    /// A new file in `folder` without a name (`O_TMPFILE`), open for writing, or `nil` where there is none: a
+    /// file system without unnamed files (or a kernel before 3.11), or no `/proc` to name it by once complete.
+    static func unnamedFile(in folder: FileDescriptor, permissions: FilePermissions) -> FileDescriptor? {
+        let flag = c_linux_o_tmpfile()
+        guard flag != 0, canLinkUnnamed else { return nil }
+        var raw: Int32
+        repeat {
+            raw = openat(folder.rawValue, ".", flag | O_WRONLY | O_CLOEXEC, permissions.rawValue)
+        } while raw < 0 && errno == EINTR
+        return raw >= 0 ? FileDescriptor(rawValue: raw) : nil
+    }
+
+    /// Gives the file of ``unnamedFile(in:permissions:)`` the name `name` in `folder`, which must be free
+    /// (`linkat` through `/proc/self/fd`, which needs no privilege, where `AT_EMPTY_PATH` would); the error, or
+    /// `nil` once done.
+    static func link(unnamed fd: FileDescriptor, in folder: FileDescriptor, as name: String) -> Errno? {
+        linkat(AT_FDCWD, "/proc/self/fd/\(fd.rawValue)", folder.rawValue, name, AT_SYMLINK_FOLLOW) == 0
+            ? nil : Errno(rawValue: errno)
+    }
+
+    private static let canLinkUnnamed = access("/proc/self/fd", F_OK) == 0
+}
+
 /// Process-wide tuning that a long-running command applies once at start.
 public enum ProcessTuning {
     /// Keeps glibc from holding on to freed response buffers: by default it raises its mmap threshold after

@@ -1,7 +1,7 @@
 // The Linux calls this package makes that are not POSIX (syncfs, sync_file_range, mallopt, posix_fadvise's
-// advice, O_DIRECT, copy_file_range), in one place, as swift-nio's CNIOLinux: compiled with _GNU_SOURCE, which
-// Swift's Glibc import does not define (O_DIRECT was a number per architecture in Swift before), and the one
-// file a port to another system replaces.
+// advice, O_DIRECT, O_TMPFILE, copy_file_range), in one place, as swift-nio's CNIOLinux: compiled with
+// _GNU_SOURCE, which Swift's Glibc import does not define (O_DIRECT was a number per architecture in Swift
+// before), and the one file a port to another system replaces.
 #ifndef C_LINUX_H
 #define C_LINUX_H
 
@@ -32,6 +32,9 @@ int c_linux_fadvise(int fd, off_t offset, off_t length, CLinuxAdvice advice);
 
 /// The O_DIRECT open flag (0 where the system has none).
 int c_linux_o_direct(void);
+
+/// The O_TMPFILE open flag, which makes an unnamed file in a folder (0 where the system has none).
+int c_linux_o_tmpfile(void);
 
 /// Copies up to `length` bytes from `in` to `out` at their offsets inside the kernel (copy_file_range): the
 /// bytes copied (0 at the end of `in`), or -1 with errno set (EXDEV, ENOSYS, EINVAL where it cannot).
