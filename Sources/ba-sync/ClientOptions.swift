@@ -128,8 +128,17 @@ struct AppGroupOptions: ParsableArguments {
     /// - Parameter bytesOnStdout: Whether stdout carries a file's bytes (`cat`): nothing else goes there.
     func read(bytesOnStdout: Bool = false, _ body: (AssetPackReader) throws -> Void) throws {
         let rule = collisionRule
-        let reader = AssetPackReader(  // a usage error is printed by main
-            appGroup: try appGroupPath,
+        let root = try appGroupPath  // a usage error is printed by main
+        // What is read is what was installed: a folder that does not exist (a mistyped path) has nothing to verify,
+        // and "verified 0 files" there would pass a check that looked at nothing.
+        guard FileManager.default.fileExists(atPath: root.string) else {
+            throw ValidationError(
+                "no app group at \(root): nothing was ever installed there (the first install makes it). Fix: check "
+                    + "--app-group or BA_SYNC_APP_GROUP"
+            )
+        }
+        let reader = AssetPackReader(
+            appGroup: root,
             language: givenLanguage,
             primaryLanguage: primary,
             collisions: rule

@@ -174,6 +174,16 @@ struct BASyncEndToEndTests {
         let problems = try #require(verdict["problems"] as? [[String: String]])
         #expect(problems == [["pack": "Tutorial", "path": "Tutorial/strings/en.json", "problem": "differs"]])
 
+        // A mistyped app group has nothing to verify or read: said, never "verified 0 files" with success.
+        let typo = appGroup.removingLastComponent().appending("AppGrop")
+        for command in [["verify"], ["verify", "--json"], ["cat", "Levels/World1/level1.json"], ["url", "Levels/"]] {
+            let output = try runTool(sync, command + ["--app-group", typo.string])
+            #expect(output.status == 64, "\(command): \(output.stdout)")
+            #expect(output.stderr.contains("no app group at \(typo): nothing was ever installed there"), "\(command)")
+            #expect(!output.stdout.contains("verified"), "\(command)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: typo.string))
+
         // remove needs no server.
         let removed = try runTool(sync, ["remove", "Tutorial", "--app-group", appGroup.string, "--json"])
         #expect(removed.status == 0, "\(removed.stderr)")
