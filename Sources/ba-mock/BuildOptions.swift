@@ -31,7 +31,7 @@ struct BuildOptions: ParsableArguments {
 
     @Option(
         help:
-            "Compression threads. A tar: 1 runs zstd on a thread of its own beside libarchive's; 2 or more are zstd's and xz's own workers, which help only compressible files, take about 65 MiB more memory and, past a few MiB, write other bytes than 1 (the same for any count from 2). An Apple Archive: the threads that compress its blocks (8 MiB each); the same bytes for any count. (default: 1 for a tar, one per core for an Apple Archive)"
+            "Compression threads. A tar: 1 runs zstd on a thread of its own beside libarchive's; 2 or more are zstd's and xz's own workers, which help only compressible files, take about 65 MiB more memory and, past a few MiB, write other bytes than 1 (the same for any count from 2). An Apple Archive: the threads that compress its 4 MiB blocks (each holds 8 MiB: a block in, its output); the same bytes for any count. (default: 1 for a tar, one per core for an Apple Archive)"
     )
     var threads: Int?
 

@@ -77,8 +77,8 @@ struct Export: AsyncParsableCommand {
         }
         Console.out(PackTable.render(report.snapshot))
         Console.out(
-            "wrote \(report.result.manifestFile) and \(report.result.manifest.assetPacks.count) packs in "
-                + "\(out.appending("assets"))"
+            "wrote \(report.result.manifestFile) and "
+                + "\(ByteFormat.count(report.result.manifest.assetPacks.count, "pack")) in \(out.appending("assets"))"
         )
         for (platform, file) in report.result.platformManifests.sorted(by: { $0.key < $1.key }) {
             Console.out("wrote \(file): the packs for \(platform)")

@@ -11,11 +11,12 @@ struct PackageCommand: ParsableCommand {
         abstract: "Build one pack archive from a packaging manifest, like `ba-package Manifest.json -o Pack.aar`.",
         discussion: """
             Selector paths are resolved against --root (default: the current folder), as ba-package resolves \
-            them against the folder it runs in. With --format aar, or an output name ending in .aar, the archive \
-            is an Apple Archive as ba-package writes one: LZFSE-compressed 4 MiB blocks, the manifest at its root \
-            as Manifest.json and every file under Contents/ with its SHA-256. Otherwise it is pax tar with \
-            Contents/<path> entries and an Index.json listing every file's size and SHA-256. Either way the same \
-            input always gives the same bytes.
+            them against the folder it runs in. The archive is an Apple Archive as ba-package writes one (the \
+            default, whatever the output's name): LZFSE-compressed 4 MiB blocks, the manifest at its root as \
+            Manifest.json and every file under Contents/ with its SHA-256. With --format tar, or a compression \
+            only tar has (--compression zstd, gzip or xz), it is ba-mock's pax tar with Contents/<path> entries \
+            and an Index.json listing every file's size and SHA-256. Either way the same input always gives the \
+            same bytes.
             """
     )
 

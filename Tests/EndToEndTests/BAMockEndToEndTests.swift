@@ -77,9 +77,13 @@ struct BAMockEndToEndTests {
         #expect(try await fetch(url + "/manifest").status == 200)
         #expect(server.interrupt() == 0, "\(server.stderr)")
         #expect(try runTool(tool, ["--help"]).stdout.contains("serve (default)"))
-        let package = try runTool(tool, ["package", "Tutorial.json", "-o", "T.aar"], directory: folder.string)
+        // An Apple Archive whatever the output's name, as its help says; tar only when asked for.
+        let package = try runTool(tool, ["package", "Tutorial.json", "-o", "T.tar"], directory: folder.string)
         #expect(package.status == 0, "\(package.stderr)")
-        #expect(FileManager.default.fileExists(atPath: folder.appending("T.aar").string))
+        #expect(package.stdout.contains(" aar lzfse, "), "\(package.stdout)")
+        let help = try runTool(tool, ["package", "--help"]).stdout.replacingOccurrences(of: "\n", with: " ")
+        #expect(help.contains("an Apple Archive as ba-package writes one (the default, whatever the output's name)"))
+        #expect(help.contains("With --format tar, or a compression only tar has"))
         let evaluate = try runTool(tool, ["evaluate", "Tutorial.json"], directory: folder.string)
         #expect(evaluate.status == 0, "\(evaluate.stderr)")
     }
