@@ -99,16 +99,21 @@ struct DownloadFailureTests {
         }
     }
 
-    @Test func partialOfAnotherVersionIsNeverSpliced() async throws {
+    /// A partial download of another version is never resumed, and never kept: once a version is installed (the
+    /// stream path, which never reads it) or the pack removed, it only held its bytes for good.
+    @Test func partialOfAnotherVersionIsNeverSplicedNorKept() async throws {
         let scratch = try Scratch()
         let (bytes, installSize) = try makePack(scratch)
         let appGroup = scratch.root.appending("AppGroup")
-        _ = AppGroupStore(root: appGroup)
-        try scratch.write("AppGroup/.ba-sync/downloads/Blobs.partial", Scratch.noise(300_000, seed: 99))
-        try scratch.write(
-            "AppGroup/.ba-sync/downloads/Blobs.partial.json",
-            #"{"sha256":"\#(String(repeating: "0", count: 64))","downloadSize":\#(bytes.count),"url":"x"}"#
-        )
+        let downloads = appGroup.appending(".ba-sync/downloads").string
+        let leaveAPartialOfAnotherVersion: @Sendable () throws -> Void = {
+            try scratch.write("AppGroup/.ba-sync/downloads/Blobs.partial", Scratch.noise(300_000, seed: 99))
+            try scratch.write(
+                "AppGroup/.ba-sync/downloads/Blobs.partial.json",
+                #"{"sha256":"\#(String(repeating: "0", count: 64))","downloadSize":\#(bytes.count),"url":"x"}"#
+            )
+        }
+        try leaveAPartialOfAnotherVersion()
         let manifest = StubServer.manifest(id: "Blobs", bytes: bytes, installSize: installSize)
         try await StubServer.with(manifest: manifest, packs: ["Blobs": bytes]) { server in
             let manager = try AssetPackManager(
@@ -117,6 +122,10 @@ struct DownloadFailureTests {
             try await manager.ensureLocalAvailability(of: try await manager.assetPack(withID: "Blobs"))
             #expect(server.log.lines == ["GET Blobs range=- if-range=-"])
             #expect(try manager.verify() == 2)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: downloads) == [])
+            try leaveAPartialOfAnotherVersion()
+            try await manager.remove(assetPackWithID: "Blobs")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: downloads) == [])
         }
     }
 

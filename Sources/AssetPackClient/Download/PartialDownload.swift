@@ -103,8 +103,13 @@ struct PartialDownload: Sendable {
     }
 
     /// Removes the partial file and its description.
-    func discard() {
-        _ = unlink(file.string)
-        _ = unlink(descriptionFile.path.string)
+    func discard() { Self.discard(pack.id, in: store) }
+
+    /// Removes pack `id`'s partial file and its description, whatever archive they were of: once a version is
+    /// installed, or the pack removed, none is of use (one of another version is never resumed, and held its
+    /// bytes for good).
+    static func discard(_ id: String, in store: AppGroupStore) {
+        _ = unlink(store.downloadsFolder.appending("\(id).partial").string)
+        _ = unlink(store.downloadsFolder.appending("\(id).partial.json").string)
     }
 }

@@ -88,7 +88,7 @@ struct PackInstaller: Sendable {
                     throw error
                 }
             }
-            if fromFile { _ = try? await BlockingIO.shortCall { partial.discard() } }
+            _ = try? await BlockingIO.shortCall { partial.discard() }  // this version's, or another's left behind
             return installed
         } catch  where AssetPackClientError.isDiskFull(error) {
             _ = try? await BlockingIO.shortCall { partial.discard() }

@@ -310,6 +310,7 @@ public actor AssetPackManager {
             await self.gate.waitForInstall(of: id)
             let store = self.store
             try await BlockingIO.longJob {  // a recursive delete of the pack's folder
+                PartialDownload.discard(id, in: store)
                 guard try store.removeInstalled(id) != nil else {
                     throw ManagedBackgroundAssetsError.assetPackNotFound(withID: id)
                 }
