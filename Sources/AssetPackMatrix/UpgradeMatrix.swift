@@ -26,8 +26,9 @@ public enum UpgradeMatrix {
         public var platform: String? = "iOS"
         /// Update through deltas (ours) where the newer release lists one; whole packs by default, as a device.
         public var deltaUpdates = false
-        /// How packs are built from asset folders.
-        public var packOptions = PackBuildOptions()
+        /// How packs are built from asset folders: Apple Archives by default, as `ba-mock serve` publishes them
+        /// and a device downloads them.
+        public var packOptions = PackBuildOptions(format: .aar)
         /// Where to keep each pair's app group (`<from>-to-<to>`), to look at; a temporary folder otherwise.
         public var keepAppGroups: FilePath?
         /// Where to write the report as one HTML page (``Report/html``), or `nil`.

@@ -1,7 +1,10 @@
 import ArgumentParser
 import AssetPackCLI
+import AssetPackFormat
 import AssetPackMatrix
 import SystemPackage
+
+extension PackFormat: ExpressibleByArgument {}
 
 struct UpgradeMatrixCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -9,7 +12,8 @@ struct UpgradeMatrixCommand: AsyncParsableCommand {
         abstract: "Play every update a user can take between releases, each in a fresh app group, and check it.",
         discussion: """
             RELEASE... are the releases, oldest first: asset folders (built in turn, as `ba-mock serve` would \
-            publish them: a pack's version goes up when its archive changes), folders `ba-mock export` wrote \
+            publish them: Apple Archives unless --format tar, a pack's version going up when its archive \
+            changes), folders `ba-mock export` wrote \
             (a manifest file inside), or download manifests (files; relative pack URLs resolve beside them), \
             served as they are. They are served on 127.0.0.1 side by side. For each \
             pair, a fresh app group gets every pack of the older release, then what a device does after an app \
@@ -46,6 +50,14 @@ struct UpgradeMatrixCommand: AsyncParsableCommand {
     @Option(help: "Also write the report as one HTML page to FILE.")
     var html: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "The format asset folders are built in, as `ba-mock serve --format` publishes them: aar (Apple Archive, LZFSE: serve's default and what a device downloads) or tar (ba-mock's own, zstd). Exports and download manifests are served as they are.",
+            valueName: "aar|tar"
+        )
+    )
+    var format: PackFormat = .aar
+
     func validate() throws {
         if let only, parsedOnly == nil { throw ValidationError("--only \(only) is not FROM:TO, e.g. 2:5 or 0:3") }
         // The groups shared with the other commands hold options that mean nothing here: said, not ignored.
@@ -77,6 +89,7 @@ struct UpgradeMatrixCommand: AsyncParsableCommand {
         request.platform = server.playedPlatform
         request.deltaUpdates = downloads.deltaUpdates
         request.htmlFile = html.map { FilePath($0) }
+        request.packOptions = PackBuildOptions(format: format)
         let json = app.json
         let report: UpgradeMatrix.Report
         do {

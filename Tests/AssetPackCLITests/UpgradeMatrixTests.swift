@@ -57,6 +57,17 @@ struct UpgradeMatrixTests {
         #expect(fromFirst.statusBefore["Tutorial"]?.contains("updateAvailable") == true, "\(fromFirst.statusBefore)")
         #expect(fromFirst.removed == ["Levels"])
         #expect(fromFirst.bytesDownloaded > 0 && fromFirst.bytesDownloaded <= report.pairs[0].bytesDownloaded)
+        // Asset folders are built as `ba-mock serve` publishes them by default, as Apple Archives: the first
+        // install downloads release 3's packs in that format, byte for byte.
+        let built = try ["Levels.json", "Tutorial.json"].map { manifest in
+            try PackBuilder.build(
+                manifest: scratches[2].root.appending(manifest),
+                root: scratches[2].root,
+                to: scratches[2].root.appending("built/\(manifest).aar"),
+                options: PackBuildOptions(format: .aar)
+            ).downloadSize
+        }
+        #expect(report.pairs[0].bytesDownloaded == built.reduce(0, +), "\(built)")
         let page = try parseMarkup(String(decoding: try scratches[0].read(html), as: UTF8.self))
         let cells = page.descendants("td").filter { $0.attributes["data-pair"] != nil }
         #expect(cells.map { $0.attributes["data-pair"] ?? "" } == ["0-3", "1-3", "2-3"])

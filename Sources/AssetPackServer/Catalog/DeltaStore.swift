@@ -15,8 +15,15 @@ struct DeltaStore: Sendable {
     let stateFolder: FilePath
     /// How many earlier versions get a delta to the published one (0: none).
     let depth: Int
-    /// The compression of the packs (a delta uses its pack's).
+    /// The compression of the packs (a delta uses its pack's, see ``deltaOptions``).
     let options: PackBuildOptions
+
+    /// How a delta is written: a pax tar (``PackDelta`` writes no other), with a tar pack's compression; an Apple
+    /// Archive pack's deltas with zstd at its default level, as LZFSE has no tar filter (they went uncompressed:
+    /// a one-line edit of the sample's Levels took 4 096 bytes, 563 with zstd).
+    var deltaOptions: PackBuildOptions {
+        options.format == .aar ? PackBuildOptions(format: .tar, compression: .zstd) : options
+    }
 
     var indexesFolder: FilePath { stateFolder.appending("indexes") }
     var deltasFolder: FilePath { stateFolder.appending("deltas") }
@@ -104,7 +111,7 @@ struct DeltaStore: Sendable {
                     chunks: chunks,
                     binding: PackDelta.Binding(assetPackID: id, fromSHA256: base.sha256, toSHA256: record.sha256),
                     to: deltasFolder.appending(name),
-                    options: options
+                    options: deltaOptions
                 )
             } catch {  // the new version is published all the same; its clients download the whole pack
                 log("no delta of \(id) from version \(base.version): \(error)")
