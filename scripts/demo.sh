@@ -33,8 +33,10 @@ curl -fsS -o "$work/Tutorial.pack" "$url/assets/Tutorial"
 "$bin" inspect "$work/Tutorial.pack" --verify
 
 echo
-echo "\$ ba-sync --server $url --app-group AppGroup sync --event install"
+# The commands below take the server and the app group from the environment, as a script would.
+echo "\$ export BA_SYNC_SERVER=$url BA_SYNC_APP_GROUP=AppGroup"
 export BA_SYNC_SERVER="$url" BA_SYNC_APP_GROUP="$work/AppGroup"
+echo "\$ ba-sync sync --event install"
 "$sync" sync --event install
 
 echo
