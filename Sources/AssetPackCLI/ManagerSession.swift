@@ -1,4 +1,6 @@
 import AssetPackClient
+import AssetPackFormat
+import Foundation
 import SystemPackage
 
 /// One command's manager, from start to end: the manager is made (with its HTTP client), its events are
@@ -31,6 +33,8 @@ public struct ManagerSession: Sendable {
         closing close: () async -> Void,
         _ body: (AssetPackManager) async throws -> T
     ) async throws -> (T, shown: Set<String>) {
+        let root = appGroup
+        let existed = (try? await BlockingIO.shortCall { FileManager.default.fileExists(atPath: root.string) }) ?? true
         let manager: AssetPackManager
         do {
             manager = try make()
@@ -54,6 +58,9 @@ public struct ManagerSession: Sendable {
         progress.flush()
         await close()
         let shown = progress.failuresShown
+        if case .failure = result, !existed {  // a failed first command leaves no empty app group behind
+            _ = try? await BlockingIO.shortCall { AppGroupStore(root: root).removeIfEmpty() }
+        }
         if case .failure(let error) = result {
             if json, !isExit(error) { Console.jsonError(error) }
             if let shownFailure = Self.alreadyShown(error, json: json, shown: shown) { throw shownFailure }

@@ -183,6 +183,12 @@ struct BASyncEndToEndTests {
             #expect(!output.stdout.contains("verified"), "\(command)")
         }
         #expect(!FileManager.default.fileExists(atPath: typo.string))
+        // Nor does a command that failed there make one: no empty app group is left to be taken for one later.
+        for command in [["sync", "--server", "http://127.0.0.1:1"], ["remove", "Tutorial"]] {
+            let output = try runTool(sync, command + ["--app-group", typo.string])
+            #expect(output.status == 1, "\(command): \(output.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: typo.string), "\(command) left \(typo)")
+        }
 
         // remove needs no server.
         let removed = try runTool(sync, ["remove", "Tutorial", "--app-group", appGroup.string, "--json"])

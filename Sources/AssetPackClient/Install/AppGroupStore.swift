@@ -135,6 +135,21 @@ public struct AppGroupStore: Sendable {
         }
     }
 
+    /// Removes what this store makes before anything is installed (the lock, a state with no pack installed,
+    /// the empty folders), then the app group's folder, each only while nothing else is in it (`rmdir`, never a
+    /// recursive delete): after a command that failed in an app group it made (a server that did not answer,
+    /// a mistyped path), no empty app group is left to be taken for one later.
+    public func removeIfEmpty() {
+        BlockingIO.checkOffPool("AppGroupStore.removeIfEmpty")
+        guard (try? loadState())?.installed.isEmpty ?? false else { return }
+        _ = unlink(lockFile.string)
+        _ = unlink(stateFile.path.string)
+        for folder in [stagingFolder, downloadsFolder, controlFolder.appending("stats"), controlFolder, packsFolder] {
+            _ = rmdir(folder.string)
+        }
+        _ = rmdir(root.string)
+    }
+
     /// Creates the store's folders if needed, each made and opened relative to the one above it: a symlink
     /// planted in place of one (`.ba-sync/staging` to a folder elsewhere) is refused, never followed.
     /// - Throws: ``AssetPackClientError`` with code `.io`.
@@ -239,6 +254,7 @@ public struct AppGroupStore: Sendable {
     /// has run out. A crash in between leaves a state that names a missing folder, which recovery drops.
     func removeInstalled(_ id: String) throws -> InstalledPack? {
         BlockingIO.checkOffPool("AppGroupStore.removeInstalled")
+        guard try loadState().installed[id] != nil else { return nil }  // nothing to change: nothing written
         do {
             guard let removed = try update({ $0.installed.removeValue(forKey: id) }) else { return nil }
             removePack(removed)
