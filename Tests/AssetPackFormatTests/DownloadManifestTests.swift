@@ -64,14 +64,31 @@ struct DownloadManifestTests {
         (#"{"assetPacks": [\#(entry(size: "9223372036854775807"))]}"#, "impossible size"),
         (#"{"assetPacks": [\#(entry(sha: "xyz"))]}"#, "64 hex digits"),
         (#"{"assetPacks": [\#(entry()), \#(entry())]}"#, "twice"),
-        (#"{"assetPacks": [{"id": 5}]}"#, "not a manifest"),
-        (#"{"assetPacks": "#, "not a manifest"),
-        ("[]", "not a manifest"),
+        (#"{"assetPacks": [{"id": 5}]}"#, "is not a string"),
+        (#"{"assetPacks": "#, "is not JSON"),
+        ("[]", "is not an object"),
     ])
     func refusesHostileManifests(_ text: String, _ problem: String) {
         let error = #expect(throws: AssetPackFormatError.self) { try decode(text) }
         #expect(error?.message.contains(problem) == true, "\(error?.message ?? "")")
         #expect(error?.message.contains("http://127.0.0.1/manifest") == true)
+    }
+
+    /// A manifest ba-sync cannot read says where and what, in words, and how to look: never Foundation's
+    /// `DecodingError.dataCorrupted(... Debug description: ...)`.
+    @Test(arguments: [
+        (#"{"assetPacks": [{"id": "#, "is not JSON (Unexpected end of file at line 1, column 24)"),
+        ("[]", "its top level is not an object"),
+        (#"{"assetPacks": [{"id": 5}]}"#, "assetPacks[0].id is not a string"),
+        (#"{"packs": []}"#, #"has no "assetPacks""#),
+        (#"{"assetPacks": [{"id": "P"}]}"#, #"assetPacks[0] has no ""#),
+    ])
+    func aManifestThatDoesNotDecodeSaysWhereAndHowToLook(_ text: String, _ problem: String) {
+        let error = #expect(throws: AssetPackFormatError.self) { try decode(text) }
+        let message = error?.message ?? ""
+        #expect(message.contains("the download manifest at http://127.0.0.1/manifest \(problem)"), "\(message)")
+        #expect(message.hasSuffix("Fix: look at what is served there (curl http://127.0.0.1/manifest)"), "\(message)")
+        #expect(!message.contains("DecodingError") && !message.contains("Debug description"), "\(message)")
     }
 
     @Test func refusesThousandsOfPacksPastTheLimit() throws {

@@ -268,6 +268,16 @@ struct BASyncEndToEndTests {
         #expect(refused.stderr.contains("the TLS handshake with 127.0.0.1 failed"), "\(refused.stderr)")
         #expect(refused.stderr.contains("--ca-cert FILE"))
         #expect(!refused.stderr.contains("attempts"))
+        // The other mistake, http:// to a TLS port: the server closes without an answer, and the fix says https://.
+        let plain = url.replacingOccurrences(of: "https://", with: "http://")
+        let closed = try runTool(
+            sync,
+            ["ensure", "Tutorial", "--server", plain, "--app-group", appGroup.string, "--retries", "0"]
+        )
+        #expect(closed.status == 1)
+        #expect(closed.stderr.contains("closed the connection without an answer"), "\(closed.stderr)")
+        #expect(closed.stderr.contains("if it speaks TLS"), "\(closed.stderr)")
+        #expect(closed.stderr.contains("use https://"), "\(closed.stderr)")
         let trusted = try run(["ensure", "Tutorial", "--ca-cert", ca], url: url, appGroup: appGroup)
         #expect(trusted.status == 0, "\(trusted.stderr)")
         #expect(trusted.stdout.contains("local: Tutorial"))

@@ -64,6 +64,10 @@ struct ManifestClient: Sendable {
                 } else if connect {
                     "cannot connect to \(url.host ?? "")\(url.port.map { ":\($0)" } ?? "") for \(url). Fix: is the "
                         + "server running there, and is --server (or --manifest-url) right?"
+                } else if url.scheme == "http", (error as? HTTPClientError) == .remoteConnectionClosed {
+                    // What a TLS server does with a plain request: a TLS alert, or nothing, and the close.
+                    "\(url.host ?? "the server") closed the connection without an answer to \(url). Fix: if it speaks "
+                        + "TLS (ba-mock serve --tls-self-signed or --tls-cert), use https:// in --server or --manifest-url"
                 } else {
                     "cannot fetch the manifest from \(url). Fix: is the server running, and --server (or --manifest-url) right?"
                 }

@@ -173,6 +173,43 @@ extension DownloadManifest {
     /// The largest download manifest a client accepts (one of 10 000 packs is about 5 MiB).
     public static let maximumSize = 64 << 20
 
+    /// What decoding a manifest found wrong, in words, where: `assetPacks[0].id is not a string`.
+    static func describe(_ error: any Error, in data: Data) -> String {
+        func place(_ path: [any CodingKey]) -> String {
+            path.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().trimmingPrefix(".").description
+        }
+        switch error as? DecodingError {
+        case .dataCorrupted(let context) where context.codingPath.isEmpty:
+            // Foundation says only that it is not valid JSON: the scanner of packaging manifests says what and where.
+            do {
+                _ = try JSONScanner.document(Array(data), comments: false)
+            } catch let failure as JSONScanner.Failure {
+                return "is not JSON (\(failure.kind.words)\(failure.place.map { " at \($0)" } ?? ""))"
+            } catch {}
+            return "is not JSON ba-sync reads (\(context.debugDescription))"
+        case .dataCorrupted(let context):
+            return "has \(place(context.codingPath)) wrong: \(context.debugDescription)"
+        case .keyNotFound(let key, let context):
+            return context.codingPath.isEmpty ? "has no \"\(key.stringValue)\"" : "\(place(context.codingPath)) has no \"\(key.stringValue)\""
+        case .typeMismatch(let type, let context):
+            return context.codingPath.isEmpty
+                ? "its top level is not an object" : "\(place(context.codingPath)) is not \(Self.kind(type))"
+        case .valueNotFound(_, let context):
+            return "\(place(context.codingPath)) is null"
+        default:
+            return "is not a manifest ba-sync understands (\(error))"
+        }
+    }
+
+    private static func kind(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type, is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        default: type is [Any].Type ? "a list" : "an object"
+        }
+    }
+
     /// Decodes and checks a download manifest as a client receives it.
     ///
     /// Refuses what would be unsafe or meaningless to act on: IDs that are not valid pack IDs (they become
@@ -190,8 +227,9 @@ extension DownloadManifest {
         } catch {
             throw AssetPackFormatError(
                 code: .invalidJSON,
-                message: "the download manifest at \(source) is not a manifest ba-sync understands: \(error)",
-                cause: error
+                message:
+                    "the download manifest at \(source) \(describe(error, in: data)). Fix: look at what is served there "
+                    + "(curl \(source))"  // the decoder's own error says no more, in Foundation's debug words
             )
         }
         func bad(_ problem: String) -> AssetPackFormatError {
