@@ -190,7 +190,8 @@ extension DownloadManifest {
         case .dataCorrupted(let context):
             return "has \(place(context.codingPath)) wrong: \(context.debugDescription)"
         case .keyNotFound(let key, let context):
-            return context.codingPath.isEmpty ? "has no \"\(key.stringValue)\"" : "\(place(context.codingPath)) has no \"\(key.stringValue)\""
+            let owner = context.codingPath.isEmpty ? "" : "\(place(context.codingPath)) "
+            return "\(owner)has no \"\(key.stringValue)\""
         case .typeMismatch(let type, let context):
             return context.codingPath.isEmpty
                 ? "its top level is not an object" : "\(place(context.codingPath)) is not \(Self.kind(type))"
