@@ -196,6 +196,39 @@ struct BASyncEndToEndTests {
         #expect(jsonLines(removed.stdout).last?["removed"] as? String == "Tutorial")
     }
 
+    /// A server gone in the middle of a resumable download: where it resumes is said once, not again before
+    /// each attempt that cannot connect, and the failure says the system's words, brackets balanced.
+    @Test func aServerGoneMidDownloadIsSaidOnceAndInPlainWords() throws {
+        let scratch = try Scratch()
+        try scratch.write("Blobs/blob.bin", Scratch.noise(8 << 20, seed: 7))
+        try scratch.write(
+            "Blobs.json",
+            #"{"assetPackID": "Blobs", "downloadPolicy": {"onDemand": {}}, "fileSelectors": [{"directory": "Blobs"}], "#
+                + #""platforms": ["iOS"]}"#
+        )
+        let server = try RunningTool(
+            mock,
+            ["serve", scratch.root.string, "--port", "0", "--format", "tar", "--fault", "throttle=1048576"]
+        )
+        defer { server.interrupt() }
+        let url = try #require(server.waitForFirstLine(), "stderr: \(server.stderr)")
+        let appGroup = scratch.root.appending("AppGroup")
+        let ensure = try RunningTool(
+            sync,
+            ["ensure", "Blobs", "--resumable", "--retries", "3", "--server", url, "--app-group", appGroup.string]
+        )
+        let deadline = Date().addingTimeInterval(60)
+        while !ensure.stderr.contains("% of"), ensure.process.isRunning, Date() < deadline { usleep(50_000) }
+        #expect(server.interrupt() == 0)
+        #expect(ensure.wait(timeout: 60) == 1, "\(ensure.stderr)")
+        let lines = ensure.stderr.split(separator: "\n")
+        #expect(lines.filter { $0.contains("resuming at byte") }.count == 1, "\(ensure.stderr)")
+        let failure = try #require(lines.first { $0.contains("failed: cannot download pack Blobs") })
+        #expect(failure.contains("): Connection refused"), "\(failure)")
+        #expect(!failure.contains("errno"), "\(failure)")
+        #expect(failure.filter { $0 == "(" }.count == failure.filter { $0 == ")" }.count, "\(failure)")
+    }
+
     @Test func retriesSayWhyResumesSayFromWhereAndEachFailureIsPrintedOnce() throws {
         let scratch = try Scratch()
         let folder = try scratch.copySampleAssets()

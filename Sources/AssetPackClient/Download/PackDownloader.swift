@@ -46,6 +46,7 @@ struct PackDownloader: Sendable {
     ) async throws -> Product {
         var current: TransferConsumer<Product>?
         var paused = false
+        var announced: Int64 = 0  // the byte the last "resuming" event named
         let device = self.device
         do {
             return try await policy.run {
@@ -65,7 +66,11 @@ struct PackDownloader: Sendable {
                     current = consumer
                 }
                 do {
-                    if consumer.pushed > 0 { events.resuming(consumer.pushed) }
+                    // Said once per place: attempts that could not connect do not say it again.
+                    if consumer.pushed > 0 && consumer.pushed != announced {
+                        events.resuming(consumer.pushed)
+                        announced = consumer.pushed
+                    }
                     if consumer.pushed < pack.downloadSize {
                         try await transfer.fetch(
                             pack,

@@ -73,8 +73,10 @@ struct PackTransfer: Sendable {
             response = try await client.execute(request, timeout: TimeAmount(timeout))
         } catch {
             let connect = AssetPackClientError.isConnectFailure(error)
+            // A system error in its own words ("Connection refused"), not as NIO renders it.
+            let text = (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
             var failure = AssetPackClientError.network(
-                "cannot download pack \(pack.id) from \(pack.url): \(error) (after byte \(offset))",
+                "cannot download pack \(pack.id) from \(pack.url) (at byte \(offset)): \(text)",
                 reason: connect ? "cannot connect" : "request failed",
                 pack: pack,
                 cause: error
