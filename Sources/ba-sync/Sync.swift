@@ -54,6 +54,15 @@ struct Sync: AsyncParsableCommand {
                 Console.out("already local: \(report.alreadyLocal.joined(separator: ", "))")
             }
             if !report.removed.isEmpty { Console.out("removed (obsolete): \(report.removed.joined(separator: ", "))") }
+            if report.installed.isEmpty, report.alreadyLocal.isEmpty, report.removed.isEmpty, report.failures.isEmpty {
+                // Silence would read as "did not run": say why nothing came.
+                Console.out(
+                    inAppContent
+                        ? "nothing downloaded: no pack's download policy asks for one on \(event.rawValue)"
+                        : "nothing downloaded: in-app content is off, so no essential or prefetch pack comes by policy "
+                            + "(ensure ID still does)"
+                )
+            }
             // A failure the progress showed is not repeated; one it could not show (before any download) is.
             for (id, error) in report.failures.sorted(by: { $0.key < $1.key }) {
                 Console.err(shown.contains(id) ? "failed: \(id) (above)" : "failed: \(id): \(error)")

@@ -140,6 +140,10 @@ struct DeviceEndToEndTests {
         let packs =
             (try? FileManager.default.contentsOfDirectory(atPath: appGroup.appending("AssetPacks").string)) ?? []
         #expect(packs.isEmpty, "\(packs)")
+        // In text, why nothing came, not silence that reads as "did not run".
+        let text = try runTool(sync, ["sync", "--event", "install", "--in-app-content", "off"] + common)
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("nothing downloaded: in-app content is off"), "\(text.stdout)")
 
         let ensured = try runTool(sync, ["ensure", "Tutorial", "Levels"] + common)
         #expect(ensured.status == 0, "\(ensured.stderr)")
