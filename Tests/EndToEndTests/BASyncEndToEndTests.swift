@@ -190,6 +190,15 @@ struct BASyncEndToEndTests {
             #expect(!FileManager.default.fileExists(atPath: typo.string), "\(command) left \(typo)")
         }
 
+        // A pack ID a letter or a case off gets the listed one it was perhaps meant to be; another gets none.
+        for (typed, meant) in [("Levle", "Levels"), ("tutorial", "Tutorial"), ("Nope", nil)] {
+            let output = try run(["ensure", typed], url: url, appGroup: appGroup)
+            #expect(output.status == 1)
+            #expect(output.stderr.contains("no asset pack \"\(typed)\" at "), "\(output.stderr)")
+            #expect(output.stderr.contains("did you mean") == (meant != nil), "\(output.stderr)")
+            if let meant { #expect(output.stderr.contains("(did you mean \"\(meant)\"?)"), "\(output.stderr)") }
+        }
+
         // remove needs no server.
         let removed = try runTool(sync, ["remove", "Tutorial", "--app-group", appGroup.string, "--json"])
         #expect(removed.status == 0, "\(removed.stderr)")

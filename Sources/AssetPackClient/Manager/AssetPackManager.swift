@@ -231,7 +231,11 @@ public actor AssetPackManager {
 
     /// Why pack `id` is not in the listing for this platform: not published at all, or for other platforms.
     nonisolated func notListed(_ id: String, in listing: Listing) -> AssetPackClientError {
-        var error = AssetPackClientError.assetPackNotFound(withID: id, server: server?.absoluteString ?? "the server")
+        var error = AssetPackClientError.assetPackNotFound(
+            withID: id,
+            server: server?.absoluteString ?? "the server",
+            near: PackagingManifest.nearMiss(id, in: listing.visible.keys.sorted())
+        )
         if let pack = listing.all[id], let platform {
             error.message =
                 "pack \(id) is for \(pack.platforms?.joined(separator: ", ") ?? "other platforms"), not \(platform): "

@@ -176,11 +176,14 @@ public struct AssetPackClientError: Error, Sendable, CustomStringConvertible {
         )
     }
 
-    /// No pack with this ID at `server` (Apple's `assetPackNotFound(withID:)`).
-    public static func assetPackNotFound(withID id: String, server: String) -> Self {
-        .init(
+    /// No pack with this ID at `server` (Apple's `assetPackNotFound(withID:)`); `near`, the listed ID it was
+    /// perhaps meant to be (another case, a letter or two off).
+    public static func assetPackNotFound(withID id: String, server: String, near: String? = nil) -> Self {
+        let guess = near.map { " (did you mean \"\(AssetPackID.printable($0))\"?)" } ?? ""
+        return .init(
             code: .assetPackNotFound,
-            message: "no asset pack \"\(AssetPackID.printable(id))\" at \(server). Fix: `ba-sync list` shows the packs",
+            message:
+                "no asset pack \"\(AssetPackID.printable(id))\" at \(server)\(guess). Fix: `ba-sync list` shows the packs",
             assetPackID: id
         )
     }

@@ -196,7 +196,7 @@ extension PackagingManifest {
     }
 
     /// The known key a misspelt one was meant to be: same letters in another case, or one or two edits away.
-    static func nearMiss(_ key: String, in known: [String]) -> String? {
+    package static func nearMiss(_ key: String, in known: [String]) -> String? {
         let lowered = key.lowercased()
         if let same = known.first(where: { $0.lowercased() == lowered }) { return same }
         // A name cut short ("firstInstall"): the one known name it begins.
