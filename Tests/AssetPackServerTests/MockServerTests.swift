@@ -92,7 +92,7 @@ struct MockServerTests {
             try await MockServer.with(pinned, log: { _ in }) { _ in }
         }
         #expect(refusedPin?.code == .invalidOption)
-        #expect(refusedPin?.message.hasPrefix("--pack-version Levls=…: there is no pack Levls in the folder") == true)
+        #expect(refusedPin?.message.hasPrefix("--pack-version Levls=…: there is no pack Levls served here (did you mean Levels?") == true)
     }
 
     /// An export while another ba-mock holds the folder's state works in a copy of it, says so, and leaves the

@@ -160,12 +160,12 @@ struct TLSTests {
             try NamedPacks.check(pins: ["Levls"], faults: [], known: ["Levels", "Tutorial"])
         }
         #expect(
-            pin?.message == "--pack-version Levls=…: there is no pack Levls in the folder (packs: Levels, Tutorial)"
+            pin?.message == "--pack-version Levls=…: there is no pack Levls served here (did you mean Levels? packs: Levels, Tutorial)"
         )
         let fault = #expect(throws: AssetPackServerError.self) {
             try NamedPacks.check(pins: [], faults: ["Nope"], known: ["Levels"])
         }
-        #expect(fault?.message == "--fault …,pack=Nope: there is no pack Nope in the folder (packs: Levels)")
+        #expect(fault?.message == "--fault …,pack=Nope: there is no pack Nope served here (packs: Levels)")
         #expect(fault?.code == .invalidOption)
     }
 }

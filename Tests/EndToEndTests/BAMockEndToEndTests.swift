@@ -594,7 +594,7 @@ struct BAMockEndToEndTests {
         for (arguments, says) in [
             (
                 ["--pack-version", "Nope=3"],
-                "there is no pack Nope in the folder (packs: HighResTextures, Levels, Tutorial)"
+                "there is no pack Nope served here (packs: HighResTextures, Levels, Tutorial)"
             ),
             (["--pack-version", "Levels=0"], "a version of 1 or more"),
             (["--fault", "status=500,pack=Nope"], "--fault …,pack=Nope: there is no pack Nope"),

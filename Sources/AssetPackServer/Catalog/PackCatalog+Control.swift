@@ -113,17 +113,21 @@ public enum NamedPacks {
     /// - Throws: ``AssetPackServerError`` with code `.invalidOption` naming the first unknown ID, its option
     ///   and the packs there are.
     public static func check(pins: [String], faults: [String], known: Set<String>) throws {
-        let list = known.sorted().joined(separator: ", ")
         let named: [(ids: [String], option: (String) -> String)] = [
             (pins, { "--pack-version \($0)=…" }), (faults, { "--fault …,pack=\($0)" }),
         ]
         for (ids, option) in named {
             for id in ids.sorted() where !known.contains(id) {
-                throw AssetPackServerError(
-                    code: .invalidOption,
-                    message: "\(option(id)): there is no pack \(id) in the folder (packs: \(list))"
-                )
+                throw AssetPackServerError(code: .invalidOption, message: "\(option(id)): \(unknown(id, known: known))")
             }
         }
+    }
+
+    /// What is said of a pack ID that names no pack served (a pack whose manifest was removed is served still, as
+    /// obsolete): the one it was perhaps meant to be, and the packs there are.
+    static func unknown(_ id: String, known: Set<String>) -> String {
+        let list = known.sorted()
+        let guess = PackagingManifest.nearMiss(id, in: list).map { "did you mean \($0)? " } ?? ""
+        return "there is no pack \(id) served here (\(guess)packs: \(list.joined(separator: ", ")))"
     }
 }

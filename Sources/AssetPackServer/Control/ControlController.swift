@@ -80,11 +80,10 @@ struct ControlController {
             )
         }
         let rule = try FaultRule(parsing: String(buffer: body).trimmingCharacters(in: .whitespacesAndNewlines))
-        if let pack = rule.pack, await !catalog.knownPackIDs.contains(pack) {
-            let known = await catalog.knownPackIDs.sorted().joined(separator: ", ")
+        if let pack = rule.pack, case let known = await catalog.knownPackIDs, !known.contains(pack) {
             throw AssetPackServerError(
                 code: .invalidOption,
-                message: "fault \"\(rule)\": there is no pack \(pack) (packs: \(known))"
+                message: "fault \"\(rule)\": \(NamedPacks.unknown(pack, known: known))"
             )
         }
         faults.add(rule)
