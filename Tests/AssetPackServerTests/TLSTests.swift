@@ -160,7 +160,8 @@ struct TLSTests {
             try NamedPacks.check(pins: ["Levls"], faults: [], known: ["Levels", "Tutorial"])
         }
         #expect(
-            pin?.message == "--pack-version Levls=…: there is no pack Levls served here (did you mean Levels? packs: Levels, Tutorial)"
+            pin?.message
+                == "--pack-version Levls=…: there is no pack Levls served here (did you mean Levels? packs: Levels, Tutorial)"
         )
         let fault = #expect(throws: AssetPackServerError.self) {
             try NamedPacks.check(pins: [], faults: ["Nope"], known: ["Levels"])
