@@ -86,6 +86,12 @@ struct BAMockEndToEndTests {
         #expect(help.contains("With --format tar, or a compression only tar has"))
         let evaluate = try runTool(tool, ["evaluate", "Tutorial.json"], directory: folder.string)
         #expect(evaluate.status == 0, "\(evaluate.stderr)")
+        // Where no ./Assets is, validate says what to give, a folder or a manifest, and how to write the latter.
+        let empty = try scratch.write("empty/.keep", "").removingLastComponent()
+        let nowhere = try runTool(tool, ["validate"], directory: empty.string)
+        #expect(nowhere.status == 1)
+        #expect(nowhere.stdout.contains("Fix: check the path: give an asset folder, or a packaging manifest"))
+        #expect(nowhere.stdout.contains("(`ba-mock template > NAME.json` writes one)"), "\(nowhere.stdout)")
     }
 
     /// Apple Archive (LZFSE) is what serve, export and package write unless told otherwise, since it is what a

@@ -66,7 +66,8 @@ public enum ManifestSet {
                         file,
                         "(file)",
                         "does not exist",
-                        fix: "check the path, or create one with `ba-mock template`"
+                        fix: "check the path: give an asset folder, or a packaging manifest (`ba-mock template > "
+                            + "NAME.json` writes one)"
                     )
                 )
             } catch let error as AssetPackFormatError {

@@ -140,7 +140,8 @@ extension PackagingManifest {
         } catch let errno as Errno where errno == .noSuchFileOrDirectory {
             throw AssetPackFormatError(
                 code: .notFound,
-                message: "manifest \(path) does not exist. Fix: check the path, or create one with `ba-mock template`",
+                message:
+                    "manifest \(path) does not exist. Fix: check the path, or write one with `ba-mock template > NAME.json`",
                 cause: errno
             )
         } catch let errno as Errno {
