@@ -240,9 +240,13 @@ mbps() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.1f", (s > 0 ? b / s / 1e6 : 
 bytes_of() { find "$1" -type f -printf '%s\n' | awk '{ total += $1 } END { print total + 0 }'; }
 
 free_port() {
-  local port
+  # Below the kernel's range for outgoing connections' ports: a port nobody listens on can still be the local end
+  # of a connection (a test suite's, a download's), and a bind to it fails (nginx: "Address already in use").
+  local port low
+  low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  [ "$low" -gt 11000 ] || low=32768
   while :; do
-    port=$((20000 + RANDOM % 30000))
+    port=$((10000 + RANDOM % (low - 10000)))
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return; }
   done
 }
