@@ -235,4 +235,25 @@ struct PlantedSymlinkTests {
             #expect(error.contains("a FIFO"))
         }
     }
+
+    /// Removing an app group a failed first command made (``AppGroupStore/removeIfEmpty()``) never deletes
+    /// through a `.ba-sync` planted as a symlink to a folder holding a `lock` and a `state.json` of its own. Two
+    /// things hold it today: the state is not read through the link (so nothing counts as empty), and every
+    /// removal is relative to folders opened without following links; either alone keeps `Outside` whole.
+    @Test func removingAnEmptyAppGroupNeverDeletesThroughALink() throws {
+        let scratch = try Scratch()
+        try scratch.write("Outside/lock", "precious")
+        try scratch.write("Outside/state.json", #"{"installed": {}}"#)
+        try FileManager.default.createDirectory(
+            atPath: scratch.root.appending("AppGroup").string,
+            withIntermediateDirectories: true
+        )
+        try FileManager.default.createSymbolicLink(
+            atPath: scratch.root.appending("AppGroup/.ba-sync").string,
+            withDestinationPath: scratch.root.appending("Outside").string
+        )
+        AppGroupStore(root: scratch.root.appending("AppGroup")).removeIfEmpty()
+        let outside = try FileManager.default.contentsOfDirectory(atPath: scratch.root.appending("Outside").string)
+        #expect(outside.sorted() == ["lock", "state.json"])
+    }
 }

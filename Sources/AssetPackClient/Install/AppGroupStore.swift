@@ -139,13 +139,19 @@ public struct AppGroupStore: Sendable {
     /// the empty folders), then the app group's folder, each only while nothing else is in it (`rmdir`, never a
     /// recursive delete): after a command that failed in an app group it made (a server that did not answer,
     /// a mistyped path), no empty app group is left to be taken for one later.
+    /// Every removal is relative to a folder opened without following links (``openFolder(_:creating:)``): a
+    /// symlink planted as `.ba-sync` leads nowhere.
     public func removeIfEmpty() {
         BlockingIO.checkOffPool("AppGroupStore.removeIfEmpty")
         guard (try? loadState())?.installed.isEmpty ?? false else { return }
-        _ = unlink(lockFile.string)
-        _ = unlink(stateFile.path.string)
-        for folder in [stagingFolder, downloadsFolder, controlFolder.appending("stats"), controlFolder, packsFolder] {
-            _ = rmdir(folder.string)
+        if let control = try? openFolder(".ba-sync", creating: false) {
+            for file in ["lock", "state.json"] { _ = unlinkat(control.rawValue, file, 0) }
+            for folder in ["staging", "downloads", "stats"] { _ = unlinkat(control.rawValue, folder, AT_REMOVEDIR) }
+            try? control.close()
+        }
+        if let top = try? FileDescriptor.openFolder(root) {
+            for folder in [".ba-sync", "AssetPacks"] { _ = unlinkat(top.rawValue, folder, AT_REMOVEDIR) }
+            try? top.close()
         }
         _ = rmdir(root.string)
     }
