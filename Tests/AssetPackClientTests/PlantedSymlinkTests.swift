@@ -256,4 +256,23 @@ struct PlantedSymlinkTests {
         let outside = try FileManager.default.contentsOfDirectory(atPath: scratch.root.appending("Outside").string)
         #expect(outside.sorted() == ["lock", "state.json"])
     }
+
+    /// Dropping a pack's partial download (after each install, and on remove) never deletes through a
+    /// `.ba-sync/downloads` planted as a symlink to a folder holding files of the same names.
+    @Test func droppingAPartialDownloadNeverDeletesThroughALink() throws {
+        let scratch = try Scratch()
+        try scratch.write("Outside/Levels.partial", "precious")
+        try scratch.write("Outside/Levels.partial.json", "{}")
+        try FileManager.default.createDirectory(
+            atPath: scratch.root.appending("AppGroup/.ba-sync").string,
+            withIntermediateDirectories: true
+        )
+        try FileManager.default.createSymbolicLink(
+            atPath: scratch.root.appending("AppGroup/.ba-sync/downloads").string,
+            withDestinationPath: scratch.root.appending("Outside").string
+        )
+        PartialDownload.discard("Levels", in: AppGroupStore(root: scratch.root.appending("AppGroup")))
+        let outside = try FileManager.default.contentsOfDirectory(atPath: scratch.root.appending("Outside").string)
+        #expect(outside.sorted() == ["Levels.partial", "Levels.partial.json"])
+    }
 }

@@ -108,8 +108,12 @@ struct PartialDownload: Sendable {
     /// Removes pack `id`'s partial file and its description, whatever archive they were of: once a version is
     /// installed, or the pack removed, none is of use (one of another version is never resumed, and held its
     /// bytes for good).
+    /// Relative to the downloads folder opened without following links: a `.ba-sync/downloads` planted as a
+    /// symlink leads nowhere (this runs after every install, and on remove).
     static func discard(_ id: String, in store: AppGroupStore) {
-        _ = unlink(store.downloadsFolder.appending("\(id).partial").string)
-        _ = unlink(store.downloadsFolder.appending("\(id).partial.json").string)
+        guard let folder = try? store.openFolder(".ba-sync/downloads", creating: false) else { return }
+        _ = unlinkat(folder.rawValue, "\(id).partial", 0)
+        _ = unlinkat(folder.rawValue, "\(id).partial.json", 0)
+        try? folder.close()
     }
 }
